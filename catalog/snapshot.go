@@ -1,0 +1,219 @@
+package catalog
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/toolshed/toolshed/tokens"
+)
+
+// Source is the tool list of one server as it arrived: from a catalog file, or from a live
+// `tools/list`.
+type Source struct {
+	// Server names the server; it prefixes every qualified name (see ServerName).
+	Server string
+	// AlwaysLoad pins every tool of the server: they are never deferred.
+	AlwaysLoad bool
+	// Tools are the tool definitions, each exactly as received.
+	Tools []json.RawMessage
+	// Origin says where the list came from, for error messages.
+	Origin string
+}
+
+// Snapshot is an immutable catalog: every tool of every source, in source order, with a
+// content hash that changes whenever anything a client or the search index could see
+// changes. A Snapshot is safe for concurrent use.
+type Snapshot struct {
+	tools   []*Tool
+	byName  map[string]*Tool
+	byBare  map[string][]*Tool
+	servers []ServerSummary
+	hash    string
+
+	tokensOnce sync.Once
+	tokens     int
+}
+
+// ServerSummary gives the size and cost of one server in a Snapshot.
+type ServerSummary struct {
+	Name   string
+	Tools  int
+	Tokens int
+}
+
+// Build assembles a Snapshot from sources. A tool that cannot be used (no name, a
+// collision, a schema that is not an object, wrong field types) is left out and reported
+// as a Problem; everything else still loads. Build never fails as a whole.
+func Build(sources []Source) (*Snapshot, []Problem) {
+	s := &Snapshot{byName: map[string]*Tool{}, byBare: map[string][]*Tool{}}
+	var problems []Problem
+	h := sha256.New()
+	serverIndex := map[string]int{}
+	for _, src := range sources {
+		server, err := ServerName(src.Server)
+		if err != nil {
+			problems = append(problems, Problem{Origin: src.Origin, Server: src.Server, Err: err})
+			continue
+		}
+		si, ok := serverIndex[server]
+		if !ok {
+			si = len(s.servers)
+			serverIndex[server] = si
+			s.servers = append(s.servers, ServerSummary{Name: server})
+		}
+		// Decode first, then name: a tool whose name is already valid keeps its plain
+		// qualified name even when a sanitized name ("a.b" -> "a_b") comes first.
+		var tools []*Tool
+		var raws []json.RawMessage
+		sanitized := map[*Tool]bool{}
+		for i, raw := range src.Tools {
+			t, err := decodeTool(server, raw)
+			if err != nil {
+				problems = append(problems, Problem{Origin: src.Origin, Server: server, Tool: toolLabel(t, i), Err: err})
+				continue
+			}
+			t.Pinned = t.Pinned || src.AlwaysLoad
+			var changed bool
+			t.Qualified, changed = qualify(server, t.Name)
+			if changed {
+				sanitized[t] = true
+			}
+			tools = append(tools, t)
+			raws = append(raws, raw)
+		}
+		claimed := map[string]*Tool{}
+		for _, t := range tools {
+			if !sanitized[t] {
+				if _, taken := claimed[t.Qualified]; !taken {
+					claimed[t.Qualified] = t
+				}
+			}
+		}
+		for i, t := range tools {
+			if holder, taken := claimed[t.Qualified]; taken && holder != t && holder.Name != t.Name {
+				t.Qualified = withHash(t.Qualified, server, t.Name)
+			}
+			if prev, dup := s.byName[t.Qualified]; dup {
+				err := fmt.Errorf("%w: its qualified name %q is already taken by tool %q; rename one of them", ErrDuplicate, t.Qualified, prev.Name)
+				if prev.Name == t.Name {
+					err = fmt.Errorf("%w: the server lists a tool named %q twice; the first one is kept", ErrDuplicate, t.Name)
+				}
+				problems = append(problems, Problem{Origin: src.Origin, Server: server, Tool: strconv.Quote(t.Name), Err: err})
+				continue
+			}
+			claimed[t.Qualified] = t
+			t.Index = len(s.tools)
+			s.tools = append(s.tools, t)
+			s.byName[t.Qualified] = t
+			s.byBare[t.Name] = append(s.byBare[t.Name], t)
+			s.servers[si].Tools++
+			fmt.Fprintf(h, "%s\x00%t\x00%d\x00", t.Server, t.Pinned, len(raws[i]))
+			h.Write(raws[i])
+		}
+	}
+	s.hash = hex.EncodeToString(h.Sum(nil))
+	return s, problems
+}
+
+// countTokens fills in every tool's token cost, once. Counting is the costliest part of
+// a build and most readers (a search, a call) never need it, so it waits until asked.
+func (s *Snapshot) countTokens() {
+	s.tokensOnce.Do(func() {
+		var wg sync.WaitGroup
+		workers := min(runtime.GOMAXPROCS(0), 8)
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; i < len(s.tools); i += workers {
+					t := s.tools[i]
+					t.tokens = tokens.Count(string(t.Definition()))
+				}
+			}()
+		}
+		wg.Wait()
+		si := map[string]int{}
+		for i := range s.servers {
+			si[s.servers[i].Name] = i
+		}
+		for _, t := range s.tools {
+			s.servers[si[t.Server]].Tokens += t.tokens
+			s.tokens += t.tokens
+		}
+	})
+}
+
+func toolLabel(t *Tool, i int) string {
+	if t != nil && t.Name != "" {
+		return strconv.Quote(t.Name)
+	}
+	return "#" + strconv.Itoa(i+1)
+}
+
+// Hash is the hex SHA-256 of the snapshot's content: servers, pinning and every
+// definition. Equal hashes mean the same catalog, so indexes can be cached by it.
+func (s *Snapshot) Hash() string { return s.hash }
+
+// Len is the number of tools.
+func (s *Snapshot) Len() int { return len(s.tools) }
+
+// Tools returns every tool in catalog order. The slice is shared: do not modify it.
+func (s *Snapshot) Tools() []*Tool { return s.tools }
+
+// Tool returns the tool at index i.
+func (s *Snapshot) Tool(i int) *Tool { return s.tools[i] }
+
+// Servers returns each server with its tool count and token cost, in catalog order.
+func (s *Snapshot) Servers() []ServerSummary {
+	s.countTokens()
+	return s.servers
+}
+
+// Tokens is the total token cost of every definition.
+func (s *Snapshot) Tokens() int {
+	s.countTokens()
+	return s.tokens
+}
+
+// ToolTokens is the token cost of one of the snapshot's tools (see Tool.Definition).
+func (s *Snapshot) ToolTokens(t *Tool) int {
+	s.countTokens()
+	return t.tokens
+}
+
+// Lookup finds a tool by qualified name, or by its bare name when exactly one server has a
+// tool of that name. Tools for which visible returns false (nil means all are visible) are
+// treated as absent, so a caller limited to a scope learns nothing of the others. An
+// unknown name wraps ErrUnknownTool; a bare name several servers share wraps ErrAmbiguous
+// and lists the qualified names to choose from.
+func (s *Snapshot) Lookup(name string, visible func(*Tool) bool) (*Tool, error) {
+	if t, ok := s.byName[name]; ok && (visible == nil || visible(t)) {
+		return t, nil
+	}
+	var found []*Tool
+	for _, t := range s.byBare[name] {
+		if visible == nil || visible(t) {
+			found = append(found, t)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return nil, fmt.Errorf("%w %q", ErrUnknownTool, name)
+	case 1:
+		return found[0], nil
+	default:
+		names := make([]string, len(found))
+		for i, t := range found {
+			names[i] = t.Qualified
+		}
+		sort.Strings(names)
+		return nil, fmt.Errorf("%w: %q is offered by %d servers; use one of %s", ErrAmbiguous, name, len(found), strings.Join(names, ", "))
+	}
+}

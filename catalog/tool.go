@@ -1,0 +1,110 @@
+// Package catalog holds the tools toolshed knows about: every definition exactly as its
+// server listed it, under a qualified name that every major client accepts, with its token
+// cost. A catalog is an immutable Snapshot with a content hash, rebuilt from the live tool
+// lists at every assembly, so it can never drift from what the servers really offer.
+package catalog
+
+import (
+	"encoding/json"
+)
+
+// Separator joins a server name and a tool name into a qualified name.
+const Separator = "__"
+
+// MaxNameLen is the longest name the major clients accept (Anthropic, OpenAI, Gemini,
+// Claude Desktop, Cursor): ^[a-zA-Z0-9_-]{1,128}$.
+const MaxNameLen = 128
+
+// Tool is one tool of one server. The raw JSON fields are byte-for-byte what the server
+// sent; the decoded fields exist for search and display only and never go back out.
+type Tool struct {
+	// Server is the name of the server that offers the tool.
+	Server string
+	// Name is the tool's own name, exactly as its server lists it.
+	Name string
+	// Qualified is Server + "__" + Name, with characters clients reject replaced by '_'
+	// and shortened with a hash suffix when longer than MaxNameLen.
+	Qualified string
+
+	// Title is the tool's human title (its "title", else annotations.title).
+	Title string
+	// Description is the tool's description.
+	Description string
+	// Params lists the parameters of the input schema, nested object properties included,
+	// in schema order.
+	Params []Param
+	// Required lists the names of the top-level required parameters, in schema order.
+	Required []string
+
+	// InputSchema is the "inputSchema" value as received.
+	InputSchema json.RawMessage
+	// OutputSchema is the "outputSchema" value as received, or nil.
+	OutputSchema json.RawMessage
+	// Annotations is the "annotations" value as received, or nil.
+	Annotations json.RawMessage
+	// Meta is the "_meta" value as received, or nil.
+	Meta json.RawMessage
+	// Raw is the whole definition as received.
+	Raw json.RawMessage
+
+	// Pinned reports that the tool must never be deferred: its server is marked
+	// alwaysLoad, or its _meta carries "anthropic/alwaysLoad": true.
+	Pinned bool
+	// tokens is the o200k_base token count of Definition, filled in lazily by the
+	// snapshot (see Snapshot.ToolTokens).
+	tokens int
+	// Index is the tool's position in its Snapshot.
+	Index int
+}
+
+// Param is one property of a tool's input schema. Nested properties carry a dotted path
+// ("filter.state") so they can be searched without being mistaken for top-level ones.
+type Param struct {
+	Name        string
+	Description string
+	Required    bool
+	Depth       int
+}
+
+// Definition returns the tool as a client sends it to a model: the Anthropic Messages API
+// shape {"name", "description", "input_schema"} under the qualified name. It is what the
+// token cost counts.
+func (t *Tool) Definition() []byte {
+	name, _ := json.Marshal(t.Qualified)
+	desc, _ := json.Marshal(t.Description)
+	schema := t.InputSchema
+	if len(schema) == 0 {
+		schema = json.RawMessage(`{"type":"object"}`)
+	}
+	b := make([]byte, 0, len(name)+len(desc)+len(schema)+48)
+	b = append(b, `{"name":`...)
+	b = append(b, name...)
+	b = append(b, `,"description":`...)
+	b = append(b, desc...)
+	b = append(b, `,"input_schema":`...)
+	b = append(b, schema...)
+	b = append(b, '}')
+	return b
+}
+
+// ReadOnly reports the tool's annotations.readOnlyHint.
+func (t *Tool) ReadOnly() bool { return t.hint("readOnlyHint", false) }
+
+// Destructive reports the tool's annotations.destructiveHint. MCP's default is true for
+// tools that are not read-only, but toolshed only acts on an explicit hint.
+func (t *Tool) Destructive() bool { return t.hint("destructiveHint", false) }
+
+func (t *Tool) hint(key string, def bool) bool {
+	if len(t.Annotations) == 0 {
+		return def
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(t.Annotations, &m) != nil {
+		return def
+	}
+	var v bool
+	if raw, ok := m[key]; ok && json.Unmarshal(raw, &v) == nil {
+		return v
+	}
+	return def
+}

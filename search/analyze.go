@@ -1,0 +1,334 @@
+package search
+
+import (
+	"encoding/binary"
+	"sync"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/kljensen/snowball/english"
+)
+
+// The analyzer turns text into search terms. Tool text is half code, half prose, so it
+// splits identifiers the way programmers write them and normalizes words the way search
+// engines do:
+//
+//   - words are runs of letters and digits; everything else separates, so snake_case,
+//     kebab-case, dotted.names and path/like/names split into their parts;
+//   - camelCase and PascalCase split at case changes (getHTTPResponse → get, http,
+//     response), and letters split from digits (ipv4 → ipv, 4);
+//   - a word that was split is also kept whole (GitHub → git, hub, github), so a query
+//     that writes it as one word still matches;
+//   - Han, Hiragana and Katakana characters, written without spaces, are one term each;
+//   - terms are lowercased, English stop words dropped, and English words stemmed with
+//     the Snowball (Porter2) stemmer, so "creates", "creating" and "created" meet.
+
+// Character classes of ASCII bytes, for the tokenizer's hot loop.
+const (
+	clsLower = 1 << iota
+	clsUpper
+	clsDigit
+	clsAlnum = clsLower | clsUpper | clsDigit
+)
+
+var asciiClass = func() (t [256]uint8) {
+	for c := 'a'; c <= 'z'; c++ {
+		t[c] = clsLower
+		t[c-'a'+'A'] = clsUpper
+	}
+	for c := '0'; c <= '9'; c++ {
+		t[c] = clsDigit
+	}
+	return t
+}()
+
+// byteClass extends asciiClass with clsHigh for bytes of non-ASCII characters; 0 is an
+// ASCII separator.
+const clsHigh = 8
+
+var byteClass = func() (t [256]uint8) {
+	t = asciiClass
+	for c := utf8.RuneSelf; c < 256; c++ {
+		t[c] = clsHigh
+	}
+	return t
+}()
+
+// lowerByte lowercases ASCII letters.
+var lowerByte = func() (t [256]byte) {
+	for c := range t {
+		t[c] = byte(c)
+		if asciiClass[c] == clsUpper {
+			t[c] += 'a' - 'A'
+		}
+	}
+	return t
+}()
+
+// splits[a][b] reports a word boundary between a byte of class a and one of class b:
+// between letters and digits, and from lower to upper case (camel|Case). The third rule,
+// HTTP|Server, needs the byte after and is checked apart.
+// It is indexed by a<<3|b.
+var splits = func() (t [64]bool) {
+	for _, a := range []uint8{clsLower, clsUpper, clsDigit} {
+		for _, b := range []uint8{clsLower, clsUpper, clsDigit} {
+			t[a<<3|b] = (a == clsDigit) != (b == clsDigit) || a == clsLower && b == clsUpper
+		}
+	}
+	return t
+}()
+
+// Tokens are identified during a build by a 64-bit hash of their lowercased text.
+// hashToken is the definition; hashASCIIWord computes the same value straight from an
+// ASCII word in any case, eight bytes at a time: OR-ing 0x20 into each byte lowercases
+// letters and leaves digits as they are.
+const (
+	hashK0 = 0x9e3779b97f4a7c15
+	hashK1 = 0xbf58476d1ce4e5b9
+	lower8 = 0x2020202020202020
+)
+
+func hashMix(x uint64) uint64 {
+	x ^= x >> 31
+	x *= hashK1
+	return x ^ x>>29
+}
+
+// hashToken hashes a lowercased token.
+func hashToken(b []byte) uint64 {
+	h := uint64(len(b)) * hashK0
+	for len(b) >= 8 {
+		h = hashMix(h ^ binary.LittleEndian.Uint64(b))
+		b = b[8:]
+	}
+	if len(b) > 0 {
+		var x uint64
+		for i, c := range b {
+			x |= uint64(c) << (8 * i)
+		}
+		h = hashMix(h ^ x)
+	}
+	return hashMix(h)
+}
+
+// hashASCIIWord is hashToken of w lowercased, for w made of ASCII letters and digits.
+func hashASCIIWord(w string) uint64 {
+	h := uint64(len(w)) * hashK0
+	for len(w) >= 8 {
+		h = hashMix(h ^ (binary.LittleEndian.Uint64([]byte(w[:8])) | lower8))
+		w = w[8:]
+	}
+	if len(w) > 0 {
+		var x uint64
+		for i := 0; i < len(w); i++ {
+			x |= uint64(w[i]|0x20) << (8 * i)
+		}
+		h = hashMix(h ^ x)
+	}
+	return hashMix(h)
+}
+
+// tokenize calls emit with each token of s, lowercased, and its FNV-1a hash, in order.
+// The slice passed to emit is only valid during the call.
+func tokenize(s string, buf []byte, emit func(tok []byte, hash uint64)) []byte {
+	i := 0
+	for i < len(s) {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if asciiClass[c] == 0 {
+				i++
+				continue
+			}
+			j := i + 1
+			for j < len(s) && asciiClass[s[j]] != 0 {
+				j++
+			}
+			if j < len(s) && s[j] >= utf8.RuneSelf {
+				// The word continues with non-ASCII letters (café, naïve): treat it whole.
+				if r, _ := utf8.DecodeRuneInString(s[j:]); isWordRune(r) && !isIdeograph(r) {
+					buf = buf[:0]
+					i = unicodeWord(s, i, &buf)
+					emit(buf, hashToken(buf))
+					continue
+				}
+			}
+			buf = splitASCII(s[i:j], buf, emit)
+			i = j
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case isIdeograph(r):
+			buf = utf8.AppendRune(buf[:0], unicode.ToLower(r))
+			emit(buf, hashToken(buf))
+			i += size
+		case isWordRune(r):
+			buf = buf[:0]
+			i = unicodeWord(s, i, &buf)
+			emit(buf, hashToken(buf))
+		default:
+			i += size
+		}
+	}
+	return buf
+}
+
+// unicodeWord lowercases the word of letters and digits starting at s[i] into buf and
+// returns the index after it. Ideographs end the word.
+func unicodeWord(s string, i int, buf *[]byte) int {
+	for i < len(s) {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if !isWordRune(r) || isIdeograph(r) {
+			break
+		}
+		*buf = utf8.AppendRune(*buf, unicode.ToLower(r))
+		i += size
+	}
+	return i
+}
+
+// splitASCII emits the parts of an ASCII alphanumeric word w, split at camelCase and
+// letter/digit boundaries, then w whole when it had more than one part.
+func splitASCII(w string, buf []byte, emit func([]byte, uint64)) []byte {
+	start, parts := 0, 0
+	for k := 1; k <= len(w); k++ {
+		if k < len(w) && !splitsAt(w, k) {
+			continue
+		}
+		buf = appendLower(buf[:0], w[start:k])
+		emit(buf, hashToken(buf))
+		start = k
+		parts++
+	}
+	if parts > 1 {
+		buf = appendLower(buf[:0], w)
+		emit(buf, hashToken(buf))
+	}
+	return buf
+}
+
+// splitsAt reports whether the ASCII alphanumeric word w splits before w[k].
+func splitsAt(w string, k int) bool {
+	a, b := asciiClass[w[k-1]], asciiClass[w[k]]
+	return splits[a<<3|b] || a == clsUpper && b == clsUpper && k+1 < len(w) && asciiClass[w[k+1]] == clsLower
+}
+
+func isASCIIAlnum(c byte) bool { return asciiClass[c] != 0 }
+func isLower(c byte) bool      { return c >= 'a' && c <= 'z' }
+func isUpper(c byte) bool      { return c >= 'A' && c <= 'Z' }
+func isDigit(c byte) bool      { return c >= '0' && c <= '9' }
+
+func isWordRune(r rune) bool {
+	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mn, r)
+}
+
+// isIdeograph reports scripts written without spaces between words, where each
+// character is indexed as a term of its own.
+func isIdeograph(r rune) bool {
+	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) || unicode.Is(unicode.Katakana, r)
+}
+
+// stemCache remembers normalize's answers for the whole process. Stemming costs a
+// microsecond a word, catalogs share most of their vocabulary, and the gateway rebuilds
+// indexes as servers come and go; past stemCacheMax words it stops growing.
+var stemCache struct {
+	sync.RWMutex
+	m map[string]string
+}
+
+const stemCacheMax = 1 << 18
+
+// stemBytes is normalize through stemCache, for a lowercased token in a buffer.
+func stemBytes(tok []byte) string {
+	stemCache.RLock()
+	t, ok := stemCache.m[string(tok)]
+	stemCache.RUnlock()
+	if ok {
+		return t
+	}
+	key := string(tok)
+	t = normalize(key)
+	stemCache.Lock()
+	if stemCache.m == nil {
+		stemCache.m = map[string]string{}
+	}
+	if len(stemCache.m) < stemCacheMax {
+		stemCache.m[key] = t
+	}
+	stemCache.Unlock()
+	return t
+}
+
+// resetStemCache empties stemCache, so benchmarks can measure cold builds.
+func resetStemCache() {
+	stemCache.Lock()
+	stemCache.m = nil
+	stemCache.Unlock()
+}
+
+// normalize turns a lowercased token into its index term, or "" for a stop word.
+func normalize(tok string) string {
+	if stopWords[tok] {
+		return ""
+	}
+	if len(tok) <= 3 || !isLowerASCIIWord(tok) {
+		return tok
+	}
+	stem := english.Stem(tok, true)
+	// Porter2 turns a final y into i, so "multiply" stems to "multipli" but
+	// "multiplication" to "multipl"; dropping the i joins such derivations
+	// (summary/summarize, category/categorize, notify/notification).
+	if len(stem) >= 5 && stem[len(stem)-1] == 'i' {
+		stem = stem[:len(stem)-1]
+	}
+	return stem
+}
+
+func isLowerASCIIWord(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !isLower(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// stopWords are English function words, which say nothing about what a tool does, plus
+// the filler of requests written to an assistant ("please", "could you"). Words that can
+// carry a tool's meaning (up, down, on, off, all, not, before, after, open, close) are
+// deliberately absent.
+var stopWords = map[string]bool{}
+
+func init() {
+	for _, w := range []string{
+		"a", "an", "the", "and", "or", "but", "nor", "so", "yet",
+		"of", "at", "by", "for", "with", "about", "to", "from", "in", "into", "onto",
+		"as", "than", "via", "per", "within", "without", "upon", "its", "it", "itself",
+		"is", "am", "are", "was", "were", "be", "been", "being",
+		"do", "does", "did", "doing", "done", "have", "has", "had", "having",
+		"i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "ourselves",
+		"you", "your", "yours", "yourself", "yourselves",
+		"he", "him", "his", "himself", "she", "her", "hers", "herself",
+		"they", "them", "their", "theirs", "themselves",
+		"this", "that", "these", "those", "there", "here",
+		"what", "which", "who", "whom", "whose", "when", "where", "why", "how",
+		"if", "then", "else", "because", "while", "until", "whether",
+		"can", "could", "will", "would", "shall", "should", "may", "might", "must",
+		"just", "very", "too", "also", "such", "some", "each", "every", "both",
+		"e", "g", "eg", "ie", "etc",
+		"please", "kindly", "want", "wants", "need", "needs", "like", "let", "lets",
+	} {
+		stopWords[w] = true
+	}
+}
+
+func appendLower(buf []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if asciiClass[c] == clsUpper {
+			c += 'a' - 'A'
+		}
+		buf = append(buf, c)
+	}
+	return buf
+}

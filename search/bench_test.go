@@ -1,0 +1,134 @@
+package search_test
+
+import (
+	"fmt"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/internal/scale"
+	"github.com/toolshed/toolshed/search"
+)
+
+var benchSizes = []int{1000, 10000}
+
+func benchSnapshot(b *testing.B, n int) *catalog.Snapshot {
+	b.Helper()
+	real, err := scale.Real("../bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	snap, problems := catalog.Build(scale.Catalog(real, n))
+	if len(problems) > 0 {
+		b.Fatalf("scale catalog: %d problems, the first: %v", len(problems), problems[0])
+	}
+	if snap.Len() != n {
+		b.Fatalf("scale catalog has %d tools, want %d", snap.Len(), n)
+	}
+	return snap
+}
+
+func benchQueries(b *testing.B) []string {
+	b.Helper()
+	qs, err := scale.Queries("../bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i, q := range qs {
+		qs[i] = search.Truncate(q, search.MaxQueryLen)
+	}
+	return qs
+}
+
+// reportLatency adds p50 and p99 per-operation latency metrics to a benchmark.
+func reportLatency(b *testing.B, lat []time.Duration) {
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	if len(lat) == 0 {
+		return
+	}
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1000, "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1000, "p99-µs")
+}
+
+// BenchmarkIndexBuild measures cold builds: the process-wide stem cache is emptied
+// before each, as in a process that has never seen these words.
+func BenchmarkIndexBuild(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			snap := benchSnapshot(b, n)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				search.ResetStemCache()
+				b.StartTimer()
+				search.NewIndex(snap)
+			}
+		})
+	}
+}
+
+// BenchmarkIndexRebuild measures builds in a process that has indexed these words before,
+// as the gateway does when a server's tool list changes.
+func BenchmarkIndexRebuild(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			snap := benchSnapshot(b, n)
+			search.NewIndex(snap)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				search.NewIndex(snap)
+			}
+		})
+	}
+}
+
+func BenchmarkSearch(b *testing.B) {
+	queries := benchQueries(b)
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			ix := search.NewIndex(benchSnapshot(b, n))
+			lat := make([]time.Duration, 0, b.N)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				start := time.Now()
+				if _, err := ix.Search(queries[i%len(queries)], search.Options{Limit: 5}); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(start))
+			}
+			b.StopTimer()
+			reportLatency(b, lat)
+		})
+	}
+}
+
+// regexPatterns are patterns a model writes: literal words, alternations, wildcards
+// between words, anchors, and one with no literal at all.
+var regexPatterns = []string{
+	"weather", "github.*issue", "create|delete", "^get_", "(?i)slack", "file$",
+	`\bpull request\b`, "screenshot|snapshot", "[a-z]+_[a-z]+_[a-z]+", "calendar.*event",
+}
+
+func BenchmarkRegex(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			ix := search.NewIndex(benchSnapshot(b, n))
+			lat := make([]time.Duration, 0, b.N)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				start := time.Now()
+				if _, err := ix.Regex(regexPatterns[i%len(regexPatterns)], search.Options{Limit: 5}); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(start))
+			}
+			b.StopTimer()
+			reportLatency(b, lat)
+		})
+	}
+}

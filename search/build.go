@@ -1,0 +1,373 @@
+package search
+
+import (
+	"math"
+	"runtime"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/toolshed/toolshed/catalog"
+)
+
+// Building an index runs in three steps so that the costly parts use every core:
+//
+//  1. In parallel over ranges of tools, each worker tokenizes its tools, names each new
+//     surface form (a lowercased token) with a worker-local number, stems it, and records
+//     per tool how often each surface form occurs in each field.
+//  2. One goroutine gives every distinct stem a global term id.
+//  3. In parallel again, each worker rewrites its records in term ids (merging surface
+//     forms that share a stem) and writes its tools' postings, each worker into its own
+//     reserved part of every posting list.
+
+// posting is one (term, tool) pair while building: the term's frequency in each field.
+type posting struct {
+	term int32
+	tf   [numFields]uint16
+}
+
+// worker is the state of one build worker over tools [from, to).
+type worker struct {
+	from, to int
+
+	surface  *termTable // hash of a lowercased token -> local surface number
+	stems    []string   // local surface number -> its term, "" for a stop word
+	last     []int32    // per local number (then per term): the last tool it was seen in
+	slot     []int32    // per local number (then per term): its entry in that tool
+	entries  []posting  // per tool, by docStart
+	docStart []int32    // tool from+i's entries are entries[docStart[i]:docStart[i+1]]
+	lens     [][numFields]uint32
+	df       []int32 // per term, within this worker's tools
+	buf      []byte
+	emit     func([]byte, uint64)
+
+	cut    [maxParts + 1]int32 // where the parts of the word being split start
+	doc    int32
+	field  int
+	docLen [numFields]uint32 // the current tool's field lengths
+}
+
+// NewIndexParams builds an index over snap with the given ranking parameters.
+func NewIndexParams(snap *catalog.Snapshot, p Params) *Index {
+	n := snap.Len()
+	tools := snap.Tools()
+	ix := &Index{
+		snap:   snap,
+		params: p,
+		terms:  make(map[string]int32, 4096),
+		exact:  make(map[string][]int32, 2*n),
+		names:  make([]string, n),
+	}
+	workers := splitWork(n)
+	parallel(workers, func(w *worker) { w.tokenize(tools, ix.names) })
+
+	// Step 2: global term ids, in order of first appearance.
+	for _, w := range workers {
+		for i, stem := range w.stems {
+			// w.last is reused as the map from local numbers to terms in step 3.
+			id, ok := ix.terms[stem]
+			if !ok {
+				id = int32(len(ix.termText))
+				ix.terms[stem] = id
+				ix.termText = append(ix.termText, stem)
+			}
+			w.last[i] = id
+		}
+	}
+	nt := len(ix.termText)
+	parallel(workers, func(w *worker) { w.remap(nt) })
+
+	var sumLen [numFields]float64
+	df := make([]int32, nt)
+	total := 0
+	for _, w := range workers {
+		for _, l := range w.lens {
+			for f := range numFields {
+				sumLen[f] += float64(l[f])
+			}
+		}
+		for t, c := range w.df {
+			df[t] += c
+		}
+		total += len(w.entries)
+	}
+	var avgLen [numFields]float64
+	for f := range numFields {
+		avgLen[f] = math.Max(sumLen[f]/math.Max(float64(n), 1), 1)
+	}
+	ix.postStart = make([]int32, nt+1)
+	for t, c := range df {
+		ix.postStart[t+1] = ix.postStart[t] + c
+	}
+	ix.postDoc = make([]int32, total)
+	ix.postScore = make([]float32, total)
+	// Each worker writes its tools, which come after the earlier workers' tools, into
+	// the part of each posting list after the earlier workers' parts: lists stay sorted.
+	next := make([]int32, nt)
+	copy(next, ix.postStart[:nt])
+	fills := make([][]int32, len(workers))
+	for i, w := range workers {
+		fills[i] = make([]int32, nt)
+		copy(fills[i], next)
+		for t, c := range w.df {
+			next[t] += c
+		}
+	}
+	parallel(workers, func(w *worker) {
+		i := 0
+		for workers[i] != w {
+			i++
+		}
+		w.postings(ix, fills[i], avgLen)
+	})
+
+	ix.idf = make([]float32, nt)
+	for t, c := range df {
+		ix.idf[t] = float32(math.Log(1 + (float64(n)-float64(c)+0.5)/(float64(c)+0.5)))
+	}
+	for d, t := range tools {
+		for _, key := range [2]string{normalizeName(t.Name), ix.names[d]} {
+			if docs := ix.exact[key]; len(docs) == 0 || docs[len(docs)-1] != int32(d) {
+				ix.exact[key] = append(docs, int32(d))
+			}
+		}
+	}
+	return ix
+}
+
+// splitWork divides n tools among up to GOMAXPROCS workers; small catalogs get one.
+func splitWork(n int) []*worker {
+	k := min(runtime.GOMAXPROCS(0), max(1, n/500), 16)
+	ws := make([]*worker, k)
+	for i := range ws {
+		ws[i] = &worker{from: i * n / k, to: (i + 1) * n / k}
+	}
+	return ws
+}
+
+// parallel runs fn for every worker, each on its own goroutine, and waits.
+func parallel(ws []*worker, fn func(*worker)) {
+	if len(ws) == 1 {
+		fn(ws[0])
+		return
+	}
+	var wg sync.WaitGroup
+	for _, w := range ws {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(w)
+		}()
+	}
+	wg.Wait()
+}
+
+// tokenize is step 1 for the worker's tools.
+func (w *worker) tokenize(tools []*catalog.Tool, names []string) {
+	n := w.to - w.from
+	w.surface = newTermTable(4096)
+	w.docStart = make([]int32, n+1)
+	w.lens = make([][numFields]uint32, n)
+	size := 0
+	for _, t := range tools[w.from:w.to] {
+		size += len(t.Name) + len(t.Description)
+		for _, p := range t.Params {
+			size += len(p.Name) + len(p.Description)
+		}
+	}
+	w.entries = make([]posting, 0, size/10+16)
+	w.emit = w.emitToken
+	for i, t := range tools[w.from:w.to] {
+		w.doc = int32(i)
+		w.docStart[i] = int32(len(w.entries))
+		w.docLen = [numFields]uint32{}
+		w.text(fieldName, t.Name)
+		w.text(fieldTitle, t.Title)
+		w.text(fieldDesc, t.Description)
+		for _, p := range t.Params {
+			w.text(fieldParamName, p.Name)
+			w.text(fieldParamDesc, p.Description)
+		}
+		w.text(fieldServer, t.Server)
+		w.lens[i] = w.docLen
+		names[w.from+i] = normalizeName(t.Qualified)
+	}
+	w.docStart[n] = int32(len(w.entries))
+}
+
+// text analyzes s as field f of the worker's current tool. It is tokenize specialized
+// for the build, where it runs over every byte of the catalog: one pass over each word
+// finds its camelCase and letter/digit parts and hashes them, and a token's text is only
+// materialized the first time the worker sees it. tokenize remains the definition;
+// TestBuildMatchesTokenize keeps the two in step.
+func (w *worker) text(f int, s string) {
+	w.field = f
+	i := 0
+	for i < len(s) {
+		c := s[i]
+		cls := byteClass[c]
+		if cls == 0 {
+			i++
+			continue
+		}
+		if cls == clsHigh {
+			i = w.unicodeText(s, i)
+			continue
+		}
+		// One ASCII word: find where its parts start as it is scanned.
+		start, np := i, 0
+		prev := cls
+		for i++; i < len(s); i++ {
+			next := byteClass[s[i]]
+			if next == 0 || next == clsHigh {
+				break
+			}
+			if splits[(prev<<3|next)&63] || prev == clsUpper && next == clsUpper && i+1 < len(s) && byteClass[s[i+1]] == clsLower {
+				if np == maxParts-1 {
+					break
+				}
+				np++
+				w.cut[np] = int32(i)
+			}
+			prev = next
+		}
+		if np == maxParts-1 || i < len(s) && byteClass[s[i]] == clsHigh && w.continuesWord(s, i) {
+			// A word of very many parts, or one such as "café" that goes on in
+			// non-ASCII letters: the general path.
+			i = w.unicodeText(s, start)
+			continue
+		}
+		if np == 0 {
+			w.add(hashASCIIWord(s[start:i]), s[start:i])
+			continue
+		}
+		w.cut[0], w.cut[np+1] = int32(start), int32(i)
+		for k := 0; k <= np; k++ {
+			part := s[w.cut[k]:w.cut[k+1]]
+			w.add(hashASCIIWord(part), part)
+		}
+		w.add(hashASCIIWord(s[start:i]), s[start:i])
+	}
+}
+
+// maxParts is the most parts text splits a word into before leaving it to tokenize.
+const maxParts = 16
+
+// continuesWord reports whether the non-ASCII text at s[i] continues a word.
+func (w *worker) continuesWord(s string, i int) bool {
+	r, _ := utf8.DecodeRuneInString(s[i:])
+	return isWordRune(r) && !isIdeograph(r)
+}
+
+// unicodeText analyzes the stretch of s from i to the next ASCII separator with the
+// general tokenizer, and returns where it stopped.
+func (w *worker) unicodeText(s string, i int) int {
+	j := i
+	for j < len(s) && byteClass[s[j]] != 0 {
+		j++
+	}
+	w.buf = tokenize(s[i:j], w.buf, w.emit)
+	return j
+}
+
+func (w *worker) emitToken(tok []byte, h uint64) { w.add(h, string(tok)) }
+
+// add records one token of the current tool and field, given the hash of its lowercased
+// text and the text itself in any case.
+func (w *worker) add(h uint64, tok string) {
+	id, ok := w.surface.get(h)
+	if !ok {
+		id = w.newSurface(h, tok)
+	}
+	if id < 0 {
+		return // a stop word: not a term, and not counted in the field's length
+	}
+	if w.last[id] != w.doc {
+		w.last[id] = w.doc
+		w.slot[id] = int32(len(w.entries))
+		w.entries = append(w.entries, posting{term: id})
+	}
+	e := &w.entries[w.slot[id]]
+	if e.tf[w.field] < math.MaxUint16 {
+		e.tf[w.field]++
+	}
+	w.docLen[w.field]++
+}
+
+// newSurface numbers a surface form the worker has not seen; stop words get -1.
+func (w *worker) newSurface(h uint64, tok string) int32 {
+	var buf [64]byte
+	lower := buf[:0]
+	if len(tok) > len(buf) {
+		lower = make([]byte, 0, len(tok))
+	}
+	for i := 0; i < len(tok); i++ {
+		lower = append(lower, lowerByte[tok[i]])
+	}
+	term := stemBytes(lower)
+	id := int32(-1)
+	if term != "" {
+		id = int32(len(w.stems))
+		w.stems = append(w.stems, term)
+		w.last = append(w.last, -1)
+		w.slot = append(w.slot, 0)
+	}
+	w.surface.put(h, id)
+	return id
+}
+
+// remap is step 3's first half: entries in term ids (w.last maps local numbers to
+// terms), surface forms of one stem merged, and per-term tool counts.
+func (w *worker) remap(nt int) {
+	local := w.last
+	w.df = make([]int32, nt)
+	last := make([]int32, nt)
+	slot := make([]int32, nt)
+	for t := range last {
+		last[t] = -1
+	}
+	out := w.entries[:0]
+	for d := range w.to - w.from {
+		start := int32(len(out))
+		for _, e := range w.entries[w.docStart[d]:w.docStart[d+1]] {
+			t := local[e.term]
+			if last[t] != int32(d) {
+				last[t], slot[t] = int32(d), int32(len(out))
+				out = append(out, posting{term: t, tf: e.tf})
+				w.df[t]++
+				continue
+			}
+			m := &out[slot[t]]
+			for f := range numFields {
+				m.tf[f] = uint16(min(int(m.tf[f])+int(e.tf[f]), math.MaxUint16))
+			}
+		}
+		w.docStart[d] = start
+	}
+	w.docStart[w.to-w.from] = int32(len(out))
+	w.entries = out
+	w.stems, w.last, w.slot, w.surface = nil, nil, nil, nil
+}
+
+// postings is step 3's second half: the BM25F weight of every (term, tool) pair of the
+// worker's tools, written at fill[term], which advances.
+func (w *worker) postings(ix *Index, fill []int32, avgLen [numFields]float64) {
+	p := &ix.params
+	var norm [numFields]float64
+	for d := range w.to - w.from {
+		for f := range numFields {
+			norm[f] = p.Weight[f] / (1 - p.B[f] + p.B[f]*float64(w.lens[d][f])/avgLen[f])
+		}
+		for _, e := range w.entries[w.docStart[d]:w.docStart[d+1]] {
+			var tf float64
+			for f := range numFields {
+				if e.tf[f] != 0 {
+					tf += float64(e.tf[f]) * norm[f]
+				}
+			}
+			at := fill[e.term]
+			fill[e.term]++
+			ix.postDoc[at] = int32(w.from + d)
+			ix.postScore[at] = float32(tf * (p.K1 + 1) / (tf + p.K1))
+		}
+	}
+}

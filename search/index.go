@@ -1,0 +1,149 @@
+// Package search finds tools in a catalog: BM25F ranking over a tool's name, title,
+// description, parameter names and descriptions and server name, with exact-name matching
+// and a substring fallback, and regular-expression search over the same fields.
+//
+// An Index is built once per catalog snapshot (see Cache) and is then read-only, so any
+// number of goroutines may search it at once. It is written by hand for speed: a search
+// at 10,000 tools takes tens of microseconds.
+package search
+
+import (
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/toolshed/toolshed/catalog"
+)
+
+// The fields of a tool that BM25F scores, each with its own weight and length
+// normalization.
+const (
+	fieldName      = iota // the tool's own name
+	fieldTitle            // its human title
+	fieldDesc             // its description
+	fieldParamName        // input schema property names
+	fieldParamDesc        // input schema property descriptions
+	fieldServer           // the server's name
+	numFields
+)
+
+// Params tunes ranking. The zero value is not useful; start from DefaultParams.
+type Params struct {
+	// K1 is the term-frequency saturation of BM25.
+	K1 float64
+	// Weight and B are each field's weight and length normalization (0 none, 1 full).
+	Weight [numFields]float64
+	B      [numFields]float64
+	// Coord multiplies a score by (matched/queried)^Coord, the share of the query's
+	// terms the tool matches, so tools that answer more of a request rank higher.
+	Coord float64
+	// Synonyms is the weight, relative to the word itself, of the thesaurus terms added
+	// for a query word that no tool uses (0 turns the thesaurus off).
+	Synonyms float64
+	// Prefix is the weight of abbreviations of a query term that tools use ("calc" for
+	// "calculate", "info" for "information").
+	Prefix float64
+	// PathWords is the weight of the terms a file path in the query implies ("file").
+	PathWords float64
+	// Questions is the weight of the answer kinds that question words imply ("when"
+	// asks for a date).
+	Questions float64
+}
+
+// DefaultParams are the settings toolshed ships with. They were chosen on the two
+// benchmark sets in bench/ among settings that help on both, and each feature beyond
+// plain BM25F was kept only if it helped without hurting either set; see bench/README.md.
+var DefaultParams = Params{
+	K1:        1.2,
+	Weight:    [numFields]float64{fieldName: 3, fieldTitle: 2, fieldDesc: 1, fieldParamName: 0.8, fieldParamDesc: 0.35, fieldServer: 1},
+	B:         [numFields]float64{fieldName: 0.3, fieldTitle: 0.3, fieldDesc: 0.75, fieldParamName: 0.5, fieldParamDesc: 0.75, fieldServer: 0},
+	Coord:     0.3,
+	Synonyms:  0.4,
+	Prefix:    0.2,
+	PathWords: 0.3,
+	Questions: 0.3,
+}
+
+// Index is a search index over one catalog snapshot. It is immutable and safe for
+// concurrent use.
+type Index struct {
+	snap   *catalog.Snapshot
+	params Params
+
+	terms     map[string]int32 // index term -> term id
+	termText  []string         // term id -> index term
+	idf       []float32
+	postStart []int32 // postings of term t are postDoc[postStart[t]:postStart[t+1]]
+	postDoc   []int32
+	postScore []float32 // BM25F weight of the term in the doc, before idf
+
+	exact map[string][]int32 // normalized bare and qualified names -> docs
+	names []string           // normalized qualified name per doc, for the substring fallback
+
+	// foldOnce builds, on the first regex search, every tool's text lowercased for the
+	// regex path's pre-check: folded[foldedAt[i]:foldedAt[i+1]] is tool i's.
+	foldOnce sync.Once
+	folded   string
+	foldedAt []int32
+}
+
+// Snapshot returns the catalog the index was built from.
+func (ix *Index) Snapshot() *catalog.Snapshot { return ix.snap }
+
+// NewIndex builds an index over snap with DefaultParams.
+func NewIndex(snap *catalog.Snapshot) *Index { return NewIndexParams(snap, DefaultParams) }
+
+// normalizeName folds a name for exact matching: lowercase, and every run of characters
+// other than letters and digits becomes one '_', so "Create Issue", "create-issue" and
+// "create_issue" are the same name.
+func normalizeName(s string) string {
+	if n, ok := normalizeASCIIName(s); ok {
+		return n
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	sep := false
+	for _, r := range strings.ToLower(strings.TrimSpace(s)) {
+		if isWordRune(r) {
+			if sep && b.Len() > 0 {
+				b.WriteByte('_')
+			}
+			sep = false
+			b.WriteRune(r)
+		} else {
+			sep = true
+		}
+	}
+	return b.String()
+}
+
+// normalizeASCIIName is normalizeName for ASCII names, the common case, without
+// allocating more than the result.
+func normalizeASCIIName(s string) (string, bool) {
+	var buf [catalog.MaxNameLen]byte
+	b := buf[:0]
+	if len(s) > len(buf) {
+		b = make([]byte, 0, len(s))
+	}
+	sep := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			return "", false
+		}
+		cls := asciiClass[c]
+		if cls == 0 {
+			sep = true
+			continue
+		}
+		if sep && len(b) > 0 {
+			b = append(b, '_')
+		}
+		sep = false
+		if cls == clsUpper {
+			c += 'a' - 'A'
+		}
+		b = append(b, c)
+	}
+	return string(b), true
+}

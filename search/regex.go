@@ -1,0 +1,328 @@
+package search
+
+import (
+	"regexp"
+	"regexp/syntax"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/toolshed/toolshed/catalog"
+)
+
+// DefaultRegexBudget is how long a regex search may run before it stops with
+// ExecutionTimeExceeded. RE2 matching is linear in the text, so only a pattern that
+// matches almost nothing literal over a very large catalog gets near it.
+const DefaultRegexBudget = 100 * time.Millisecond
+
+// foldTools returns the searchable text of every tool, lowercased (see foldASCII) and
+// concatenated into one string, with the offsets where each tool's text starts; the regex
+// path checks a pattern's required literal there before running the pattern. One string
+// for the whole catalog keeps the build to a single allocation.
+func foldTools(tools []*catalog.Tool) (string, []int32) {
+	size := 0
+	for _, t := range tools {
+		size += len(t.Qualified) + len(t.Name) + len(t.Title) + len(t.Description) + 4
+		for _, p := range t.Params {
+			size += len(p.Name) + len(p.Description) + 2
+		}
+	}
+	buf := make([]byte, 0, size)
+	offsets := make([]int32, len(tools)+1)
+	for i, t := range tools {
+		offsets[i] = int32(len(buf))
+		buf = foldASCII(buf, t.Qualified)
+		buf = foldASCII(buf, t.Name)
+		buf = foldASCII(buf, t.Title)
+		buf = foldASCII(buf, t.Description)
+		for _, p := range t.Params {
+			buf = foldASCII(buf, p.Name)
+			buf = foldASCII(buf, p.Description)
+		}
+	}
+	offsets[len(tools)] = int32(len(buf))
+	return string(buf), offsets
+}
+
+// foldASCII appends s and a newline to buf, with ASCII letters lowercased and the two
+// non-ASCII letters that case-insensitive matching folds into ASCII (KELVIN SIGN to k,
+// LONG S to s) replaced, so that a lowercase ASCII literal of a (?i) pattern is found in
+// the result wherever the pattern matches s.
+func foldASCII(buf []byte, s string) []byte {
+	n := len(buf)
+	buf = append(buf, s...)
+	out := buf[n:]
+	w := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c-'A' < 26 {
+				c += 'a' - 'A'
+			}
+		} else if c == 0xe2 && strings.HasPrefix(s[i:], "\u212a") {
+			c, i = 'k', i+2
+		} else if c == 0xc5 && strings.HasPrefix(s[i:], "\u017f") {
+			c, i = 's', i+1
+		}
+		out[w] = c
+		w++
+	}
+	return append(buf[:n+w], '\n')
+}
+
+// The fields a regex is tried on, best first; a tool ranks by the first that matches.
+var regexFields = []string{"name", "title", "description", "parameter", "server"}
+
+// Regex finds tools whose name, title, description, parameter names or descriptions, or
+// server name match pattern, case-insensitively, the way Python's re.search matches
+// anywhere in a string. Tools matching in their name come first, then title,
+// description, parameters and server; ties keep catalog order.
+//
+// Patterns are limited to MaxPatternLen characters and to what RE2 supports, which runs in
+// time linear in the text: lookarounds, backreferences, atomic groups, possessive
+// quantifiers and conditionals are InvalidToolInput errors naming the construct. A search
+// that runs past opts.Budget stops with ExecutionTimeExceeded.
+func (ix *Index) Regex(pattern string, opts Options) ([]Result, error) {
+	re, literal, err := CompileRegex(pattern)
+	if err != nil {
+		return nil, err
+	}
+	budget := opts.Budget
+	if budget <= 0 {
+		budget = DefaultRegexBudget
+	}
+	limit := opts.limit()
+	deadline := time.Now().Add(budget)
+	ix.foldOnce.Do(func() { ix.folded, ix.foldedAt = foldTools(ix.snap.Tools()) })
+	// Candidates: allowed tools whose text has the pattern's required literal.
+	var cands []int32
+	for d := range ix.snap.Len() {
+		if opts.Allow.Has(d) && (literal == "" || strings.Contains(ix.folded[ix.foldedAt[d]:ix.foldedAt[d+1]], literal)) {
+			cands = append(cands, int32(d))
+		}
+	}
+	// Results rank by the field that matched, then catalog order, so the fields are
+	// tried one at a time over all candidates and the search stops once limit is met.
+	var out []Result
+	done := make([]bool, len(cands))
+	checked := 0
+	for field := range regexFields {
+		for i, d := range cands {
+			if done[i] {
+				continue
+			}
+			if checked++; checked&63 == 0 && time.Now().After(deadline) {
+				return nil, Errorf(ExecutionTimeExceeded, "the pattern ran longer than %v over %d tools; make it more specific (add literal words, or anchor it with ^ or $) and retry", budget, ix.snap.Len())
+			}
+			t := ix.snap.Tool(int(d))
+			if matchField(re, t, field) {
+				done[i] = true
+				out = append(out, Result{Tool: t, Score: float64(len(regexFields) - field), Match: MatchRegex, Field: regexFields[field]})
+				if len(out) == limit {
+					return out, nil
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// matchField reports whether re matches field number f (an index in regexFields) of t.
+func matchField(re *regexp.Regexp, t *catalog.Tool, f int) bool {
+	switch f {
+	case 0:
+		return re.MatchString(t.Name) || re.MatchString(t.Qualified)
+	case 1:
+		return t.Title != "" && re.MatchString(t.Title)
+	case 2:
+		return re.MatchString(t.Description)
+	case 3:
+		for _, p := range t.Params {
+			if re.MatchString(p.Name) || p.Description != "" && re.MatchString(p.Description) {
+				return true
+			}
+		}
+		return false
+	default:
+		return re.MatchString(t.Server)
+	}
+}
+
+// CompileRegex checks and compiles a tool-search pattern: Python re syntax as far as RE2
+// shares it, matched case-insensitively. It also returns a lowercase literal that every
+// match must contain ("" if there is none worth using), for a fast pre-check.
+func CompileRegex(pattern string) (*regexp.Regexp, string, error) {
+	if pattern == "" {
+		return nil, "", Errorf(InvalidToolInput, "the pattern is empty; give a regular expression such as \"github.*issue\"")
+	}
+	if n := utf8.RuneCountInString(pattern); n > MaxPatternLen {
+		return nil, "", Errorf(InvalidToolInput, "the pattern is %d characters; the limit is %d, so match a shorter distinctive part of the name or description", n, MaxPatternLen)
+	}
+	if construct := unsupportedConstruct(pattern); construct != "" {
+		return nil, "", Errorf(InvalidToolInput, "the pattern uses %s, which this regular-expression engine (RE2, linear-time) does not support; rewrite the pattern without it", construct)
+	}
+	expr := "(?i)" + translatePython(pattern)
+	tree, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil {
+		msg := err.Error()
+		if se, ok := err.(*syntax.Error); ok {
+			msg = se.Code.String() + ": `" + se.Expr + "`"
+		}
+		return nil, "", Errorf(InvalidToolInput, "the pattern is not a valid regular expression (%s); fix it and retry", msg)
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return nil, "", Errorf(InvalidToolInput, "the pattern is not a valid regular expression (%v); fix it and retry", err)
+	}
+	lit := requiredLiteral(tree.Simplify())
+	if len(lit) < 2 || !isASCII(lit) {
+		lit = ""
+	}
+	return re, strings.ToLower(lit), nil
+}
+
+// translatePython rewrites the Python spellings RE2 writes differently: \Z (end of text)
+// is RE2's \z, and the quantifier {,n} is {0,n}.
+func translatePython(p string) string {
+	var b strings.Builder
+	inClass := false
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		switch {
+		case c == '\\' && i+1 < len(p):
+			if p[i+1] == 'Z' && !inClass {
+				b.WriteString(`\z`)
+			} else {
+				b.WriteByte(c)
+				b.WriteByte(p[i+1])
+			}
+			i++
+			continue
+		case c == '[' && !inClass:
+			inClass = true
+			b.WriteByte(c)
+			if i+1 < len(p) && p[i+1] == '^' {
+				b.WriteByte('^')
+				i++
+			}
+			if i+1 < len(p) && p[i+1] == ']' {
+				b.WriteByte(']')
+				i++
+			}
+			continue
+		case c == ']' && inClass:
+			inClass = false
+		case c == '{' && !inClass && i+1 < len(p) && p[i+1] == ',':
+			b.WriteString("{0")
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// unsupportedConstruct names the first Python-only construct in p, or returns "".
+func unsupportedConstruct(p string) string {
+	inClass := false
+	quantified := false // the previous token was a quantifier
+	for i := 0; i < len(p); i++ {
+		c := p[i]
+		wasQuantified := quantified
+		quantified = false
+		if c == '\\' {
+			if i+1 < len(p) && !inClass && p[i+1] >= '1' && p[i+1] <= '9' {
+				return "a backreference `\\" + string(p[i+1]) + "`"
+			}
+			i++
+			continue
+		}
+		if inClass {
+			if c == ']' {
+				inClass = false
+			}
+			continue
+		}
+		switch c {
+		case '[':
+			inClass = true
+			if i+1 < len(p) && p[i+1] == '^' {
+				i++
+			}
+			if i+1 < len(p) && p[i+1] == ']' {
+				i++
+			}
+		case '*', '?', '}':
+			if c == '?' && i > 0 && p[i-1] == '(' {
+				break
+			}
+			quantified = true
+		case '+':
+			if wasQuantified {
+				return "a possessive quantifier `" + string(p[i-1]) + "+`"
+			}
+			quantified = true
+		case '(':
+			rest := p[i+1:]
+			for prefix, name := range map[string]string{
+				"?=": "a lookahead `(?=...)`", "?!": "a negative lookahead `(?!...)`",
+				"?<=": "a lookbehind `(?<=...)`", "?<!": "a negative lookbehind `(?<!...)`",
+				"?>": "an atomic group `(?>...)`", "?P=": "a named backreference `(?P=name)`",
+				"?(": "a conditional group `(?(...)...)`", "?#": "a comment group `(?#...)`",
+			} {
+				if strings.HasPrefix(rest, prefix) {
+					return name
+				}
+			}
+			if strings.HasPrefix(rest, "?") {
+				for j := 1; j < len(rest) && rest[j] != ')' && rest[j] != ':'; j++ {
+					if strings.IndexByte("aLux", rest[j]) >= 0 {
+						return "the inline flag `" + string(rest[j]) + "` in `(?" + rest[1:j+1] + "...)`"
+					}
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// requiredLiteral returns the longest literal text every match of re must contain, or "".
+func requiredLiteral(re *syntax.Regexp) string {
+	switch re.Op {
+	case syntax.OpLiteral:
+		return string(re.Rune)
+	case syntax.OpCapture:
+		return requiredLiteral(re.Sub[0])
+	case syntax.OpPlus:
+		return requiredLiteral(re.Sub[0])
+	case syntax.OpRepeat:
+		if re.Min >= 1 {
+			return requiredLiteral(re.Sub[0])
+		}
+	case syntax.OpConcat:
+		best, run := "", ""
+		for _, sub := range re.Sub {
+			if sub.Op == syntax.OpLiteral {
+				run += string(sub.Rune)
+			} else {
+				run = ""
+			}
+			if len(run) > len(best) {
+				best = run
+			}
+			if l := requiredLiteral(sub); len(l) > len(best) {
+				best = l
+			}
+		}
+		return best
+	}
+	return ""
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
