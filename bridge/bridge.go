@@ -1,0 +1,344 @@
+// Package bridge defines the three tools that stand in for deferred tools when tool
+// search is on — tool_search, tool_describe and tool_call — and handles them. It speaks
+// no protocol: every front (the MCP gateway, the library) renders its definitions and
+// results in its own wire format, and calls the real tool its own way, so that hooks and
+// logs see the real tool's name and never "tool_call".
+package bridge
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/policy"
+	"github.com/toolshed/toolshed/search"
+	"github.com/toolshed/toolshed/tokens"
+)
+
+// The bridge tools' names.
+const (
+	SearchTool   = "tool_search"
+	DescribeTool = "tool_describe"
+	CallTool     = "tool_call"
+)
+
+// IsBridge reports whether name is one of the bridge tools.
+func IsBridge(name string) bool {
+	return name == SearchTool || name == DescribeTool || name == CallTool
+}
+
+// Definition is a tool definition in MCP's shape.
+type Definition struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+}
+
+// Definitions returns the bridge tools for plan: their text names how many tools are
+// deferred and from which servers, so the model knows what searching can find.
+func Definitions(plan *policy.Plan) []Definition {
+	servers, seen := []string{}, map[string]bool{}
+	for _, t := range plan.Deferred {
+		if !seen[t.Server] {
+			seen[t.Server] = true
+			servers = append(servers, t.Server)
+		}
+	}
+	// Name servers while they fit in about 160 characters, so the definitions stay
+	// small however many servers there are.
+	named := 0
+	for size := 0; named < len(servers) && size+len(servers[named]) <= 160; named++ {
+		size += len(servers[named]) + 2
+	}
+	from := strings.Join(servers[:named], ", ")
+	if rest := len(servers) - named; rest > 0 {
+		from += fmt.Sprintf(" and %d more", rest)
+	}
+	if from != "" {
+		from = " (servers: " + strings.TrimPrefix(from, " and ") + ")"
+	}
+	return []Definition{
+		{
+			Name: SearchTool,
+			Description: fmt.Sprintf("Search %d more tools that are not listed%s. Returns the best matches "+
+				"with their required parameters. Call tool_describe for a match's full schema, then tool_call to run it.",
+				len(plan.Deferred), from),
+			InputSchema: json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{`+
+				`"query":{"type":"string","description":"What the tool should do, in a few words (or its name)"},`+
+				`"limit":{"type":"integer","minimum":1,"maximum":%d,"description":"Results to return (default %d)"}},`+
+				`"required":["query"]}`, plan.Config.MaxSearchLimit, plan.Config.SearchDefaultLimit)),
+		},
+		{
+			Name:        DescribeTool,
+			Description: "Get the full definition and input schema of a tool found by tool_search.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{` +
+				`"name":{"type":"string","description":"The tool's name as tool_search gave it"}},"required":["name"]}`),
+		},
+		{
+			Name:        CallTool,
+			Description: "Call a tool found by tool_search with arguments that match its input schema.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{` +
+				`"name":{"type":"string","description":"The tool's name as tool_search gave it"},` +
+				`"arguments":{"type":"object","description":"The tool's arguments"}},"required":["name","arguments"]}`),
+		},
+	}
+}
+
+// Tokens is the o200k_base token cost of definitions, each counted in the same shape as
+// catalog tools (see catalog.Tool.Definition).
+func Tokens(defs []Definition) int {
+	n := 0
+	for _, d := range defs {
+		t := catalog.Tool{Qualified: d.Name, Description: d.Description, InputSchema: d.InputSchema}
+		n += tokens.Count(string(t.Definition()))
+	}
+	return n
+}
+
+// Result is the outcome of a bridge call, ready for any front to render: Text for the
+// model, Structured for clients that read structured content.
+type Result struct {
+	Text       string
+	Structured any
+	IsError    bool
+	// Code classifies an error (search.InvalidToolInput, ...); empty on success.
+	Code search.Code
+}
+
+// ErrorResult builds the result of a failed call: the message for the model, and
+// {"error": code, "message": message} as structured content.
+func ErrorResult(code search.Code, format string, args ...any) Result {
+	msg := fmt.Sprintf(format, args...)
+	return Result{Text: msg, IsError: true, Code: code, Structured: map[string]string{"error": string(code), "message": msg}}
+}
+
+// jsonResult renders v as both text and structured content.
+func jsonResult(v any) Result {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return ErrorResult(search.Unavailable, "toolshed could not encode the result: %v", err)
+	}
+	return Result{Text: strings.TrimSpace(b.String()), Structured: v}
+}
+
+// Bridge answers the bridge tools for one session: its plan and the index of the plan's
+// snapshot. A Bridge is immutable and safe for concurrent use.
+type Bridge struct {
+	Plan  *policy.Plan
+	Index *search.Index
+}
+
+// Match is one tool_search result.
+type Match struct {
+	Name        string   `json:"name"`
+	Server      string   `json:"server"`
+	Description string   `json:"description,omitempty"`
+	Required    []string `json:"required,omitempty"`
+}
+
+// SearchResult is what tool_search returns.
+type SearchResult struct {
+	Matches []Match `json:"matches"`
+	// Searched is how many tools the search looked through.
+	Searched int    `json:"searched"`
+	Hint     string `json:"hint,omitempty"`
+}
+
+// Handle answers tool_search and tool_describe. tool_call is not handled here (see
+// ResolveCall): the front calls the real tool, so that its hooks see the real name.
+func (b *Bridge) Handle(name string, args json.RawMessage) Result {
+	switch name {
+	case SearchTool:
+		return b.Search(args)
+	case DescribeTool:
+		return b.Describe(args)
+	case CallTool:
+		return ErrorResult(search.InvalidToolInput, "tool_call is answered by calling the real tool; this front did not route it")
+	}
+	return ErrorResult(search.InvalidToolInput, "%q is not a bridge tool", name)
+}
+
+// Search answers tool_search: {"query": string, "limit"?: integer}.
+func (b *Bridge) Search(args json.RawMessage) Result {
+	var in struct {
+		Query *string         `json:"query"`
+		Limit json.RawMessage `json:"limit"`
+	}
+	if r, ok := decodeArgs(SearchTool, args, &in); !ok {
+		return r
+	}
+	if in.Query == nil {
+		return ErrorResult(search.InvalidToolInput, "tool_search needs a \"query\": describe the tool you need in a few words, such as {\"query\": \"create github issue\"}")
+	}
+	limit, asked, err := parseLimit(in.Limit)
+	if err != nil {
+		return ErrorResult(search.InvalidToolInput, "tool_search: %v", err)
+	}
+	limit = b.Plan.Config.Limit(limit, asked)
+	found, err := b.Index.Search(*in.Query, search.Options{Limit: limit, Allow: b.Plan.Searchable()})
+	if err != nil {
+		return errorFrom(err)
+	}
+	out := SearchResult{Matches: make([]Match, 0, len(found)), Searched: len(b.Plan.Deferred)}
+	for _, r := range found {
+		out.Matches = append(out.Matches, Match{Name: r.Tool.Qualified, Server: r.Tool.Server, Description: Snippet(r.Tool.Description, 200), Required: r.Tool.Required})
+	}
+	if len(out.Matches) == 0 {
+		out.Hint = "no tool matched; try other words for what the tool does, or fewer of them"
+	}
+	return jsonResult(out)
+}
+
+// parseLimit reads tool_search's limit: absent or null means not asked; a number or a
+// numeric string is accepted.
+func parseLimit(raw json.RawMessage) (int, bool, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, false, nil
+	}
+	if raw[0] == '"' {
+		var s string
+		_ = json.Unmarshal(raw, &s)
+		raw = json.RawMessage(strings.TrimSpace(s))
+	}
+	var f float64
+	if err := json.Unmarshal(raw, &f); err != nil || f != float64(int(f)) {
+		return 0, false, fmt.Errorf("\"limit\" must be a whole number, got %s", raw)
+	}
+	return int(f), true, nil
+}
+
+// Description is what tool_describe returns: the tool's definition with its schemas
+// exactly as its server sent them.
+type Description struct {
+	Name         string          `json:"name"`
+	Server       string          `json:"server"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  json.RawMessage `json:"annotations,omitempty"`
+}
+
+// Describe answers tool_describe: {"name": string}.
+func (b *Bridge) Describe(args json.RawMessage) Result {
+	var in struct {
+		Name *string `json:"name"`
+	}
+	if r, ok := decodeArgs(DescribeTool, args, &in); !ok {
+		return r
+	}
+	if in.Name == nil || strings.TrimSpace(*in.Name) == "" {
+		return ErrorResult(search.InvalidToolInput, "tool_describe needs a \"name\": a tool name as tool_search returned it, such as {\"name\": \"github__create_issue\"}")
+	}
+	t, r := b.lookup(*in.Name)
+	if t == nil {
+		return r
+	}
+	return jsonResult(Describe(t))
+}
+
+// Describe returns t's description as tool_describe gives it.
+func Describe(t *catalog.Tool) Description {
+	schema := t.InputSchema
+	if len(schema) == 0 {
+		schema = json.RawMessage(`{"type":"object"}`)
+	}
+	return Description{Name: t.Qualified, Server: t.Server, Title: t.Title, Description: t.Description, InputSchema: schema, OutputSchema: t.OutputSchema, Annotations: t.Annotations}
+}
+
+// ResolveCall checks a tool_call — {"name": string, "arguments": object} — and returns
+// the real tool and its arguments, validated against the tool's input schema. When the
+// call cannot go ahead it returns nil and the error result to send back instead; the
+// tool is then not called.
+func (b *Bridge) ResolveCall(args json.RawMessage) (*catalog.Tool, json.RawMessage, Result) {
+	var in struct {
+		Name      *string         `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if r, ok := decodeArgs(CallTool, args, &in); !ok {
+		return nil, nil, r
+	}
+	if in.Name == nil || strings.TrimSpace(*in.Name) == "" {
+		return nil, nil, ErrorResult(search.InvalidToolInput, "tool_call needs a \"name\" (a tool name from tool_search) and \"arguments\" (an object), such as {\"name\": \"github__create_issue\", \"arguments\": {\"title\": \"...\"}}")
+	}
+	if IsBridge(strings.TrimSpace(*in.Name)) {
+		return nil, nil, ErrorResult(search.InvalidToolInput, "tool_call cannot call the bridge tool %s; call %s directly", *in.Name, *in.Name)
+	}
+	t, r := b.lookup(*in.Name)
+	if t == nil {
+		return nil, nil, r
+	}
+	callArgs, err := CheckArguments(t, in.Arguments)
+	if err != nil {
+		return nil, nil, ErrorResult(search.InvalidToolInput, "%v", err)
+	}
+	return t, callArgs, Result{}
+}
+
+// CheckArguments decodes a call's arguments (see DecodeArguments) and validates them
+// against t's input schema (see ValidateArguments).
+func CheckArguments(t *catalog.Tool, raw json.RawMessage) (json.RawMessage, error) {
+	args, err := DecodeArguments(raw)
+	if err != nil {
+		return nil, err
+	}
+	if err := ValidateArguments(t, args); err != nil {
+		return nil, err
+	}
+	return args, nil
+}
+
+// lookup finds a tool the session may use; the error result is the same for a tool that
+// does not exist and for one outside the session's scope.
+func (b *Bridge) lookup(name string) (*catalog.Tool, Result) {
+	t, err := b.Plan.Lookup(name)
+	if err != nil {
+		if errors.Is(err, catalog.ErrAmbiguous) {
+			return nil, ErrorResult(search.InvalidToolInput, "%v", err)
+		}
+		return nil, ErrorResult(search.InvalidToolInput, "no tool named %q is available; use tool_search to find the tool's name", strings.TrimSpace(name))
+	}
+	return t, Result{}
+}
+
+// decodeArgs decodes a bridge tool's arguments into v. Absent arguments decode as {}; a
+// JSON string holding an object is unwrapped.
+func decodeArgs(tool string, args json.RawMessage, v any) (Result, bool) {
+	obj, err := DecodeArguments(args)
+	if err == nil {
+		err = json.Unmarshal(obj, v)
+	}
+	if err != nil {
+		return ErrorResult(search.InvalidToolInput, "%s: the arguments must be a JSON object: %v", tool, err), false
+	}
+	return Result{}, true
+}
+
+// errorFrom turns a search error into a result, keeping its code.
+func errorFrom(err error) Result {
+	if se, ok := err.(*search.Error); ok {
+		return ErrorResult(se.Code, "%s", se.Message)
+	}
+	return ErrorResult(search.Unavailable, "the search failed: %v; retry shortly", err)
+}
+
+// Snippet shortens a description for search results: its first paragraph, cut at a word
+// boundary to at most max characters.
+func Snippet(s string, max int) string {
+	s = strings.TrimSpace(s)
+	if i := strings.Index(s, "\n\n"); i > 0 {
+		s = s[:i]
+	}
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= max {
+		return s
+	}
+	return search.Truncate(s, max-1) + "…"
+}

@@ -1,0 +1,134 @@
+package bridge
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/toolshed/toolshed/catalog"
+)
+
+// ErrArguments is wrapped by argument errors: arguments that are not a JSON object, or
+// that violate the tool's input schema.
+var ErrArguments = errors.New("invalid arguments")
+
+// compiled caches input schemas by content: compiling costs far more than validating,
+// and the same schemas come back at every catalog assembly.
+var compiled sync.Map // [32]byte -> *jsonschema.Schema, or nil when the schema cannot be compiled
+
+// noLoader refuses every reference outside the schema: a tool's schema must not make
+// toolshed read files or fetch URLs.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("external reference %q not loaded: tool schemas must be self-contained", url)
+}
+
+// schemaOf returns the compiled input schema of t, or nil when it cannot be compiled
+// (an unknown draft, an external $ref): such a tool's arguments go to the server
+// unchecked, and the server has the last word.
+func schemaOf(t *catalog.Tool) *jsonschema.Schema {
+	raw := t.InputSchema
+	if len(raw) == 0 {
+		raw = json.RawMessage(`{"type":"object"}`)
+	}
+	key := sha256.Sum256(raw)
+	if s, ok := compiled.Load(key); ok {
+		return s.(*jsonschema.Schema)
+	}
+	var sch *jsonschema.Schema
+	if doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw)); err == nil {
+		c := jsonschema.NewCompiler()
+		c.UseLoader(noLoader{})
+		if c.AddResource("toolshed:input-schema.json", doc) == nil {
+			sch, _ = c.Compile("toolshed:input-schema.json")
+		}
+	}
+	compiled.Store(key, sch)
+	return sch
+}
+
+// DecodeArguments turns the arguments of a call into a JSON object: absent or null means
+// {}, and a JSON string holding an object (as some models send) is unwrapped. Anything
+// else is an error wrapping ErrArguments.
+func DecodeArguments(raw json.RawMessage) (json.RawMessage, error) {
+	b := bytes.TrimSpace(raw)
+	if len(b) == 0 || string(b) == "null" {
+		return json.RawMessage(`{}`), nil
+	}
+	if b[0] == '"' {
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrArguments, err)
+		}
+		inner := bytes.TrimSpace([]byte(s))
+		if len(inner) == 0 || inner[0] != '{' || !json.Valid(inner) {
+			return nil, fmt.Errorf("%w: \"arguments\" is a string that does not hold a JSON object; pass an object such as {\"owner\": \"octocat\"}", ErrArguments)
+		}
+		return json.RawMessage(inner), nil
+	}
+	if b[0] != '{' || !json.Valid(b) {
+		return nil, fmt.Errorf("%w: \"arguments\" must be a JSON object of the tool's parameters, such as {\"owner\": \"octocat\"}", ErrArguments)
+	}
+	return json.RawMessage(b), nil
+}
+
+// ValidateArguments checks args, a JSON object, against t's input schema. The error wraps
+// ErrArguments and lists every violation with where it is, so a model can fix them all
+// in one retry.
+func ValidateArguments(t *catalog.Tool, args json.RawMessage) error {
+	sch := schemaOf(t)
+	if sch == nil {
+		return nil
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
+	if err != nil {
+		return fmt.Errorf("%w: the arguments are not valid JSON: %v", ErrArguments, err)
+	}
+	err = sch.Validate(doc)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return fmt.Errorf("%w: %v", ErrArguments, err)
+	}
+	var problems []string
+	var walk func(u jsonschema.OutputUnit)
+	walk = func(u jsonschema.OutputUnit) {
+		if u.Error != nil && len(u.Errors) == 0 {
+			at := u.InstanceLocation
+			if at == "" {
+				at = "/"
+			}
+			problems = append(problems, fmt.Sprintf("at %s: %s", at, u.Error.String()))
+		}
+		for _, e := range u.Errors {
+			walk(e)
+		}
+	}
+	walk(*ve.BasicOutput())
+	sort.Strings(problems)
+	problems = dedupe(problems)
+	if len(problems) == 0 {
+		problems = []string{ve.Error()}
+	}
+	return fmt.Errorf("%w: the arguments do not match the input schema of %s: %s; fix them (tool_describe shows the schema) and call again", ErrArguments, t.Qualified, strings.Join(problems, "; "))
+}
+
+func dedupe(sorted []string) []string {
+	out := sorted[:0]
+	for i, s := range sorted {
+		if i == 0 || s != sorted[i-1] {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/internal/eval"
+	"github.com/toolshed/toolshed/search"
+)
+
+func runEval(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
+	var catalogs listFlag
+	fs.Var(&catalogs, "catalog", "catalog `FILE` of the benchmark set (repeatable)")
+	queries := fs.String("queries", "", "queries `FILE` (JSON lines of {\"id\", \"query\", \"relevant\"})")
+	asJSON := fs.Bool("json", false, "print JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: toolshed eval --catalog FILE --queries FILE [--json]")
+		fmt.Fprintln(stderr, "  for example: toolshed eval --catalog bench/bfcl/catalog.json --queries bench/bfcl/queries.jsonl")
+		fs.PrintDefaults()
+	}
+	rest, err := parseFlags(fs, args, stderr)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return usageErr("unexpected arguments %q", rest)
+	}
+	if len(catalogs) == 0 || *queries == "" {
+		return usageErr("give both --catalog FILE and --queries FILE (see bench/README.md for the format)")
+	}
+	qs, err := eval.ReadQueries(*queries)
+	if err != nil {
+		return err
+	}
+	snap, err := loadCatalog(catalogs, stderr)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	ix := search.NewIndex(snap)
+	build := time.Since(start)
+	// Queries longer than tool search accepts are shortened the way a client should,
+	// rather than counted as failures.
+	r := eval.Run(qs, snap.Len(), build, func(q string) ([]*catalog.Tool, error) {
+		found, err := ix.Search(search.Truncate(q, search.MaxQueryLen), search.Options{Limit: eval.Depth})
+		tools := make([]*catalog.Tool, len(found))
+		for i, f := range found {
+			tools[i] = f.Tool
+		}
+		return tools, err
+	})
+	if *asJSON {
+		return writeJSON(stdout, r)
+	}
+	fmt.Fprintf(stdout, "%d queries over %d tools (index built in %.1f ms)\n\n", r.Queries, r.Tools, r.BuildMS)
+	fmt.Fprintf(stdout, "  recall@1   %.3f\n  recall@5   %.3f\n  recall@10  %.3f\n", r.Recall1, r.Recall5, r.Recall10)
+	fmt.Fprintf(stdout, "  nDCG@5     %.3f\n  nDCG@10    %.3f\n  comp@5     %.3f\n  MRR        %.3f\n", r.NDCG5, r.NDCG10, r.Comp5, r.MRR)
+	fmt.Fprintf(stdout, "  search     p50 %.0f µs, p99 %.0f µs\n", r.P50us, r.P99us)
+	if r.Errors > 0 {
+		fmt.Fprintf(stdout, "  errors     %d queries failed and scored 0\n", r.Errors)
+	}
+	return nil
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/toolshed/toolshed/bridge"
+	"github.com/toolshed/toolshed/search"
+)
+
+// searchOutput is the --json form of a search.
+type searchOutput struct {
+	Query   string         `json:"query"`
+	Mode    string         `json:"mode"`
+	Tools   int            `json:"tools"`
+	Results []searchResult `json:"results"`
+}
+
+type searchResult struct {
+	Name        string   `json:"name"`
+	Server      string   `json:"server"`
+	Tool        string   `json:"tool"`
+	Description string   `json:"description"`
+	Required    []string `json:"required"`
+	Score       float64  `json:"score"`
+	Match       string   `json:"match"`
+	Field       string   `json:"field,omitempty"`
+}
+
+func runSearch(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("search", flag.ContinueOnError)
+	var catalogs listFlag
+	fs.Var(&catalogs, "catalog", "catalog `FILE` to search (repeatable; default: the built-in catalog)")
+	regex := fs.Bool("regex", false, "treat QUERY as a regular expression (Python re syntax RE2 shares, case-insensitive)")
+	limit := fs.Int("limit", search.DefaultLimit, "at most `N` results")
+	asJSON := fs.Bool("json", false, "print JSON")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: toolshed search [--catalog FILE]... [--regex] [--limit N] [--json] QUERY")
+		fs.PrintDefaults()
+	}
+	rest, err := parseFlags(fs, args, stderr)
+	if err != nil {
+		return err
+	}
+	if len(rest) == 0 {
+		return usageErr("give a QUERY, such as: toolshed search \"create a github issue\"")
+	}
+	if *limit < 1 {
+		return usageErr("--limit must be at least 1, got %d", *limit)
+	}
+	query := strings.Join(rest, " ")
+	snap, err := loadCatalog(catalogs, stderr)
+	if err != nil {
+		return err
+	}
+	ix := search.NewIndex(snap)
+	opts := search.Options{Limit: *limit}
+	var results []search.Result
+	mode := "bm25"
+	if *regex {
+		mode = "regex"
+		results, err = ix.Regex(query, opts)
+	} else {
+		results, err = ix.Search(query, opts)
+	}
+	if err != nil {
+		if *asJSON {
+			if se, ok := err.(*search.Error); ok {
+				writeJSON(stdout, map[string]string{"error": string(se.Code), "message": se.Message})
+			}
+		}
+		return err
+	}
+	if *asJSON {
+		out := searchOutput{Query: query, Mode: mode, Tools: snap.Len(), Results: []searchResult{}}
+		for _, r := range results {
+			out.Results = append(out.Results, searchResult{
+				Name: r.Tool.Qualified, Server: r.Tool.Server, Tool: r.Tool.Name,
+				Description: bridge.Snippet(r.Tool.Description, 200), Required: nonNil(r.Tool.Required),
+				Score: roundScore(r.Score), Match: r.Match, Field: r.Field,
+			})
+		}
+		return writeJSON(stdout, out)
+	}
+	if len(results) == 0 {
+		fmt.Fprintf(stdout, "no tool matched %q among %d tools\n", query, snap.Len())
+		return nil
+	}
+	for i, r := range results {
+		fmt.Fprintf(stdout, "%2d. %s\n", i+1, r.Tool.Qualified)
+		if d := bridge.Snippet(r.Tool.Description, 110); d != "" {
+			fmt.Fprintf(stdout, "    %s\n", d)
+		}
+		if len(r.Tool.Required) > 0 {
+			fmt.Fprintf(stdout, "    required: %s\n", strings.Join(r.Tool.Required, ", "))
+		}
+	}
+	return nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// roundScore keeps scores readable and stable in output: 4 decimals, and exact-name
+// matches (infinite) as -1 since JSON has no infinity.
+func roundScore(f float64) float64 {
+	if f > 1e300 {
+		return -1
+	}
+	return float64(int64(f*10000+0.5)) / 10000
+}
+
+// writeJSON prints v as indented JSON without HTML escaping.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"text/tabwriter"
+
+	"github.com/toolshed/toolshed/bridge"
+	"github.com/toolshed/toolshed/policy"
+	"github.com/toolshed/toolshed/tokens"
+)
+
+// tokensOutput is the --json form of toolshed tokens.
+type tokensOutput struct {
+	Encoding      string  `json:"encoding"`
+	Tools         int     `json:"tools"`
+	Servers       int     `json:"servers"`
+	ContextWindow int     `json:"context_window"`
+	Mode          string  `json:"mode"`
+	ThresholdPct  float64 `json:"threshold_pct"`
+	// ThresholdTokens is the deferrable-token count at which auto turns search on.
+	ThresholdTokens int `json:"threshold_tokens"`
+	// TotalTokens is what a model sees before work starts without tool search.
+	TotalTokens int `json:"total_tokens"`
+	// TotalPct is TotalTokens as a share of the context window (0 when unknown).
+	TotalPct float64 `json:"total_pct"`
+	// VisibleTokens is what stays listed with tool search on: pinned and non-deferred
+	// tools; PinnedTools counts them.
+	VisibleTokens int `json:"visible_tokens"`
+	PinnedTools   int `json:"pinned_tools"`
+	// BridgeTokens is the cost of tool_search, tool_describe and tool_call.
+	BridgeTokens int `json:"bridge_tokens"`
+	// WithSearchTokens is VisibleTokens + BridgeTokens: what a model sees with tool search.
+	WithSearchTokens int     `json:"with_search_tokens"`
+	SavingsPct       float64 `json:"savings_pct"`
+	// Active reports whether the configured mode (auto by default) turns search on.
+	Active      bool         `json:"active"`
+	Reason      string       `json:"reason"`
+	ServerCosts []serverCost `json:"servers_detail"`
+	ToolCosts   []toolCost   `json:"tools_detail"`
+}
+
+type serverCost struct {
+	Name   string  `json:"name"`
+	Tools  int     `json:"tools"`
+	Tokens int     `json:"tokens"`
+	Pct    float64 `json:"pct"`
+}
+
+type toolCost struct {
+	Name   string `json:"name"`
+	Server string `json:"server"`
+	Tokens int    `json:"tokens"`
+	Pinned bool   `json:"pinned,omitempty"`
+}
+
+func runTokens(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("tokens", flag.ContinueOnError)
+	var catalogs listFlag
+	fs.Var(&catalogs, "catalog", "catalog `FILE` (repeatable; default: the built-in catalog)")
+	window := fs.Int("context-window", 200000, "the model's context window in `TOKENS` (0: unknown, auto then turns on at 20,000)")
+	configFile := fs.String("config", "", "YAML `FILE` with tools.tool_search settings (mode, threshold_pct)")
+	top := fs.Int("top", 20, "list the `N` most expensive tools (0: all)")
+	asJSON := fs.Bool("json", false, "print JSON (with every tool)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: toolshed tokens [--catalog FILE]... [--context-window N] [--config FILE] [--json]")
+		fs.PrintDefaults()
+	}
+	rest, err := parseFlags(fs, args, stderr)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return usageErr("unexpected arguments %q; catalogs are given with --catalog", rest)
+	}
+	if *window < 0 {
+		return usageErr("--context-window must be 0 (unknown) or a number of tokens, got %d", *window)
+	}
+	cfg := policy.DefaultConfig()
+	if *configFile != "" {
+		data, err := os.ReadFile(*configFile)
+		if err != nil {
+			return err
+		}
+		var warns []policy.Warning
+		if cfg, warns, err = policy.ParseConfig(data); err != nil {
+			return fmt.Errorf("%s: %w", *configFile, err)
+		}
+		for _, w := range warns {
+			fmt.Fprintf(stderr, "toolshed: warning: %s: %s\n", *configFile, w)
+		}
+	}
+	snap, err := loadCatalog(catalogs, stderr)
+	if err != nil {
+		return err
+	}
+	plan := policy.Decide(snap, policy.Input{Config: cfg, ContextWindow: *window})
+	onCfg := cfg
+	onCfg.Enabled = policy.On
+	on := policy.Decide(snap, policy.Input{Config: onCfg, ContextWindow: *window})
+	bridgeTokens := bridge.Tokens(bridge.Definitions(on))
+
+	out := tokensOutput{
+		Encoding: tokens.Encoding, Tools: snap.Len(), Servers: len(snap.Servers()), ContextWindow: *window,
+		Mode: string(cfg.Enabled), ThresholdPct: cfg.ThresholdPct, ThresholdTokens: plan.Threshold,
+		TotalTokens: on.TotalTokens, VisibleTokens: on.VisibleTokens, PinnedTools: len(on.Visible),
+		BridgeTokens: bridgeTokens, WithSearchTokens: on.VisibleTokens + bridgeTokens,
+		Active: plan.Active, Reason: plan.Reason,
+	}
+	out.TotalPct = pct(out.TotalTokens, *window)
+	if out.TotalTokens > 0 {
+		out.SavingsPct = round1(100 * float64(out.TotalTokens-out.WithSearchTokens) / float64(out.TotalTokens))
+	}
+	for _, s := range snap.Servers() {
+		out.ServerCosts = append(out.ServerCosts, serverCost{s.Name, s.Tools, s.Tokens, pct(s.Tokens, out.TotalTokens)})
+	}
+	for _, t := range snap.Tools() {
+		out.ToolCosts = append(out.ToolCosts, toolCost{t.Qualified, t.Server, snap.ToolTokens(t), t.Pinned})
+	}
+	sort.SliceStable(out.ToolCosts, func(i, j int) bool { return out.ToolCosts[i].Tokens > out.ToolCosts[j].Tokens })
+	if *asJSON {
+		return writeJSON(stdout, out)
+	}
+
+	fmt.Fprintf(stdout, "%d tools on %d servers cost %s tokens (%s, counted as Anthropic tool definitions).\n", out.Tools, out.Servers, thousands(out.TotalTokens), out.Encoding)
+	if *window > 0 {
+		fmt.Fprintf(stdout, "That is %.1f%% of a %s-token context window.\n", out.TotalPct, thousands(*window))
+	}
+	fmt.Fprintln(stdout)
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "SERVER\tTOOLS\tTOKENS\tSHARE\t")
+	for _, s := range out.ServerCosts {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.1f%%\t\n", s.Name, s.Tools, thousands(s.Tokens), s.Pct)
+	}
+	tw.Flush()
+	fmt.Fprintln(stdout)
+	n := len(out.ToolCosts)
+	if *top > 0 && *top < n {
+		n = *top
+		fmt.Fprintf(stdout, "The %d most expensive tools (--top 0 lists all):\n", n)
+	}
+	tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "TOOL\tTOKENS\t")
+	for _, t := range out.ToolCosts[:n] {
+		fmt.Fprintf(tw, "%s\t%s\t\n", t.Name, thousands(t.Tokens))
+	}
+	tw.Flush()
+	fmt.Fprintln(stdout)
+	fmt.Fprintf(stdout, "Before work starts, a model sees:\n")
+	fmt.Fprintf(stdout, "  without tool search  %s tokens\n", thousands(out.TotalTokens))
+	fmt.Fprintf(stdout, "  with tool search      %s tokens (%d pinned tools %s + 3 bridge tools %s)\n",
+		thousands(out.WithSearchTokens), out.PinnedTools, thousands(out.VisibleTokens), thousands(out.BridgeTokens))
+	fmt.Fprintf(stdout, "  savings               %.1f%%\n", out.SavingsPct)
+	state := "OFF"
+	if out.Active {
+		state = "ON"
+	}
+	fmt.Fprintf(stdout, "\nMode %s would turn tool search %s: %s.\n", out.Mode, state, out.Reason)
+	return nil
+}
+
+func pct(part, whole int) float64 {
+	if whole <= 0 {
+		return 0
+	}
+	return round1(100 * float64(part) / float64(whole))
+}
+
+func round1(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }
+
+// thousands formats n with comma separators.
+func thousands(n int) string {
+	s := fmt.Sprint(n)
+	if n < 0 {
+		return "-" + thousands(-n)
+	}
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
