@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"unicode/utf8"
 
@@ -208,10 +209,11 @@ func parseLimit(raw json.RawMessage) (int, bool, error) {
 		raw = json.RawMessage(strings.TrimSpace(s))
 	}
 	var f float64
-	if err := json.Unmarshal(raw, &f); err != nil || f != float64(int(f)) {
+	if err := json.Unmarshal(raw, &f); err != nil || f != math.Trunc(f) {
 		return 0, false, fmt.Errorf("\"limit\" must be a whole number, got %s", raw)
 	}
-	return int(f), true, nil
+	// Any limit outside int32 is clamped by the caller all the same.
+	return int(max(min(f, math.MaxInt32), math.MinInt32)), true, nil
 }
 
 // Description is what tool_describe returns: the tool's definition with its schemas
@@ -332,7 +334,10 @@ func errorFrom(err error) Result {
 // Snippet shortens a description for search results: its first paragraph, cut at a word
 // boundary to at most max characters.
 func Snippet(s string, max int) string {
-	s = strings.TrimSpace(s)
+	if max <= 0 {
+		return ""
+	}
+	s = strings.TrimSpace(strings.ReplaceAll(s, "\r\n", "\n"))
 	if i := strings.Index(s, "\n\n"); i > 0 {
 		s = s[:i]
 	}

@@ -47,8 +47,11 @@ func schemaOf(t *catalog.Tool) *jsonschema.Schema {
 	if doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw)); err == nil {
 		c := jsonschema.NewCompiler()
 		c.UseLoader(noLoader{})
-		if c.AddResource("toolshed:input-schema.json", doc) == nil {
-			sch, _ = c.Compile("toolshed:input-schema.json")
+		// A base URL with a path, so that relative references resolve to other
+		// documents, which noLoader refuses, rather than back to this one.
+		const base = "file:///toolshed/tool/input-schema.json"
+		if c.AddResource(base, doc) == nil {
+			sch, _ = c.Compile(base)
 		}
 	}
 	compiled.Store(key, sch)

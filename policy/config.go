@@ -70,6 +70,26 @@ func DefaultConfig() Config {
 	return Config{Enabled: Auto, ThresholdPct: DefaultThresholdPct, SearchDefaultLimit: DefaultSearchDefaultLimit, MaxSearchLimit: DefaultMaxSearchLimit}
 }
 
+// withDefaults fills in what c leaves unset: the zero Config is DefaultConfig, and in a
+// partly set one an empty mode is Auto and zero limits are the default limits.
+// ThresholdPct 0 is a real setting (tool search on as soon as anything is deferrable),
+// so it is only defaulted along with everything else.
+func (c Config) withDefaults() Config {
+	if c == (Config{}) {
+		return DefaultConfig()
+	}
+	if c.Enabled == "" {
+		c.Enabled = Auto
+	}
+	if c.MaxSearchLimit <= 0 {
+		c.MaxSearchLimit = DefaultMaxSearchLimit
+	}
+	if c.SearchDefaultLimit <= 0 {
+		c.SearchDefaultLimit = min(DefaultSearchDefaultLimit, c.MaxSearchLimit)
+	}
+	return c
+}
+
 // ErrConfig is wrapped by configuration errors.
 var ErrConfig = errors.New("invalid configuration")
 
@@ -109,18 +129,19 @@ func (w Warning) String() string { return w.Key + ": " + w.Message }
 // other readers. Only a document that is not YAML at all is an error.
 func ParseConfig(data []byte) (Config, []Warning, error) {
 	cfg := DefaultConfig()
+	if len(bytes.TrimSpace(data)) == 0 {
+		return cfg, nil, nil
+	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
 		return cfg, nil, fmt.Errorf("%w: not YAML: %v", ErrConfig, err)
 	}
-	if len(bytes.TrimSpace(data)) == 0 || len(doc.Content) == 0 {
+	if len(doc.Content) == 0 {
 		return cfg, nil, nil
 	}
 	root := doc.Content[0]
-	node, key := mapValue(root, "tools"), "tools.tool_search"
-	if node != nil {
-		node = mapValue(node, "tool_search")
-	} else {
+	node, key := mapValue(mapValue(root, "tools"), "tool_search"), "tools.tool_search"
+	if node == nil {
 		node, key = mapValue(root, "tool_search"), "tool_search"
 	}
 	if node == nil {

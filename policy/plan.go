@@ -69,7 +69,8 @@ func (s Scope) Allows(t *catalog.Tool) bool {
 
 // Input is everything a Plan depends on besides the catalog.
 type Input struct {
-	// Config holds the mode and threshold; the zero value means DefaultConfig.
+	// Config holds the mode and threshold; unset fields take their defaults (see
+	// DefaultConfig).
 	Config Config
 	// Servers holds per-server defer settings, by server name.
 	Servers map[string]ServerRules
@@ -106,10 +107,7 @@ type Plan struct {
 
 // Decide computes the plan of snap under in.
 func Decide(snap *catalog.Snapshot, in Input) *Plan {
-	cfg := in.Config
-	if cfg == (Config{}) {
-		cfg = DefaultConfig()
-	}
+	cfg := in.Config.withDefaults()
 	p := &Plan{Snapshot: snap, Config: cfg, usable: catalog.NewSet(snap), deferred: catalog.NewSet(snap)}
 	var deferrable []*catalog.Tool
 	var fixed []*catalog.Tool
@@ -146,11 +144,11 @@ func Decide(snap *catalog.Snapshot, in Input) *Plan {
 		if p.Active {
 			rel = "at or above"
 		}
-		window := "an unknown context window"
+		window := "the context window is unknown"
 		if in.ContextWindow > 0 {
-			window = fmt.Sprintf("%g%% of a %d-token context window", cfg.ThresholdPct, in.ContextWindow)
+			window = fmt.Sprintf("%g%% of a %s-token context window", cfg.ThresholdPct, thousands(in.ContextWindow))
 		}
-		p.Reason = fmt.Sprintf("auto: %d deferrable tools cost %d tokens, %s the threshold of %d tokens (%s)", len(deferrable), p.DeferrableTokens, rel, p.Threshold, window)
+		p.Reason = fmt.Sprintf("%d deferrable tools cost %s tokens, %s the auto threshold of %s tokens (%s)", len(deferrable), thousands(p.DeferrableTokens), rel, thousands(p.Threshold), window)
 	}
 	if p.Active {
 		p.Visible, p.Deferred = fixed, deferrable
@@ -197,4 +195,16 @@ func (p *Plan) Searchable() *catalog.Set { return p.deferred }
 // an out-of-scope tool is exactly the error for a name that does not exist.
 func (p *Plan) Lookup(name string) (*catalog.Tool, error) {
 	return p.Snapshot.Lookup(strings.TrimSpace(name), p.Usable)
+}
+
+// thousands formats n with comma separators, for messages people read.
+func thousands(n int) string {
+	if n < 0 {
+		return "-" + thousands(-n)
+	}
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
 }

@@ -2,6 +2,7 @@ package search
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -72,6 +73,9 @@ type scratch struct {
 	touched []int32
 	terms   []queryTerm
 	coord   []float32 // coordination factor by number of matched terms
+	bound   []float32 // the most the query's remaining terms can add
+	cands   []int32   // tools still able to reach the top k
+	kth     []float32 // heap for kthScore
 	buf     []byte
 }
 
@@ -90,11 +94,8 @@ func (ix *Index) scratch() *scratch {
 	return p.(*sync.Pool).Get().(*scratch)
 }
 
+// release returns s to its pool. topK has already zeroed the scores it read.
 func (ix *Index) release(s *scratch) {
-	for _, d := range s.touched {
-		s.score[d] = 0
-		s.hits[d] = 0
-	}
 	s.touched = s.touched[:0]
 	s.terms = s.terms[:0]
 	p, _ := scratchPools.Load(len(s.score))
@@ -164,35 +165,161 @@ func (ix *Index) Search(query string, opts Options) ([]Result, error) {
 	return results, nil
 }
 
+// longPostings is the posting-list length from which ranked considers skipping a term's
+// postings for tools that can no longer reach the top k.
+const longPostings = 256
+
 // ranked scores every tool against text and returns the best k.
+//
+// It accumulates term at a time, rarest terms first. Before each long posting list it
+// checks whether the terms left could lift a tool not yet seen into the top k (the
+// MaxScore idea): once they cannot, the remaining terms are only looked up for the tools
+// that can still make it, by binary search instead of a full scan. The result is exactly
+// that of scoring every posting.
 func (ix *Index) ranked(text string, allow *catalog.Set, k int) []Result {
 	s := ix.scratch()
 	defer ix.release(s)
 	ix.queryTerms(text, s)
-	for _, qt := range s.terms {
+	terms := s.terms
+	// Rarest first: short lists, which carry the high weights, settle the top k early.
+	for i := 1; i < len(terms); i++ {
+		for j := i; j > 0 && ix.postingLen(terms[j].id) < ix.postingLen(terms[j-1].id); j-- {
+			terms[j], terms[j-1] = terms[j-1], terms[j]
+		}
+	}
+	// bound[i] is the most the terms from i on can add to one tool's score.
+	s.bound = s.bound[:0]
+	for range len(terms) + 1 {
+		s.bound = append(s.bound, 0)
+	}
+	for i := len(terms) - 1; i >= 0; i-- {
+		s.bound[i] = s.bound[i+1] + terms[i].weight*ix.maxScore[terms[i].id]
+	}
+	ix.coordTable(s, len(terms))
+
+	i := 0
+	threshold := float32(0)
+	checked := float32(math.MaxFloat32) // the bound at the last check; rechecked at half
+	for ; i < len(terms); i++ {
+		qt := terms[i]
+		if ix.postingLen(qt.id) >= longPostings && len(s.touched) >= k && s.bound[i] <= checked/2 {
+			checked = s.bound[i]
+			threshold = ix.kthScore(s, allow, k)
+			if threshold > 0 && s.bound[i] < threshold {
+				break
+			}
+		}
 		start, end := ix.postStart[qt.id], ix.postStart[qt.id+1]
 		docs, scores := ix.postDoc[start:end], ix.postScore[start:end]
-		for i, d := range docs {
+		for j, d := range docs {
 			if s.hits[d] == 0 {
 				s.touched = append(s.touched, d)
 			}
-			s.score[d] += qt.weight * scores[i]
+			s.score[d] += qt.weight * scores[j]
 			if s.hits[d] < math.MaxUint8 {
 				s.hits[d]++
 			}
 		}
 	}
-	if c := ix.params.Coord; c != 0 && len(s.terms) > 1 {
-		nq := min(len(s.terms), math.MaxUint8)
-		s.coord = s.coord[:0]
-		for h := 0; h <= nq; h++ {
-			s.coord = append(s.coord, float32(math.Pow(float64(h)/float64(nq), c)))
-		}
+	if i < len(terms) {
+		// Only tools whose score plus everything still to come reaches the k-th best
+		// can finish in the top k; the others keep their partial scores and stay out.
+		cands := s.cands[:0]
 		for _, d := range s.touched {
-			s.score[d] *= s.coord[min(int(s.hits[d]), nq)]
+			if s.score[d]+s.bound[i] >= threshold {
+				cands = append(cands, d)
+			}
 		}
+		few := len(cands) <= 256
+		if few {
+			slices.Sort(cands)
+		}
+		for _, qt := range terms[i:] {
+			start, end := ix.postStart[qt.id], ix.postStart[qt.id+1]
+			docs := ix.postDoc[start:end]
+			if !few || len(cands)*8 >= len(docs) {
+				// Many candidates: one scan, adding only to tools already seen.
+				for j, d := range docs {
+					if h := s.hits[d]; h != 0 {
+						s.score[d] += qt.weight * ix.postScore[int(start)+j]
+						s.hits[d] = h + uint8(min(1, math.MaxUint8-int(h)))
+					}
+				}
+				continue
+			}
+			lo := 0
+			for _, d := range cands {
+				lo += sort.Search(len(docs)-lo, func(j int) bool { return docs[lo+j] >= d })
+				if lo == len(docs) {
+					break
+				}
+				if docs[lo] == d {
+					s.score[d] += qt.weight * ix.postScore[int(start)+lo]
+					if s.hits[d] < math.MaxUint8 {
+						s.hits[d]++
+					}
+				}
+			}
+		}
+		s.cands = cands
 	}
 	return ix.topK(s, allow, k)
+}
+
+func (ix *Index) postingLen(t int32) int32 { return ix.postStart[t+1] - ix.postStart[t] }
+
+// coordTable fills s.coord: the coordination factor by number of matched terms out of nq.
+// A tool matches each query term at most once, so hits never exceed nq.
+func (ix *Index) coordTable(s *scratch, nq int) {
+	nq = min(nq, math.MaxUint8)
+	s.coord = s.coord[:0]
+	for h := 0; h <= nq; h++ {
+		f := float32(1)
+		if c := ix.params.Coord; c != 0 && nq > 1 {
+			f = float32(math.Pow(float64(h)/float64(nq), c))
+		}
+		s.coord = append(s.coord, f)
+	}
+}
+
+// kthScore returns the k-th best current final score among the touched tools that allow
+// admits, or 0 when fewer than k have a score. Scores only grow as terms are added, so it
+// is a lower bound of the final k-th best.
+func (ix *Index) kthScore(s *scratch, allow *catalog.Set, k int) float32 {
+	h := s.kth[:0]
+	for _, d := range s.touched {
+		sc := s.score[d] * s.coord[s.hits[d]]
+		if len(h) == k && sc <= h[0] || sc <= 0 || !allow.Has(int(d)) {
+			continue
+		}
+		if len(h) < k {
+			h = append(h, sc)
+			for j := len(h) - 1; j > 0 && h[j] < h[(j-1)/2]; j = (j - 1) / 2 {
+				h[j], h[(j-1)/2] = h[(j-1)/2], h[j]
+			}
+			continue
+		}
+		h[0] = sc
+		for j := 0; ; {
+			l, m := 2*j+1, j
+			if l < len(h) && h[l] < h[m] {
+				m = l
+			}
+			if l+1 < len(h) && h[l+1] < h[m] {
+				m = l + 1
+			}
+			if m == j {
+				break
+			}
+			h[j], h[m] = h[m], h[j]
+			j = m
+		}
+	}
+	s.kth = h
+	if len(h) < k {
+		return 0
+	}
+	return h[0]
 }
 
 func containsTool(rs []Result, t *catalog.Tool) bool {
@@ -216,8 +343,8 @@ func (ix *Index) queryTerms(query string, s *scratch) {
 				unknown = append(unknown, term)
 			}
 		} else if p.Questions > 0 {
-			for _, w := range questionWords[string(tok)] {
-				ix.addTerm(s, normalize(w), float32(p.Questions))
+			for _, term := range questionWords[string(tok)] {
+				ix.addTerm(s, term, float32(p.Questions))
 			}
 		}
 	})
@@ -276,7 +403,9 @@ func (ix *Index) addTerm(s *scratch, term string, f float32) bool {
 }
 
 // topK returns the best limit scored documents that allow admits, best first; ties go to
-// the earlier tool in the catalog so results are stable.
+// the earlier tool in the catalog so results are stable. A document's final score is its
+// accumulated score times the coordination factor of its number of matched terms. topK
+// zeroes the scratch scores it reads, so the scratch is clean for the next search.
 func (ix *Index) topK(s *scratch, allow *catalog.Set, limit int) []Result {
 	// h is a min-heap of candidates: h[0] is the weakest kept, the first to go.
 	type cand struct {
@@ -285,8 +414,10 @@ func (ix *Index) topK(s *scratch, allow *catalog.Set, limit int) []Result {
 	}
 	weaker := func(a, b cand) bool { return a.score < b.score || a.score == b.score && a.doc > b.doc }
 	h := make([]cand, 0, min(limit, len(s.touched)))
+	coord := s.coord
 	for _, d := range s.touched {
-		sc := s.score[d]
+		sc := s.score[d] * coord[s.hits[d]]
+		s.score[d], s.hits[d] = 0, 0
 		if sc <= 0 || len(h) == limit && (sc < h[0].score || sc == h[0].score && d > h[0].doc) || !allow.Has(int(d)) {
 			continue
 		}

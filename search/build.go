@@ -121,8 +121,12 @@ func NewIndexParams(snap *catalog.Snapshot, p Params) *Index {
 	})
 
 	ix.idf = make([]float32, nt)
+	ix.maxScore = make([]float32, nt)
 	for t, c := range df {
 		ix.idf[t] = float32(math.Log(1 + (float64(n)-float64(c)+0.5)/(float64(c)+0.5)))
+		for _, sc := range ix.postScore[ix.postStart[t]:ix.postStart[t+1]] {
+			ix.maxScore[t] = max(ix.maxScore[t], sc)
+		}
 	}
 	for d, t := range tools {
 		for _, key := range [2]string{normalizeName(t.Name), ix.names[d]} {

@@ -76,6 +76,7 @@ type Index struct {
 	postStart []int32 // postings of term t are postDoc[postStart[t]:postStart[t+1]]
 	postDoc   []int32
 	postScore []float32 // BM25F weight of the term in the doc, before idf
+	maxScore  []float32 // per term, the largest of its postScore values
 
 	exact map[string][]int32 // normalized bare and qualified names -> docs
 	names []string           // normalized qualified name per doc, for the substring fallback

@@ -166,7 +166,7 @@ func CompileRegex(pattern string) (*regexp.Regexp, string, error) {
 	if err != nil {
 		msg := err.Error()
 		if se, ok := err.(*syntax.Error); ok {
-			msg = se.Code.String() + ": `" + se.Expr + "`"
+			msg = se.Code.String() + ": `" + strings.TrimPrefix(se.Expr, "(?i)") + "`"
 		}
 		return nil, "", Errorf(InvalidToolInput, "the pattern is not a valid regular expression (%s); fix it and retry", msg)
 	}

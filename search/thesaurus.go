@@ -72,6 +72,7 @@ var synonymGroups = []string{
 	"code source program script",
 	"log logs logging",
 	"error exception failure fault",
+	"alert alerts warning warnings alarm",
 	"database db sql",
 	"container docker",
 	"kubernetes k8s cluster",
@@ -99,11 +100,22 @@ var synonymGroups = []string{
 
 // questionWords map the question words of a request, which are stop words, to the kind
 // of answer they ask for: "when" wants a date, "where" a location.
-var questionWords = map[string][]string{
+var questionWords = normalizeAll(map[string][]string{
 	"when":  {"date", "time"},
 	"where": {"location", "address", "place"},
 	"who":   {"person", "name", "contact"},
 	"how":   {"count", "number", "amount"},
+})
+
+// normalizeAll turns the words of a word map into index terms, once at start.
+func normalizeAll(m map[string][]string) map[string][]string {
+	for k, words := range m {
+		for i, w := range words {
+			words[i] = normalize(w)
+		}
+		m[k] = words
+	}
+	return m
 }
 
 // pathWords are terms a query implies when it names a file by path or extension

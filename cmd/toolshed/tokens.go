@@ -6,7 +6,7 @@ import (
 	"io"
 	"os"
 	"sort"
-	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/toolshed/toolshed/bridge"
 	"github.com/toolshed/toolshed/policy"
@@ -130,36 +130,51 @@ func runTokens(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "That is %.1f%% of a %s-token context window.\n", out.TotalPct, thousands(*window))
 	}
 	fmt.Fprintln(stdout)
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "SERVER\tTOOLS\tTOKENS\tSHARE\t")
+	rows := [][]string{{"SERVER", "TOOLS", "TOKENS", "SHARE"}}
 	for _, s := range out.ServerCosts {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%.1f%%\t\n", s.Name, s.Tools, thousands(s.Tokens), s.Pct)
+		rows = append(rows, []string{s.Name, fmt.Sprint(s.Tools), thousands(s.Tokens), fmt.Sprintf("%.1f%%", s.Pct)})
 	}
-	tw.Flush()
+	table(stdout, rows)
 	fmt.Fprintln(stdout)
 	n := len(out.ToolCosts)
 	if *top > 0 && *top < n {
 		n = *top
 		fmt.Fprintf(stdout, "The %d most expensive tools (--top 0 lists all):\n", n)
 	}
-	tw = tabwriter.NewWriter(stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "TOOL\tTOKENS\t")
+	rows = [][]string{{"TOOL", "TOKENS"}}
 	for _, t := range out.ToolCosts[:n] {
-		fmt.Fprintf(tw, "%s\t%s\t\n", t.Name, thousands(t.Tokens))
+		rows = append(rows, []string{t.Name, thousands(t.Tokens)})
 	}
-	tw.Flush()
+	table(stdout, rows)
 	fmt.Fprintln(stdout)
 	fmt.Fprintf(stdout, "Before work starts, a model sees:\n")
 	fmt.Fprintf(stdout, "  without tool search  %s tokens\n", thousands(out.TotalTokens))
-	fmt.Fprintf(stdout, "  with tool search      %s tokens (%d pinned tools %s + 3 bridge tools %s)\n",
-		thousands(out.WithSearchTokens), out.PinnedTools, thousands(out.VisibleTokens), thousands(out.BridgeTokens))
+	fmt.Fprintf(stdout, "  with tool search      %s tokens (3 bridge tools: %s; %d tools listed directly: %s)\n",
+		thousands(out.WithSearchTokens), thousands(out.BridgeTokens), out.PinnedTools, thousands(out.VisibleTokens))
 	fmt.Fprintf(stdout, "  savings               %.1f%%\n", out.SavingsPct)
 	state := "OFF"
 	if out.Active {
 		state = "ON"
 	}
-	fmt.Fprintf(stdout, "\nMode %s would turn tool search %s: %s.\n", out.Mode, state, out.Reason)
+	fmt.Fprintf(stdout, "\nMode %s turns tool search %s: %s.\n", out.Mode, state, out.Reason)
 	return nil
+}
+
+// table prints rows as columns: the first left-aligned, the others right-aligned.
+func table(w io.Writer, rows [][]string) {
+	widths := make([]int, len(rows[0]))
+	for _, r := range rows {
+		for i, c := range r {
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	for _, r := range rows {
+		line := fmt.Sprintf("%-*s", widths[0], r[0])
+		for i, c := range r[1:] {
+			line += fmt.Sprintf("  %*s", widths[i+1], c)
+		}
+		fmt.Fprintln(w, line)
+	}
 }
 
 func pct(part, whole int) float64 {

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// timing matches the figures that change from run to run (durations), so golden files
+// hold everything else exactly.
+var timing = regexp.MustCompile(`("(p50_us|p99_us|build_ms)": )[0-9.]+|[0-9]+(\.[0-9]+)? (ms|µs)`)
+
+func TestCommands(t *testing.T) {
+	tests := []struct {
+		name string
+		args string
+		code int
+	}{
+		{"help", "help", 0},
+		{"no-args", "", 2},
+		{"unknown-command", "frobnicate", 2},
+		{"search", "search create a github issue", 0},
+		{"search-flags-after-query", "search read a file --limit 3", 0},
+		{"search-json", "search --json --limit 3 take a screenshot of the page", 0},
+		{"search-regex", "search --regex ^slack_ --limit 4", 0},
+		{"search-regex-lookbehind", "search --regex (?<=x)y", 1},
+		{"search-regex-invalid", "search --regex --json (abc", 1},
+		{"search-no-query", "search", 2},
+		{"search-bad-limit", "search --limit 0 weather", 2},
+		{"search-small-catalog", "search --catalog testdata/small.json weather forecast for Paris", 0},
+		{"search-no-match", "search --catalog testdata/small.json zzzqqq", 0},
+		{"search-missing-catalog", "search --catalog testdata/missing.json weather", 1},
+		{"search-not-json-catalog", "search --catalog testdata/notjson.json --catalog testdata/small.json alerts", 0},
+		{"describe", "describe github__create_issue", 0},
+		{"describe-bare", "describe --catalog testdata/small.json get_alerts", 0},
+		{"describe-ambiguous", "describe create_issue", 1},
+		{"describe-unknown", "describe no_such_tool", 1},
+		{"tokens", "tokens --top 5", 0},
+		{"tokens-small-json", "tokens --catalog testdata/small.json --json", 0},
+		{"tokens-small-unknown-window", "tokens --catalog testdata/small.json --context-window 0", 0},
+		{"tokens-bad-window", "tokens --context-window -1", 2},
+		{"eval", "eval --catalog testdata/small.json --queries testdata/small-queries.jsonl", 0},
+		{"eval-json", "eval --catalog testdata/small.json --queries testdata/small-queries.jsonl --json", 0},
+		{"eval-missing-queries", "eval --catalog testdata/small.json", 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(strings.Fields(tc.args), &stdout, &stderr)
+			if code != tc.code {
+				t.Errorf("toolshed %s: exit %d, want %d\nstderr: %s", tc.args, code, tc.code, stderr.String())
+			}
+			got := fmt.Sprintf("$ toolshed %s\n# exit %d\n# stdout\n%s# stderr\n%s", tc.args, code, stdout.String(), stderr.String())
+			got = timing.ReplaceAllString(got, "${1}<time>")
+			golden := filepath.Join("testdata", tc.name+".golden")
+			if *update {
+				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test ./cmd/toolshed -update to create it)", err)
+			}
+			if got != string(want) {
+				t.Errorf("output differs from %s (run with -update after checking the change):\n--- got\n%s\n--- want\n%s", golden, got, want)
+			}
+		})
+	}
+}
