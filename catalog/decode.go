@@ -128,7 +128,7 @@ func checkSchema(field string, raw json.RawMessage) error {
 	}
 	var err error
 	members(raw, func(key string, val []byte) bool {
-		if key == "type" && string(val) != `"object"` {
+		if key == "type" && unquote(val) != "object" {
 			err = fmt.Errorf("%w: %q must describe an object (\"type\": \"object\"), got \"type\": %s", ErrSchema, field, val)
 		}
 		return true

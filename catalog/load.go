@@ -27,113 +27,86 @@ func Parse(data []byte, origin, defaultServer string) ([]Source, []Problem) {
 		return nil, []Problem{{Origin: origin, Err: err}}
 	}
 	data = bytes.TrimSpace(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")))
-	var doc wireDocument
+	if !json.Valid(data) {
+		var v any
+		return fail(fmt.Errorf("%w: %v; a catalog is a JSON document such as {\"tools\": [...]}", ErrNotJSON, json.Unmarshal(data, &v)))
+	}
 	switch k := kind(data); k {
 	case "an array":
-		var tools []json.RawMessage
-		if err := json.Unmarshal(data, &tools); err != nil {
-			return fail(notJSON(err))
-		}
-		return []Source{{Server: defaultServer, Tools: tools, Origin: origin}}, nil
+		return []Source{{Server: defaultServer, Tools: rawElements(data), Origin: origin}}, nil
 	case "an object":
-		if sources, ok := parseFast(data, origin); ok {
-			return sources, nil
-		}
-		if err := json.Unmarshal(data, &doc); err != nil {
-			return fail(notJSON(err))
-		}
 	default:
-		if !json.Valid(data) {
-			var v any
-			return fail(notJSON(json.Unmarshal(data, &v)))
-		}
 		return fail(fmt.Errorf("%w: the document is %s; expected {\"servers\": [...]} or {\"tools\": [...]}", ErrFormat, k))
 	}
-	if doc.Servers == nil && doc.Tools == nil && kind(doc.Result) == "an object" {
-		var inner wireDocument
-		if json.Unmarshal(doc.Result, &inner) == nil {
-			doc = inner
-		}
+	servers, tools := member(data, "servers"), member(data, "tools")
+	if result := member(data, "result"); servers == nil && tools == nil && kind(result) == "an object" {
+		servers, tools = member(result, "servers"), member(result, "tools")
 	}
 	switch {
-	case doc.Servers != nil:
-		return parseServers(doc.Servers, origin)
-	case doc.Tools != nil:
-		var tools []json.RawMessage
-		if err := json.Unmarshal(doc.Tools, &tools); err != nil || isNull(doc.Tools) {
-			return fail(fmt.Errorf("%w: \"tools\" must be an array, got %s", ErrFormat, kind(doc.Tools)))
+	case servers != nil:
+		return parseServers(servers, origin)
+	case tools != nil:
+		if kind(tools) != "an array" {
+			return fail(fmt.Errorf("%w: \"tools\" must be an array, got %s", ErrFormat, kind(tools)))
 		}
-		return []Source{{Server: defaultServer, Tools: tools, Origin: origin}}, nil
+		return []Source{{Server: defaultServer, Tools: rawElements(tools), Origin: origin}}, nil
 	}
 	return fail(fmt.Errorf("%w: the object has neither \"servers\" nor \"tools\"; expected {\"servers\": [{\"name\": ..., \"tools\": [...]}]} or a tools/list result {\"tools\": [...]}", ErrFormat))
 }
 
-// wireDocument is every top-level shape Parse accepts; members stay raw so that one
-// malformed server does not spoil the others.
-type wireDocument struct {
-	Servers json.RawMessage `json:"servers"`
-	Tools   json.RawMessage `json:"tools"`
-	Result  json.RawMessage `json:"result"`
-}
-
-type wireServer struct {
-	Name       json.RawMessage `json:"name"`
-	AlwaysLoad json.RawMessage `json:"alwaysLoad"`
-	Tools      json.RawMessage `json:"tools"`
-}
-
-// parseFast decodes a well-formed catalog in one pass. It declines (ok false) anything
-// unusual, which the member-by-member path then reports precisely.
-func parseFast(data []byte, origin string) (sources []Source, ok bool) {
-	var doc struct {
-		Servers []struct {
-			Name       *string           `json:"name"`
-			AlwaysLoad bool              `json:"alwaysLoad"`
-			Tools      []json.RawMessage `json:"tools"`
-		} `json:"servers"`
-	}
-	if json.Unmarshal(data, &doc) != nil || doc.Servers == nil {
-		return nil, false
-	}
-	for _, s := range doc.Servers {
-		if s.Name == nil {
-			return nil, false
+// member returns the value of key in the valid JSON object obj (the last one, if the
+// key repeats, as JSON.parse does), or nil. Keys match exactly.
+func member(obj []byte, key string) json.RawMessage {
+	var v json.RawMessage
+	members(obj, func(k string, val []byte) bool {
+		if k == key {
+			v = val
 		}
-		sources = append(sources, Source{Server: *s.Name, AlwaysLoad: s.AlwaysLoad, Tools: s.Tools, Origin: origin})
-	}
-	return sources, true
+		return true
+	})
+	return v
 }
 
-func notJSON(err error) error {
-	return fmt.Errorf("%w: %v; a catalog is a JSON document such as {\"tools\": [...]}", ErrNotJSON, err)
+// rawElements returns the elements of the valid JSON array arr.
+func rawElements(arr []byte) []json.RawMessage {
+	out := []json.RawMessage{}
+	elements(arr, func(v []byte) { out = append(out, v) })
+	return out
 }
 
 func parseServers(raw json.RawMessage, origin string) ([]Source, []Problem) {
-	var entries []json.RawMessage
-	if err := json.Unmarshal(raw, &entries); err != nil || isNull(raw) {
+	if kind(raw) != "an array" {
 		return nil, []Problem{{Origin: origin, Err: fmt.Errorf("%w: \"servers\" must be an array, got %s", ErrFormat, kind(raw))}}
 	}
 	var sources []Source
 	var problems []Problem
-	for i, e := range entries {
+	for i, e := range rawElements(raw) {
 		label := fmt.Sprintf("#%d", i+1)
-		var w wireServer
-		if kind(e) != "an object" || json.Unmarshal(e, &w) != nil {
+		if kind(e) != "an object" {
 			problems = append(problems, Problem{Origin: origin, Server: label, Err: fmt.Errorf("%w: a server entry must be an object, got %s", ErrFormat, kind(e))})
 			continue
 		}
 		src := Source{Origin: origin}
-		if json.Unmarshal(w.Name, &src.Server) != nil || isNull(w.Name) {
+		name := member(e, "name")
+		if kind(name) != "a string" {
 			problems = append(problems, Problem{Origin: origin, Server: label, Err: fmt.Errorf("%w: a server entry needs a string \"name\"", ErrServerName)})
 			continue
 		}
-		if !absent(w.AlwaysLoad) && json.Unmarshal(w.AlwaysLoad, &src.AlwaysLoad) != nil {
-			problems = append(problems, Problem{Origin: origin, Server: src.Server, Err: fmt.Errorf("%w: \"alwaysLoad\" must be true or false, got %s", ErrField, kind(w.AlwaysLoad))})
+		src.Server = unquote(name)
+		switch al := member(e, "alwaysLoad"); {
+		case absent(al):
+		case string(al) == "true" || string(al) == "false":
+			src.AlwaysLoad = string(al) == "true"
+		default:
+			problems = append(problems, Problem{Origin: origin, Server: src.Server, Err: fmt.Errorf("%w: \"alwaysLoad\" must be true or false, got %s", ErrField, kind(al))})
 			continue
 		}
-		if !absent(w.Tools) && (kind(w.Tools) != "an array" || json.Unmarshal(w.Tools, &src.Tools) != nil) {
-			problems = append(problems, Problem{Origin: origin, Server: src.Server, Err: fmt.Errorf("%w: \"tools\" must be an array, got %s", ErrFormat, kind(w.Tools))})
-			continue
+		if tools := member(e, "tools"); !absent(tools) {
+			if kind(tools) != "an array" {
+				problems = append(problems, Problem{Origin: origin, Server: src.Server, Err: fmt.Errorf("%w: \"tools\" must be an array, got %s", ErrFormat, kind(tools))})
+				continue
+			}
+			src.Tools = rawElements(tools)
 		}
 		sources = append(sources, src)
 	}

@@ -54,25 +54,27 @@ type ServerSummary struct {
 func Build(sources []Source) (*Snapshot, []Problem) {
 	s := &Snapshot{byName: map[string]*Tool{}, byBare: map[string][]*Tool{}}
 	var problems []Problem
-	h := sha256.New()
-	serverIndex := map[string]int{}
+
+	// Decode every tool first, grouped by server (sources naming one server merge), so
+	// that names can be given per server with all its tools in view.
+	type decoded struct {
+		tool      *Tool
+		raw       json.RawMessage
+		origin    string
+		sanitized bool
+	}
+	var order []string
+	byServer := map[string][]decoded{}
 	for _, src := range sources {
 		server, err := ServerName(src.Server)
 		if err != nil {
 			problems = append(problems, Problem{Origin: src.Origin, Server: src.Server, Err: err})
 			continue
 		}
-		si, ok := serverIndex[server]
-		if !ok {
-			si = len(s.servers)
-			serverIndex[server] = si
-			s.servers = append(s.servers, ServerSummary{Name: server})
+		if _, seen := byServer[server]; !seen {
+			order = append(order, server)
+			byServer[server] = []decoded{}
 		}
-		// Decode first, then name: a tool whose name is already valid keeps its plain
-		// qualified name even when a sanitized name ("a.b" -> "a_b") comes first.
-		var tools []*Tool
-		var raws []json.RawMessage
-		sanitized := map[*Tool]bool{}
 		for i, raw := range src.Tools {
 			t, err := decodeTool(server, raw)
 			if err != nil {
@@ -82,21 +84,24 @@ func Build(sources []Source) (*Snapshot, []Problem) {
 			t.Pinned = t.Pinned || src.AlwaysLoad
 			var changed bool
 			t.Qualified, changed = qualify(server, t.Name)
-			if changed {
-				sanitized[t] = true
-			}
-			tools = append(tools, t)
-			raws = append(raws, raw)
+			byServer[server] = append(byServer[server], decoded{t, raw, src.Origin, changed})
 		}
+	}
+
+	h := sha256.New()
+	for _, server := range order {
+		tools := byServer[server]
+		summary := ServerSummary{Name: server}
+		// A tool whose name is already valid keeps its plain qualified name; a tool
+		// whose sanitized name ("a.b" -> "a_b") would take it gets a hash suffix.
 		claimed := map[string]*Tool{}
-		for _, t := range tools {
-			if !sanitized[t] {
-				if _, taken := claimed[t.Qualified]; !taken {
-					claimed[t.Qualified] = t
-				}
+		for _, d := range tools {
+			if _, taken := claimed[d.tool.Qualified]; !d.sanitized && !taken {
+				claimed[d.tool.Qualified] = d.tool
 			}
 		}
-		for i, t := range tools {
+		for _, d := range tools {
+			t := d.tool
 			if holder, taken := claimed[t.Qualified]; taken && holder != t && holder.Name != t.Name {
 				t.Qualified = withHash(t.Qualified, server, t.Name)
 			}
@@ -105,7 +110,7 @@ func Build(sources []Source) (*Snapshot, []Problem) {
 				if prev.Name == t.Name {
 					err = fmt.Errorf("%w: the server lists a tool named %q twice; the first one is kept", ErrDuplicate, t.Name)
 				}
-				problems = append(problems, Problem{Origin: src.Origin, Server: server, Tool: strconv.Quote(t.Name), Err: err})
+				problems = append(problems, Problem{Origin: d.origin, Server: server, Tool: strconv.Quote(t.Name), Err: err})
 				continue
 			}
 			claimed[t.Qualified] = t
@@ -113,10 +118,11 @@ func Build(sources []Source) (*Snapshot, []Problem) {
 			s.tools = append(s.tools, t)
 			s.byName[t.Qualified] = t
 			s.byBare[t.Name] = append(s.byBare[t.Name], t)
-			s.servers[si].Tools++
-			fmt.Fprintf(h, "%s\x00%t\x00%d\x00", t.Server, t.Pinned, len(raws[i]))
-			h.Write(raws[i])
+			summary.Tools++
+			fmt.Fprintf(h, "%s\x00%t\x00%d\x00", t.Server, t.Pinned, len(d.raw))
+			h.Write(d.raw)
 		}
+		s.servers = append(s.servers, summary)
 	}
 	s.hash = hex.EncodeToString(h.Sum(nil))
 	return s, problems

@@ -22,7 +22,7 @@ const DefaultRegexBudget = 100 * time.Millisecond
 func foldTools(tools []*catalog.Tool) (string, []int32) {
 	size := 0
 	for _, t := range tools {
-		size += len(t.Qualified) + len(t.Name) + len(t.Title) + len(t.Description) + 4
+		size += len(t.Qualified) + len(t.Name) + len(t.Title) + len(t.Description) + len(t.Server) + 5
 		for _, p := range t.Params {
 			size += len(p.Name) + len(p.Description) + 2
 		}
@@ -35,6 +35,7 @@ func foldTools(tools []*catalog.Tool) (string, []int32) {
 		buf = foldASCII(buf, t.Name)
 		buf = foldASCII(buf, t.Title)
 		buf = foldASCII(buf, t.Description)
+		buf = foldASCII(buf, t.Server)
 		for _, p := range t.Params {
 			buf = foldASCII(buf, p.Name)
 			buf = foldASCII(buf, p.Description)
@@ -251,11 +252,13 @@ func unsupportedConstruct(p string) string {
 			if i+1 < len(p) && p[i+1] == ']' {
 				i++
 			}
-		case '*', '?', '}':
+		case '*', '?':
 			if c == '?' && i > 0 && p[i-1] == '(' {
 				break
 			}
 			quantified = true
+		case '}':
+			quantified = closesRepeat(p, i)
 		case '+':
 			if wasQuantified {
 				return "a possessive quantifier `" + string(p[i-1]) + "+`"
@@ -273,10 +276,17 @@ func unsupportedConstruct(p string) string {
 					return name
 				}
 			}
+			// A flag group, (?flags) or (?flags:...), may use only RE2's flags i, m, s
+			// and U; Python's a, L, u and x have no equivalent. Named groups, (?P<n>...)
+			// and (?<n>...), are not flag groups.
 			if strings.HasPrefix(rest, "?") {
-				for j := 1; j < len(rest) && rest[j] != ')' && rest[j] != ':'; j++ {
-					if strings.IndexByte("aLux", rest[j]) >= 0 {
-						return "the inline flag `" + string(rest[j]) + "` in `(?" + rest[1:j+1] + "...)`"
+				j := 1
+				for j < len(rest) && (isLetterByte(rest[j]) || rest[j] == '-') {
+					j++
+				}
+				if j > 1 && j < len(rest) && (rest[j] == ')' || rest[j] == ':') {
+					if k := strings.IndexAny(rest[1:j], "aLux"); k >= 0 {
+						return "the inline flag `" + string(rest[1+k]) + "` in `(" + rest[:j+1] + "`"
 					}
 				}
 			}
@@ -284,6 +294,23 @@ func unsupportedConstruct(p string) string {
 	}
 	return ""
 }
+
+// closesRepeat reports whether the '}' at p[i] ends a repetition {m}, {m,} or {m,n}
+// (or Python's {,n}); any other '}' is a literal.
+func closesRepeat(p string, i int) bool {
+	j := strings.LastIndexByte(p[:i], '{')
+	if j < 0 || j == i-1 {
+		return false
+	}
+	for _, c := range []byte(p[j+1 : i]) {
+		if !isDigit(c) && c != ',' {
+			return false
+		}
+	}
+	return true
+}
+
+func isLetterByte(c byte) bool { return asciiClass[c]&(clsLower|clsUpper) != 0 }
 
 // requiredLiteral returns the longest literal text every match of re must contain, or "".
 func requiredLiteral(re *syntax.Regexp) string {

@@ -4,6 +4,7 @@ package eval
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -32,7 +33,7 @@ func ReadQueries(path string) ([]Query, error) {
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for line := 1; sc.Scan(); line++ {
-		b := sc.Bytes()
+		b := bytes.TrimSpace(sc.Bytes())
 		if len(b) == 0 {
 			continue
 		}

@@ -1,0 +1,185 @@
+package search_test
+
+import (
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/internal/eval"
+	"github.com/toolshed/toolshed/search"
+)
+
+// TestConcurrentSearch runs many searches of one index at once and checks each answer
+// against the same search run alone (run with -race).
+func TestConcurrentSearch(t *testing.T) {
+	ix := builtinIndex(t)
+	qs, err := eval.ReadQueries("../bench/livemcpbench/queries.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type request struct {
+		query, pattern string
+		opts           search.Options
+	}
+	half := catalog.NewSet(ix.Snapshot())
+	for i := 0; i < ix.Snapshot().Len(); i += 2 {
+		half.Add(i)
+	}
+	var reqs []request
+	for i, q := range qs[:40] {
+		opts := search.Options{Limit: 1 + i%12}
+		if i%3 == 0 {
+			opts.Allow = half
+		}
+		reqs = append(reqs, request{query: search.Truncate(q.Query, search.MaxQueryLen), opts: opts})
+	}
+	for _, p := range []string{"issue", "github.*pull", "^browser_", "file$", "screenshot|snapshot", "[a-z]+_[a-z]+_[a-z]+"} {
+		// A budget far beyond need: this test is about answers, not speed.
+		reqs = append(reqs, request{pattern: p, opts: search.Options{Limit: 8, Budget: time.Minute}}, request{pattern: p, opts: search.Options{Limit: 20, Allow: half, Budget: time.Minute}})
+	}
+	run := func(r request) string {
+		var results []search.Result
+		var err error
+		if r.pattern != "" {
+			results, err = ix.Regex(r.pattern, r.opts)
+		} else {
+			results, err = ix.Search(r.query, r.opts)
+		}
+		return fmt.Sprint(names(results), err)
+	}
+	want := make([]string, len(reqs))
+	for i, r := range reqs {
+		want[i] = run(r)
+	}
+	// A fresh index, so the regex path's lazy fold also happens concurrently.
+	ix = search.NewIndex(ix.Snapshot())
+	var wg sync.WaitGroup
+	errs := make(chan string, 16*len(reqs))
+	for g := range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range reqs {
+				i := (k + g*5) % len(reqs)
+				if got := run(reqs[i]); got != want[i] {
+					errs <- fmt.Sprintf("request %d: got %s, want %s", i, got, want[i])
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
+
+func TestCache(t *testing.T) {
+	a := loadCatalog(t, smallCatalog)
+	aAgain := loadCatalog(t, smallCatalog)
+	b := loadCatalog(t, fieldCatalog)
+	c := loadCatalog(t, `{"tools": [{"name": "c"}]}`)
+	var cache search.Cache
+	ia := cache.Index(a)
+	if ia == nil || ia.Snapshot() != a {
+		t.Fatal("the cache did not index the snapshot")
+	}
+	if cache.Index(a) != ia || cache.Index(aAgain) != ia {
+		t.Error("the same content got a new index")
+	}
+	ib := cache.Index(b)
+	if ib == ia || ib.Snapshot() != b {
+		t.Error("a different snapshot got the same index")
+	}
+	if cache.Len() != 2 {
+		t.Errorf("Len = %d, want 2", cache.Len())
+	}
+	results, err := ib.Regex("zeta", search.Options{})
+	if err != nil || len(results) == 0 {
+		t.Errorf("the cached index does not search: %v", err)
+	}
+
+	// Size bounds the cache; the least recently used index goes first.
+	small := search.Cache{Size: 2}
+	ia = small.Index(a)
+	ib = small.Index(b)
+	if small.Index(a) != ia { // a is now the most recent
+		t.Fatal("a was rebuilt")
+	}
+	ic := small.Index(c) // evicts b
+	if small.Len() != 2 {
+		t.Errorf("Len = %d, want 2", small.Len())
+	}
+	if small.Index(a) != ia || small.Index(c) != ic {
+		t.Error("a recently used index was evicted")
+	}
+	if small.Index(b) == ib {
+		t.Error("the least recently used index was kept")
+	}
+
+	// Params apply to the indexes the cache builds.
+	p := search.DefaultParams
+	p.Weight[0] = 0 // the name no longer counts
+	custom := search.Cache{Params: &p}
+	plain, _ := cache.Index(a).Search("quadratic", search.Options{})
+	weighted, _ := custom.Index(a).Search("quadratic", search.Options{})
+	if len(plain) == 0 || len(weighted) == 0 || plain[0].Score == weighted[0].Score {
+		t.Errorf("the cache's Params were not used: %v %v", plain, weighted)
+	}
+}
+
+func TestCacheDefaultSize(t *testing.T) {
+	var cache search.Cache
+	first := loadCatalog(t, `{"tools": [{"name": "t0"}]}`)
+	i0 := cache.Index(first)
+	for i := 1; i < 8; i++ {
+		cache.Index(loadCatalog(t, fmt.Sprintf(`{"tools": [{"name": "t%d"}]}`, i)))
+	}
+	if cache.Len() != 8 || cache.Index(first) != i0 {
+		t.Fatalf("Len = %d; the default size holds 8", cache.Len())
+	}
+	cache.Index(loadCatalog(t, `{"tools": [{"name": "t8"}]}`)) // evicts t1, the least recent
+	if cache.Len() != 8 || cache.Index(first) != i0 {
+		t.Errorf("Len = %d after a ninth index", cache.Len())
+	}
+}
+
+// TestCacheConcurrentBuild asks for the index of one new snapshot from many goroutines at
+// once: every one gets the same index, so it was built once.
+func TestCacheConcurrentBuild(t *testing.T) {
+	for round := range 5 {
+		var cache search.Cache
+		snaps := []*catalog.Snapshot{loadCatalog(t, smallCatalog), loadCatalog(t, smallCatalog), loadCatalog(t, fieldCatalog)}
+		got := make([]*search.Index, 48)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for g := range got {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				got[g] = cache.Index(snaps[g%3])
+			}()
+		}
+		close(start)
+		wg.Wait()
+		for g, ix := range got {
+			want := got[0]
+			if g%3 == 2 {
+				want = got[2]
+			}
+			if ix != want || ix == nil {
+				t.Fatalf("round %d: goroutine %d got another index", round, g)
+			}
+		}
+		if got[0] == got[2] || cache.Len() != 2 {
+			t.Fatalf("round %d: %d indexes", round, cache.Len())
+		}
+		if r, err := got[0].Search("weather forecast", search.Options{}); err != nil || len(r) == 0 || !reflect.DeepEqual(r[0].Tool.Name, "get_forecast") {
+			t.Fatalf("round %d: the shared index does not search: %v %v", round, r, err)
+		}
+	}
+}

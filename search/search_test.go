@@ -1,0 +1,343 @@
+package search_test
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/search"
+)
+
+func TestSearchExactName(t *testing.T) {
+	ix := smallIndex(t)
+	tests := []struct {
+		query string
+		want  []string // the exact matches, which come first
+	}{
+		{"create_issue", []string{"github__create_issue", "gitlab__create_issue"}},
+		{"Create Issue", []string{"github__create_issue", "gitlab__create_issue"}},
+		{"CREATE-ISSUE", []string{"github__create_issue", "gitlab__create_issue"}},
+		{"  create   issue ", []string{"github__create_issue", "gitlab__create_issue"}},
+		{"github__create_issue", []string{"github__create_issue"}},
+		{"GitHub Create Issue", []string{"github__create_issue"}},
+		{"gitlab-create-issue", []string{"gitlab__create_issue"}},
+		{"get_forecast", []string{"weather__get_forecast"}},
+		{"weather_get_forecast", []string{"weather__get_forecast"}},
+		{"solve.quadratic_equation", []string{"calc__solve_quadratic_equation"}},
+		{"solve quadratic equation", []string{"calc__solve_quadratic_equation"}},
+		{"calc__solve_quadratic_equation", []string{"calc__solve_quadratic_equation"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.query, func(t *testing.T) {
+			results, err := ix.Search(tc.query, search.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(results) < len(tc.want) {
+				t.Fatalf("results %v, want %v first", names(results), tc.want)
+			}
+			if got := names(results[:len(tc.want)]); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("first results %v, want %v", got, tc.want)
+			}
+			for i, r := range results {
+				exact := i < len(tc.want)
+				if exact != (r.Match == search.MatchExact) || exact != math.IsInf(r.Score, 1) {
+					t.Errorf("result %d %s: match %q score %v", i, r.Tool.Qualified, r.Match, r.Score)
+				}
+				for _, earlier := range results[:i] {
+					if earlier.Tool == r.Tool {
+						t.Errorf("%s listed twice", r.Tool.Qualified)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestSearchRanking(t *testing.T) {
+	ix := smallIndex(t)
+	tests := []struct {
+		query string
+		first string
+	}{
+		{"weather forecast", "weather__get_forecast"},
+		{"what will the weather be tomorrow", "weather__get_forecast"},
+		{"send a slack message", "slack__send_message"},
+		{"post message to channel", "slack__send_message"},
+		{"read a file", "files__read_file"},
+		{"overwrite a file", "files__write_file"},
+		{"open pull request", "github__create_pull_request"},
+		{"take a picture of the screen", "files__screenshot_capture"},
+		{"quadratic", "calc__solve_quadratic_equation"},
+		{"weather alerts for a state", "weather__get_alerts"},
+		{"list issues of a repository", "github__list_issues"},
+		{"public channels", "slack__list_channels"},
+		{"Creating issues", "github__create_issue"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.query, func(t *testing.T) {
+			results, err := ix.Search(tc.query, search.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(results) == 0 || results[0].Tool.Qualified != tc.first {
+				t.Fatalf("results %v, want %s first", names(results), tc.first)
+			}
+			for i, r := range results {
+				if r.Match != search.MatchBM25 || r.Score <= 0 || i > 0 && r.Score > results[i-1].Score {
+					t.Errorf("result %d %s: match %q score %v after %v", i, r.Tool.Qualified, r.Match, r.Score, results[max(i-1, 0)].Score)
+				}
+			}
+		})
+	}
+}
+
+// TestSearchDeterministic checks that equal scores keep catalog order and that the same
+// search gives the same answer every time.
+func TestSearchDeterministic(t *testing.T) {
+	var tools []string
+	for i := range 30 {
+		tools = append(tools, fmt.Sprintf(`{"name": "tool_%02d", "description": "Same words everywhere."}`, i))
+	}
+	ix := search.NewIndex(loadCatalog(t, `{"tools": [`+strings.Join(tools, ",")+`]}`))
+	results, err := ix.Search("same words", search.Options{Limit: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 30 {
+		t.Fatalf("%d results", len(results))
+	}
+	for i, r := range results {
+		if r.Tool.Index != i || r.Score != results[0].Score {
+			t.Errorf("result %d is tool %d with score %v", i, r.Tool.Index, r.Score)
+		}
+	}
+	again, _ := ix.Search("same words", search.Options{Limit: 30})
+	if !reflect.DeepEqual(names(again), names(results)) {
+		t.Error("the same search gave another answer")
+	}
+}
+
+func TestSearchAllow(t *testing.T) {
+	ix := smallIndex(t)
+	snap := ix.Snapshot()
+	allowed := setOf(t, snap, "slack__send_message", "slack__list_channels", "gitlab__create_issue", "files__write_file")
+	tests := []struct {
+		query string
+		want  []string
+	}{
+		{"create issue", []string{"gitlab__create_issue", "files__write_file"}},
+		{"github__create_issue", []string{"gitlab__create_issue", "files__write_file"}},
+		{"send a slack message", []string{"slack__send_message", "slack__list_channels"}},
+		{"send message", []string{"slack__send_message"}},
+		{"weather forecast", []string{}},
+		{"eensho", []string{}},
+		{"annel", []string{"slack__list_channels"}},
+	}
+	for _, tc := range tests {
+		results, err := ix.Search(tc.query, search.Options{Allow: allowed, Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := names(results); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("Search(%q) within the set = %v, want %v", tc.query, got, tc.want)
+		}
+	}
+	// An empty set allows nothing; a nil set allows everything.
+	if results, _ := ix.Search("create_issue", search.Options{Allow: catalog.NewSet(snap)}); len(results) != 0 {
+		t.Errorf("an empty set found %v", names(results))
+	}
+	if results, _ := ix.Search("create_issue", search.Options{Allow: nil}); len(results) < 2 {
+		t.Errorf("a nil set found %v", names(results))
+	}
+}
+
+func TestSearchLimit(t *testing.T) {
+	ix := smallIndex(t)
+	const query = "create get list file issue message weather" // matches every tool but one
+	all, err := ix.Search(query, search.Options{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) < 10 {
+		t.Fatalf("the query matches only %d tools", len(all))
+	}
+	tests := []struct {
+		limit, want int
+	}{
+		{0, search.DefaultLimit}, {-1, search.DefaultLimit}, {1, 1}, {3, 3}, {search.MaxLimit + 1, len(all)}, {math.MaxInt, len(all)},
+	}
+	for _, tc := range tests {
+		results, err := ix.Search(query, search.Options{Limit: tc.limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(results) != tc.want || !reflect.DeepEqual(names(results), names(all[:tc.want])) {
+			t.Errorf("Limit %d: %v, want the first %d of %v", tc.limit, names(results), tc.want, names(all))
+		}
+	}
+	// The exact matches also respect the limit.
+	if results, _ := ix.Search("create_issue", search.Options{Limit: 1}); len(results) != 1 || results[0].Match != search.MatchExact {
+		t.Errorf("Limit 1 on an exact name: %v", names(results))
+	}
+}
+
+// TestMaxLimit checks on a catalog larger than MaxLimit that no search returns more.
+func TestMaxLimit(t *testing.T) {
+	var tools []string
+	for i := range search.MaxLimit + 50 {
+		tools = append(tools, fmt.Sprintf(`{"name": "t%d", "description": "common"}`, i))
+	}
+	ix := search.NewIndex(loadCatalog(t, `{"tools": [`+strings.Join(tools, ",")+`]}`))
+	for _, limit := range []int{search.MaxLimit, search.MaxLimit + 1, 2 * search.MaxLimit} {
+		results, err := ix.Search("common", search.Options{Limit: limit})
+		if err != nil || len(results) != search.MaxLimit {
+			t.Errorf("Search with Limit %d: %d results, %v; want %d", limit, len(results), err, search.MaxLimit)
+		}
+		results, err = ix.Regex("^t[0-9]", search.Options{Limit: limit, Budget: time.Minute})
+		if err != nil || len(results) != search.MaxLimit {
+			t.Errorf("Regex with Limit %d: %d results, %v; want %d", limit, len(results), err, search.MaxLimit)
+		}
+	}
+}
+
+func TestSearchInvalidQuery(t *testing.T) {
+	ix := smallIndex(t)
+	tests := []struct {
+		name    string
+		query   string
+		message string
+	}{
+		{"empty", "", "the query is empty"},
+		{"blank", " \t\n ", "the query is empty"},
+		{"501 characters", strings.Repeat("a", search.MaxQueryLen+1), "the query is 501 characters; the limit is 500"},
+		{"501 non-ASCII characters", strings.Repeat("é", search.MaxQueryLen+1), "the query is 501 characters"},
+		{"long words", strings.Repeat("issue ", 200), "the query is 1200 characters"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			results, err := ix.Search(tc.query, search.Options{})
+			if results != nil {
+				t.Errorf("results %v alongside an error", names(results))
+			}
+			var se *search.Error
+			if !errors.As(err, &se) || se.Code != search.InvalidToolInput {
+				t.Fatalf("err = %v, want a *search.Error with code %s", err, search.InvalidToolInput)
+			}
+			if !errors.Is(err, search.ErrInvalidToolInput) || errors.Is(err, search.ErrExecutionTimeExceeded) {
+				t.Errorf("errors.Is does not match by code: %v", err)
+			}
+			if !strings.Contains(se.Message, tc.message) || !strings.HasPrefix(err.Error(), "invalid_tool_input: ") {
+				t.Errorf("message %q lacks %q", err, tc.message)
+			}
+		})
+	}
+	// At the limit, counted in characters, the query is accepted.
+	for _, q := range []string{strings.Repeat("a", search.MaxQueryLen), strings.Repeat("é", search.MaxQueryLen), strings.Repeat("天", search.MaxQueryLen)} {
+		if _, err := ix.Search(q, search.Options{}); err != nil {
+			t.Errorf("a query of %d characters: %v", search.MaxQueryLen, err)
+		}
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	tests := []struct {
+		text string
+		max  int
+		want string
+	}{
+		{"short query", 500, "short query"},
+		{"create a new issue", 10, "create a"},
+		{"abcdefghij", 5, "abcde"},
+		{"éééééééééé", 4, "éééé"},
+		{"one two three four five", 12, "one two thre"}, // no space near the cut
+		{"one two three four five", 15, "one two three"},
+		{strings.Repeat("word ", 200), search.MaxQueryLen, strings.TrimSpace(strings.Repeat("word ", 100))},
+	}
+	for _, tc := range tests {
+		got := search.Truncate(tc.text, tc.max)
+		if got != tc.want {
+			t.Errorf("Truncate(%q, %d) = %q, want %q", tc.text, tc.max, got, tc.want)
+		}
+		if len([]rune(got)) > tc.max {
+			t.Errorf("Truncate(%q, %d) is %d characters", tc.text, tc.max, len([]rune(got)))
+		}
+	}
+}
+
+func TestSearchSubstringFallback(t *testing.T) {
+	ix := smallIndex(t)
+	tests := []struct {
+		query string
+		want  []string
+	}{
+		{"eensho", []string{"files__screenshot_capture"}},
+		{"capt", []string{"files__screenshot_capture"}},
+		{"ead_fi", []string{"files__read_file"}},
+		{"quadr", []string{"calc__solve_quadratic_equation"}},
+		{"zzz annel", []string{"slack__list_channels"}},
+		{"xyzzy", []string{}},
+		{"!!!", []string{}},
+	}
+	for _, tc := range tests {
+		results, err := ix.Search(tc.query, search.Options{Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := names(results); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("Search(%q) = %v, want %v", tc.query, got, tc.want)
+		}
+		for _, r := range results {
+			if r.Match != search.MatchSubstring {
+				t.Errorf("Search(%q): %s matched by %q, want substring", tc.query, r.Tool.Qualified, r.Match)
+			}
+		}
+	}
+	// A query that scores does not fall back.
+	results, _ := ix.Search("screenshot", search.Options{})
+	if len(results) == 0 || results[0].Match != search.MatchBM25 {
+		t.Errorf("Search(screenshot) = %+v", results)
+	}
+}
+
+func TestSearchEmptyCatalog(t *testing.T) {
+	snap, _ := catalog.Build(nil)
+	ix := search.NewIndex(snap)
+	if results, err := ix.Search("anything", search.Options{}); err != nil || len(results) != 0 {
+		t.Errorf("Search over no tools = %v, %v", names(results), err)
+	}
+	if results, err := ix.Regex(".", search.Options{}); err != nil || len(results) != 0 {
+		t.Errorf("Regex over no tools = %v, %v", names(results), err)
+	}
+	if ix.Snapshot() != snap {
+		t.Error("Snapshot is not the indexed snapshot")
+	}
+}
+
+func TestErrorIs(t *testing.T) {
+	err := search.Errorf(search.Unavailable, "down for %d seconds", 5)
+	if err.Error() != "unavailable: down for 5 seconds" {
+		t.Errorf("Error() = %q", err.Error())
+	}
+	tests := []struct {
+		target error
+		want   bool
+	}{
+		{search.ErrUnavailable, true},
+		{&search.Error{Code: search.Unavailable, Message: "down for 5 seconds"}, true},
+		{&search.Error{Code: search.Unavailable, Message: "other"}, false},
+		{search.ErrTooManyRequests, false},
+		{search.ErrInvalidToolInput, false},
+		{errors.New("unavailable: down for 5 seconds"), false},
+	}
+	for _, tc := range tests {
+		if got := errors.Is(fmt.Errorf("wrapped: %w", err), tc.target); got != tc.want {
+			t.Errorf("errors.Is(err, %v) = %v, want %v", tc.target, got, tc.want)
+		}
+	}
+}
