@@ -7,7 +7,7 @@ import (
 	"github.com/toolshed/toolshed/internal/scale"
 )
 
-func BenchmarkPhaseTokenize(b *testing.B) {
+func BenchmarkTokenize(b *testing.B) {
 	real, _ := scale.Real("../bench")
 	snap, _ := catalog.Build(scale.Catalog(real, 10000))
 	var texts []string
