@@ -5,6 +5,7 @@
 package catalog
 
 import (
+	"bytes"
 	"encoding/json"
 )
 
@@ -67,14 +68,20 @@ type Param struct {
 }
 
 // Definition returns the tool as a client sends it to a model: the Anthropic Messages API
-// shape {"name", "description", "input_schema"} under the qualified name. It is what the
-// token cost counts.
+// shape {"name", "description", "input_schema"} under the qualified name, as compact JSON
+// (the whitespace of a pretty-printed catalog file is not sent). It is what the token cost
+// counts.
 func (t *Tool) Definition() []byte {
 	name, _ := json.Marshal(t.Qualified)
 	desc, _ := json.Marshal(t.Description)
-	schema := t.InputSchema
-	if len(schema) == 0 {
-		schema = json.RawMessage(`{"type":"object"}`)
+	schema := []byte(`{"type":"object"}`)
+	if len(t.InputSchema) > 0 {
+		var buf bytes.Buffer
+		if json.Compact(&buf, t.InputSchema) == nil {
+			schema = buf.Bytes()
+		} else {
+			schema = t.InputSchema
+		}
 	}
 	b := make([]byte, 0, len(name)+len(desc)+len(schema)+48)
 	b = append(b, `{"name":`...)
