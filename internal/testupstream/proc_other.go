@@ -1,0 +1,9 @@
+//go:build !unix
+
+package testupstream
+
+import "os/exec"
+
+func setProcessGroup(*exec.Cmd) {}
+
+func killProcessGroup(*exec.Cmd) {}
