@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/gateway"
+	"github.com/toolshed/toolshed/gateway/config"
+	"github.com/toolshed/toolshed/internal/builtin"
+	"github.com/toolshed/toolshed/policy"
+)
+
+func runServe(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	configFile := fs.String("config", "", "config `FILE`: mcpServers JSON (Claude Desktop, Cursor, Claude Code, VS Code) or toolshed YAML")
+	httpAddr := fs.String("http", "", "serve Streamable HTTP on `ADDR` (8080, 127.0.0.1:8080; a bare port binds 127.0.0.1) instead of stdio")
+	mode := fs.String("tool-search", "", "override tools.tool_search.enabled: auto, on or off")
+	window := fs.Int("context-window", 0, "the model's context window in `TOKENS` for auto mode (default 200,000)")
+	profile := fs.String("profile", "", "serve stdio as profile `NAME` (a scope from the config)")
+	noPrefix := fs.Bool("no-prefix", false, "list tools by their bare names when unambiguous")
+	token := fs.String("token", os.Getenv("TOOLSHED_TOKEN"), "bearer `TOKEN` HTTP clients must send (default $TOOLSHED_TOKEN)")
+	var origins, catalogs listFlag
+	fs.Var(&origins, "allow-origin", "browser `ORIGIN` allowed to call the HTTP endpoint (repeatable)")
+	fs.Var(&catalogs, "catalog", "also serve a catalog `FILE` as definition-only tools (repeatable)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: toolshed serve [--config FILE] [--http ADDR] [--tool-search auto|on|off] [--context-window N] [--profile NAME] [--no-prefix]")
+		fmt.Fprintln(stderr, "Without --config or --catalog, it serves the built-in catalog: the tool definitions of 21 real MCP servers.")
+		fs.PrintDefaults()
+	}
+	rest, err := parseFlags(fs, args, stderr)
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return usageErr("unexpected arguments %q", rest)
+	}
+	opts := gateway.Options{NoPrefix: *noPrefix, ContextWindow: *window, Log: stderr}
+	if *mode != "" {
+		m, err := policy.ParseMode(*mode)
+		if err != nil {
+			return usageErr("--tool-search: %v", err)
+		}
+		opts.Mode = m
+	}
+	if *window < 0 {
+		return usageErr("--context-window must be a number of tokens, got %d", *window)
+	}
+	cfg := &config.Config{}
+	if *configFile != "" {
+		var warns []config.Warning
+		cfg, warns, err = config.Load(*configFile)
+		if err != nil {
+			return err
+		}
+		for _, w := range warns {
+			fmt.Fprintf(stderr, "toolshed: warning: %s: %s\n", *configFile, w)
+		}
+	}
+	for _, f := range catalogs {
+		sources, problems := catalog.ReadFile(f)
+		for _, p := range problems {
+			fmt.Fprintf(stderr, "toolshed: warning: %v\n", p)
+		}
+		opts.Catalogs = append(opts.Catalogs, sources...)
+	}
+	if *configFile == "" && len(catalogs) == 0 {
+		opts.Catalogs, _ = builtin.Sources()
+		fmt.Fprintln(stderr, "toolshed: no --config: serving the built-in catalog (tool definitions of 21 real MCP servers; a call explains how to configure the real server)")
+	}
+	g, err := gateway.New(cfg, opts)
+	if err != nil {
+		return err
+	}
+	progress := newProgress(stderr, len(g.Statuses()))
+	g.OnEvent(progress.event)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	runDone := make(chan struct{})
+	go func() {
+		g.Run(ctx)
+		close(runDone)
+	}()
+	defer func() { stop(); <-runDone }()
+
+	if *httpAddr == "" {
+		// Give upstreams a moment so the first tools/list has them; slower ones
+		// appear later, and clients are told (notifications/tools/list_changed).
+		readyCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		g.WaitReady(readyCtx)
+		cancel()
+		if err := g.ServeStdio(ctx, *profile); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
+			return err
+		}
+		return nil
+	}
+	addr, err := gateway.ListenAddr(*httpAddr)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("cannot listen on %s: %w", addr, err)
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && *token == "" && !hasProfileTokens(cfg) {
+		fmt.Fprintf(stderr, "toolshed: warning: listening on %s without authentication; set --token (or $TOOLSHED_TOKEN) or profile tokens\n", addr)
+	}
+	srv := &http.Server{Handler: g.Handler(gateway.HTTPOptions{Token: *token, AllowOrigins: origins}), ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stderr, "toolshed: serving MCP over Streamable HTTP at http://%s/mcp (profiles at /mcp/{profile})\n", ln.Addr())
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(shutdown)
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func hasProfileTokens(cfg *config.Config) bool {
+	for _, p := range cfg.Profiles {
+		if p.Token != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// progress prints, on stderr, each upstream's state as it changes and a one-line summary
+// of the catalog whenever it changes.
+type progress struct {
+	w    io.Writer
+	mu   sync.Mutex
+	last map[string]gateway.State
+}
+
+func newProgress(w io.Writer, n int) *progress {
+	if n > 0 {
+		fmt.Fprintf(w, "toolshed: starting %d upstream servers\n", n)
+	}
+	return &progress{w: w, last: map[string]gateway.State{}}
+}
+
+func (p *progress) event(e gateway.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s := e.Upstream; s != nil {
+		if p.last[s.Name] == s.State && s.State != gateway.Ready {
+			return
+		}
+		p.last[s.Name] = s.State
+		switch s.State {
+		case gateway.Ready:
+			fmt.Fprintf(p.w, "toolshed: %-20s ready   %4d tools  %7s tokens\n", s.Name, s.Tools, thousands(s.Tokens))
+		case gateway.Failed:
+			fmt.Fprintf(p.w, "toolshed: %-20s failed  %v (restarting with backoff)\n", s.Name, s.Err)
+		case gateway.Connecting:
+			if s.Restarts > 0 {
+				fmt.Fprintf(p.w, "toolshed: %-20s restarting (attempt %d)\n", s.Name, s.Restarts+1)
+			}
+		case gateway.Disabled:
+			fmt.Fprintf(p.w, "toolshed: %-20s disabled in the config\n", s.Name)
+		}
+	}
+	if a := e.Assembled; a != nil {
+		state := "off"
+		if a.Active {
+			state = "on"
+		}
+		fmt.Fprintf(p.w, "toolshed: %d/%d servers up, %s tools; tools/list costs a client %s tokens instead of %s (tool search %s: %s)\n",
+			a.ServersUp, a.Servers, thousands(a.Tools), thousands(a.TokensListed), thousands(a.TokensAll), state, a.Reason)
+	}
+}

@@ -1,0 +1,429 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolshed/toolshed/bridge"
+	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/search"
+)
+
+// Error codes of gateway results beyond search's four: a call refused by the hooks or by
+// the user, and an error the upstream server itself returned.
+const (
+	PermissionDenied search.Code = "permission_denied"
+	ToolError        search.Code = "tool_error"
+)
+
+// approvalInput is the input request id toolshed uses to ask for approval.
+const approvalInput = "toolshed-approval"
+
+// pendingTimeout is how long a call suspended for the client's input (multi round-trip)
+// waits for the client to come back before it is cancelled.
+const pendingTimeout = 10 * time.Minute
+
+// callRegistry tracks the calls in flight: to route progress notifications and the
+// upstreams' sampling and elicitation requests back to the client whose call caused
+// them, and to resume calls suspended for the client's input.
+type callRegistry struct {
+	g        *Gateway
+	mu       sync.Mutex
+	seq      uint64
+	byToken  map[string]*call   // upstream progress token -> call
+	inflight map[string][]*call // server -> its calls in flight, oldest first
+	pending  map[string]*call   // request state -> call suspended for input
+}
+
+func newCallRegistry(g *Gateway) *callRegistry {
+	return &callRegistry{g: g, byToken: map[string]*call{}, inflight: map[string][]*call{}, pending: map[string]*call{}}
+}
+
+// call is one call of a real tool in flight.
+type call struct {
+	id        string
+	server    string
+	session   *mcp.ServerSession
+	downToken any    // the client's progress token, nil if it sent none
+	upToken   string // the token toolshed sent upstream
+	mrtr      bool   // the client speaks multi round-trip requests (protocol >= 2026-07-28)
+
+	inputs  chan *relayRequest
+	done    chan outcome
+	cancel  context.CancelFunc
+	waiting map[string]*relayRequest // input id -> relay awaiting the client's answer
+	expiry  *time.Timer
+}
+
+type outcome struct {
+	res *mcp.CallToolResult
+	err error
+}
+
+// relayRequest is an upstream's sampling or elicitation request on its way to a client.
+type relayRequest struct {
+	id     string
+	params mcp.InputRequest
+	reply  chan relayReply
+}
+
+type relayReply struct {
+	res mcp.InputResponse
+	err error
+}
+
+// callSpec is a call of a real tool, as the client asked for it.
+type callSpec struct {
+	req     *mcp.CallToolRequest
+	profile string
+	tool    *catalog.Tool
+	args    json.RawMessage
+	via     string // "direct" or "tool_call"
+}
+
+// run calls a real tool for a client: hooks, argument validation, approval, then the
+// upstream, relaying progress and the upstream's requests for the client's input.
+func (r *callRegistry) run(ctx context.Context, spec callSpec) (*mcp.CallToolResult, error) {
+	start := time.Now()
+	entry := activity{Time: start.UTC(), Session: sessionID(spec.req.Session), Profile: spec.profile, Tool: spec.tool.Qualified, Server: spec.tool.Server, Via: spec.via}
+	finish := func(res *mcp.CallToolResult, outcome string) (*mcp.CallToolResult, error) {
+		entry.DurationMS = float64(time.Since(start).Microseconds()) / 1000
+		entry.Outcome = outcome
+		entry.Arguments = spec.args
+		r.g.hooks.log(entry)
+		return res, nil
+	}
+	if state := spec.req.Params.RequestState; state != "" {
+		return r.resume(ctx, spec, finish)
+	}
+	if !r.g.limits.allow(spec.req.Session) {
+		return finish(errorResult(search.TooManyRequests, "this session is over its rate limit of %s; slow down and retry in a few seconds", r.g.limits.describe()), "rate_limited")
+	}
+	if why := r.g.hooks.denied(spec.tool); why != "" {
+		return finish(errorResult(PermissionDenied, "calling %s is not allowed here (%s); use another tool or ask the operator", spec.tool.Qualified, why), "denied")
+	}
+	args, err := bridge.CheckArguments(spec.tool, spec.args)
+	if err != nil {
+		return finish(errorResult(search.InvalidToolInput, "%v", err), "invalid_arguments")
+	}
+	spec.args = args
+	if r.g.hooks.needsApproval(spec.tool) {
+		res, approved := r.approval(spec)
+		if !approved {
+			if res.InputRequests != nil {
+				return res, nil // asking the user; the call comes back with the answer
+			}
+			return finish(res, "declined")
+		}
+	}
+	u := r.g.byName[spec.tool.Server]
+	if u == nil {
+		return finish(errorResult(search.Unavailable, "the server of %s is not configured any more; search again for the tool", spec.tool.Qualified), "unavailable")
+	}
+
+	c := r.start(ctx, spec, u)
+	return r.wait(ctx, c, finish)
+}
+
+// approval asks the user, through elicitation, whether to run a tool. It reports true
+// once the user accepted; otherwise the result to return (a question for the client, or
+// a refusal).
+func (r *callRegistry) approval(spec callSpec) (*mcp.CallToolResult, bool) {
+	if resp, ok := spec.req.Params.InputResponses[approvalInput]; ok {
+		if er, ok := resp.(*mcp.ElicitResult); ok && er.Action == "accept" {
+			if v, ok := er.Content["approve"].(bool); !ok || v {
+				return nil, true
+			}
+		}
+		return errorResult(PermissionDenied, "the user did not approve calling %s; do not retry it without asking the user", spec.tool.Qualified), false
+	}
+	if !canElicit(spec.req.Session) {
+		return errorResult(PermissionDenied, "%s needs the user's approval, but this client cannot ask the user (it does not support MCP elicitation); use a client that does, or ask the operator to lift the approval rule", spec.tool.Qualified), false
+	}
+	args := string(redact(spec.args, r.g.hooks.secrets))
+	return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{approvalInput: &mcp.ElicitParams{
+		Message: fmt.Sprintf("Allow the assistant to call %s (server %s) with these arguments?\n%s", spec.tool.Qualified, spec.tool.Server, args),
+		RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
+			"approve": map[string]any{"type": "boolean", "title": "Approve", "description": "Allow this call", "default": false},
+		}, "required": []string{"approve"}},
+	}}}, false
+}
+
+// start registers a call and sends it upstream.
+func (r *callRegistry) start(ctx context.Context, spec callSpec, u *Upstream) *call {
+	r.mu.Lock()
+	r.seq++
+	c := &call{
+		id:      "toolshed-" + strconv.FormatUint(r.seq, 36) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36),
+		server:  u.cfg.Name,
+		session: spec.req.Session,
+		mrtr:    speaksMRTR(spec.req.Session),
+		inputs:  make(chan *relayRequest),
+		done:    make(chan outcome, 1),
+		waiting: map[string]*relayRequest{},
+	}
+	meta := mcp.Meta{}
+	for k, v := range spec.req.Params.Meta {
+		meta[k] = v
+	}
+	if tok := spec.req.Params.GetProgressToken(); tok != nil {
+		c.downToken, c.upToken = tok, c.id
+		meta["progressToken"] = c.upToken
+		r.byToken[c.upToken] = c
+	}
+	if len(meta) == 0 {
+		meta = nil
+	}
+	r.inflight[c.server] = append(r.inflight[c.server], c)
+	r.mu.Unlock()
+
+	// The upstream call outlives this handler when the client is asked for input over
+	// multi round-trip requests, so it runs on a context of its own, cancelled
+	// explicitly.
+	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	c.cancel = cancel
+	go func() {
+		res, err := u.Call(callCtx, spec.tool.Name, spec.args, meta)
+		c.done <- outcome{res, err}
+	}()
+	return c
+}
+
+// wait waits for a call's outcome, relaying the upstream's requests for input.
+func (r *callRegistry) wait(ctx context.Context, c *call, finish func(*mcp.CallToolResult, string) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
+	for {
+		select {
+		case out := <-c.done:
+			r.end(c)
+			res, tag := mapOutcome(out)
+			return finish(res, tag)
+		case rr := <-c.inputs:
+			if !c.mrtr {
+				resp, err := askClient(ctx, c.session, rr.params)
+				rr.reply <- relayReply{resp, err}
+				continue
+			}
+			// Suspend: hand the request to the client, keep the upstream call going,
+			// and resume when the client retries with the answer.
+			r.mu.Lock()
+			c.waiting[rr.id] = rr
+			r.pending[c.id] = c
+			c.expiry = time.AfterFunc(pendingTimeout, func() { r.expire(c) })
+			r.mu.Unlock()
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{rr.id: rr.params}, RequestState: c.id}, nil
+		case <-ctx.Done():
+			c.cancel()
+			r.end(c)
+			_, _ = finish(nil, "cancelled")
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// resume continues a call suspended for input, with the client's answers.
+func (r *callRegistry) resume(ctx context.Context, spec callSpec, finish func(*mcp.CallToolResult, string) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
+	r.mu.Lock()
+	c, ok := r.pending[spec.req.Params.RequestState]
+	if ok && c.session == spec.req.Session {
+		delete(r.pending, c.id)
+		c.expiry.Stop()
+	}
+	r.mu.Unlock()
+	if !ok || c.session != spec.req.Session {
+		return finish(errorResult(search.InvalidToolInput, "the call this retry continues has ended or expired; call %s again", spec.tool.Qualified), "expired")
+	}
+	for id, resp := range spec.req.Params.InputResponses {
+		if rr, ok := c.waiting[id]; ok {
+			delete(c.waiting, id)
+			rr.reply <- relayReply{res: resp}
+		}
+	}
+	for id, rr := range c.waiting { // questions the client did not answer
+		delete(c.waiting, id)
+		rr.reply <- relayReply{err: errors.New("the client did not answer")}
+	}
+	return r.wait(ctx, c, finish)
+}
+
+// expire cancels a call whose client never came back with the input it was asked for.
+func (r *callRegistry) expire(c *call) {
+	r.mu.Lock()
+	_, ok := r.pending[c.id]
+	delete(r.pending, c.id)
+	r.mu.Unlock()
+	if ok {
+		c.cancel()
+		for _, rr := range c.waiting {
+			rr.reply <- relayReply{err: errors.New("the client did not answer in time")}
+		}
+		r.end(c)
+	}
+}
+
+// end unregisters a call.
+func (r *callRegistry) end(c *call) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c.upToken != "" {
+		delete(r.byToken, c.upToken)
+	}
+	calls := r.inflight[c.server]
+	for i, x := range calls {
+		if x == c {
+			r.inflight[c.server] = append(calls[:i:i], calls[i+1:]...)
+			break
+		}
+	}
+	if len(r.inflight[c.server]) == 0 {
+		delete(r.inflight, c.server)
+	}
+}
+
+// progress relays an upstream's progress notification to the client that made the call.
+func (r *callRegistry) progress(ctx context.Context, p *mcp.ProgressNotificationParams) {
+	tok, _ := p.ProgressToken.(string)
+	r.mu.Lock()
+	c := r.byToken[tok]
+	r.mu.Unlock()
+	if c == nil {
+		return
+	}
+	_ = c.session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: c.downToken, Progress: p.Progress, Total: p.Total, Message: p.Message})
+}
+
+// relay passes an upstream's sampling or elicitation request to the client of the call
+// that caused it and returns the client's answer. An upstream request carries no link to
+// the call it belongs to, so it goes to the latest call in flight on that server.
+func (r *callRegistry) relay(ctx context.Context, server string, params mcp.InputRequest) (mcp.InputResponse, error) {
+	r.mu.Lock()
+	calls := r.inflight[server]
+	var c *call
+	if len(calls) > 0 {
+		c = calls[len(calls)-1]
+	}
+	r.seq++
+	id := "toolshed-relay-" + strconv.FormatUint(r.seq, 36)
+	r.mu.Unlock()
+	if c == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "toolshed has no call in progress on this server to ask its client about"}
+	}
+	rr := &relayRequest{id: id, params: params, reply: make(chan relayReply, 1)}
+	select {
+	case c.inputs <- rr:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(pendingTimeout):
+		return nil, errors.New("the call this request belongs to is no longer waiting")
+	}
+	select {
+	case rep := <-rr.reply:
+		if rep.err != nil {
+			return nil, rep.err
+		}
+		return convertResponse(params, rep.res)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// convertResponse turns a client's answer into the type the upstream's handler returns.
+func convertResponse(params mcp.InputRequest, res mcp.InputResponse) (mcp.InputResponse, error) {
+	switch params.(type) {
+	case *mcp.ElicitParams:
+		if er, ok := res.(*mcp.ElicitResult); ok {
+			return er, nil
+		}
+	case *mcp.CreateMessageParams:
+		switch m := res.(type) {
+		case *mcp.CreateMessageResult:
+			return m, nil
+		case *mcp.CreateMessageWithToolsResult:
+			out := &mcp.CreateMessageResult{Meta: m.Meta, Model: m.Model, Role: m.Role, StopReason: m.StopReason}
+			if len(m.Content) > 0 {
+				out.Content = m.Content[0]
+			}
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("the client answered %T to a %T request", res, params)
+}
+
+// askClient sends a sampling or elicitation request to a client directly (protocols
+// before 2026-07-28).
+func askClient(ctx context.Context, ss *mcp.ServerSession, params mcp.InputRequest) (mcp.InputResponse, error) {
+	switch p := params.(type) {
+	case *mcp.ElicitParams:
+		return ss.Elicit(ctx, p)
+	case *mcp.CreateMessageParams:
+		return ss.CreateMessage(ctx, p)
+	}
+	return nil, fmt.Errorf("toolshed cannot relay a %T request", params)
+}
+
+// mapOutcome turns an upstream call's outcome into the client's result and an activity
+// log outcome.
+func mapOutcome(out outcome) (*mcp.CallToolResult, string) {
+	switch {
+	case out.err == nil && out.res != nil:
+		if out.res.IsError {
+			return out.res, "error"
+		}
+		return out.res, "ok"
+	case errors.Is(out.err, ErrTimeout):
+		return errorResult(search.ExecutionTimeExceeded, "%v; the call was cancelled. Retry with backoff, or with a smaller request", out.err), "timeout"
+	case errors.Is(out.err, ErrUnavailable):
+		return errorResult(search.Unavailable, "%v; toolshed restarts it automatically, retry with backoff in a few seconds", out.err), "unavailable"
+	case errors.Is(out.err, context.Canceled):
+		return errorResult(search.Unavailable, "the call was cancelled"), "cancelled"
+	}
+	var je *jsonrpc.Error
+	if errors.As(out.err, &je) && je.Code == jsonrpc.CodeInvalidParams {
+		return errorResult(search.InvalidToolInput, "the server rejected the call: %s; fix the arguments and retry", je.Message), "invalid_arguments"
+	}
+	return errorResult(ToolError, "the server answered with an error: %v", out.err), "tool_error"
+}
+
+// errorResult is a tool result that reports an error to the model: the message as text,
+// and {"error": code, "message": text} as structured content.
+func errorResult(code search.Code, format string, args ...any) *mcp.CallToolResult {
+	return fromBridge(bridge.ErrorResult(code, format, args...))
+}
+
+// fromBridge renders a bridge result as an MCP tool result.
+func fromBridge(r bridge.Result) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: r.Text}}, StructuredContent: r.Structured, IsError: r.IsError}
+}
+
+func canElicit(ss *mcp.ServerSession) bool {
+	if ss == nil {
+		return false
+	}
+	p := ss.InitializeParams()
+	return p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil
+}
+
+func speaksMRTR(ss *mcp.ServerSession) bool {
+	if ss == nil {
+		return false
+	}
+	p := ss.InitializeParams()
+	return p != nil && p.ProtocolVersion >= "2026-07-28"
+}
+
+func sessionID(ss *mcp.ServerSession) string {
+	if ss == nil {
+		return ""
+	}
+	if id := ss.ID(); id != "" {
+		return id
+	}
+	return fmt.Sprintf("%p", ss)
+}

@@ -1,0 +1,247 @@
+package gateway
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The SDK's client decodes tools/list into typed structs, re-ordering schema keys and
+// dropping fields it does not model. toolshed promises clients every definition exactly as
+// the server sent it, so it captures the raw tools/list results on their way in: at the
+// JSON-RPC connection for stdio and SSE upstreams, and at the HTTP round trip for
+// Streamable HTTP ones, whose connection must stay the SDK's own.
+
+// toolsCapture collects the raw results of an upstream's tools/list requests.
+type toolsCapture struct {
+	mu      sync.Mutex
+	pending map[string]bool // JSON-encoded ids of tools/list requests in flight
+	results []json.RawMessage
+}
+
+func newToolsCapture() *toolsCapture { return &toolsCapture{pending: map[string]bool{}} }
+
+func idKey(raw any) string {
+	b, _ := json.Marshal(raw)
+	return string(b)
+}
+
+func (c *toolsCapture) request(id string) {
+	c.mu.Lock()
+	c.pending[id] = true
+	c.mu.Unlock()
+}
+
+func (c *toolsCapture) response(id string, result json.RawMessage) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pending[id] {
+		delete(c.pending, id)
+		c.results = append(c.results, append(json.RawMessage(nil), result...))
+	}
+}
+
+// take returns the raw results captured since the last take and forgets them.
+func (c *toolsCapture) take() []json.RawMessage {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r := c.results
+	c.results = nil
+	return r
+}
+
+// captureTransport wraps a stdio or SSE transport's connection to see tools/list traffic.
+type captureTransport struct {
+	mcp.Transport
+	capture *toolsCapture
+}
+
+func (t captureTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	conn, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &captureConn{Connection: conn, capture: t.capture}, nil
+}
+
+type captureConn struct {
+	mcp.Connection
+	capture *toolsCapture
+}
+
+func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "tools/list" && req.ID.IsValid() {
+		c.capture.request(idKey(req.ID.Raw()))
+	}
+	return c.Connection.Write(ctx, msg)
+}
+
+func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	msg, err := c.Connection.Read(ctx)
+	if resp, ok := msg.(*jsonrpc.Response); ok && resp.Error == nil && resp.ID.IsValid() {
+		c.capture.response(idKey(resp.ID.Raw()), resp.Result)
+	}
+	return msg, err
+}
+
+// captureRoundTripper sees tools/list requests and their responses on a Streamable HTTP
+// upstream, whether the response comes as JSON or as a server-sent event stream. It also
+// adds the configured headers to every request.
+type captureRoundTripper struct {
+	base    http.RoundTripper
+	headers map[string]string
+	capture *toolsCapture
+}
+
+func (rt *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	for k, v := range rt.headers {
+		req.Header.Set(k, v)
+	}
+	var ids []string
+	if req.Method == http.MethodPost && req.Body != nil && rt.capture != nil {
+		body, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		ids = toolsListIDs(body)
+		for _, id := range ids {
+			rt.capture.request(id)
+		}
+	}
+	resp, err := rt.base.RoundTrip(req)
+	if err != nil || len(ids) == 0 {
+		return resp, err
+	}
+	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	resp.Body = &teeBody{ReadCloser: resp.Body, sse: mediaType == "text/event-stream", capture: rt.capture}
+	return resp, nil
+}
+
+// toolsListIDs returns the ids of the tools/list requests in a JSON-RPC message or batch.
+func toolsListIDs(body []byte) []string {
+	var msgs []struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	body = bytes.TrimSpace(body)
+	if len(body) > 0 && body[0] == '{' {
+		body = append(append([]byte{'['}, body...), ']')
+	}
+	if json.Unmarshal(body, &msgs) != nil {
+		return nil
+	}
+	var ids []string
+	for _, m := range msgs {
+		if m.Method == "tools/list" && len(m.ID) > 0 {
+			ids = append(ids, canonicalID(m.ID))
+		}
+	}
+	return ids
+}
+
+// canonicalID re-encodes a raw JSON-RPC id the way idKey encodes the SDK's ids.
+func canonicalID(raw json.RawMessage) string {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if dec.Decode(&v) != nil {
+		return string(raw)
+	}
+	if n, ok := v.(json.Number); ok {
+		if i, err := n.Int64(); err == nil {
+			return idKey(i)
+		}
+	}
+	return idKey(v)
+}
+
+// teeBody keeps a copy of a response body and hands the JSON-RPC responses in it to
+// the capture when the SDK closes it or reads it to the end.
+type teeBody struct {
+	io.ReadCloser
+	sse     bool
+	capture *toolsCapture
+	buf     bytes.Buffer
+	once    sync.Once
+}
+
+func (b *teeBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.buf.Write(p[:n])
+	if err != nil {
+		b.flush()
+	}
+	return n, err
+}
+
+func (b *teeBody) Close() error {
+	b.flush()
+	return b.ReadCloser.Close()
+}
+
+func (b *teeBody) flush() {
+	b.once.Do(func() {
+		for _, msg := range splitMessages(b.buf.Bytes(), b.sse) {
+			var r struct {
+				ID     json.RawMessage `json:"id"`
+				Result json.RawMessage `json:"result"`
+			}
+			if json.Unmarshal(msg, &r) == nil && len(r.ID) > 0 && len(r.Result) > 0 {
+				b.capture.response(canonicalID(r.ID), r.Result)
+			}
+		}
+	})
+}
+
+// splitMessages returns the JSON messages of a response body: the body itself (or the
+// elements of a batch), or the data of each server-sent event.
+func splitMessages(body []byte, sse bool) [][]byte {
+	if !sse {
+		body = bytes.TrimSpace(body)
+		if len(body) > 0 && body[0] == '[' {
+			var batch []json.RawMessage
+			if json.Unmarshal(body, &batch) != nil {
+				return nil
+			}
+			out := make([][]byte, len(batch))
+			for i, m := range batch {
+				out[i] = m
+			}
+			return out
+		}
+		return [][]byte{body}
+	}
+	var out [][]byte
+	var data []string
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	sc.Buffer(make([]byte, 64*1024), 64<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "":
+			if len(data) > 0 {
+				out = append(out, []byte(strings.Join(data, "\n")))
+				data = nil
+			}
+		case strings.HasPrefix(line, "data:"):
+			data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
+		}
+	}
+	if len(data) > 0 {
+		out = append(out, []byte(strings.Join(data, "\n")))
+	}
+	return out
+}

@@ -1,0 +1,42 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolshed/toolshed/catalog"
+)
+
+// A catalog upstream is an MCP server inside toolshed that lists the tools of a catalog
+// file (definitions captured from real servers) and answers calls with an explanation
+// instead of running anything. toolshed serves the built-in catalog this way when no
+// upstream is configured, so tool search can be tried on a fresh machine, and --catalog
+// serves any catalog file the same way.
+
+// catalogTransport starts the in-process server of a catalog upstream and returns the
+// client end of an in-memory connection to it.
+func catalogTransport(ctx context.Context, name string, tools []json.RawMessage) (mcp.Transport, func(), error) {
+	server := mcp.NewServer(&mcp.Implementation{Name: name + " (catalog)", Version: Version}, &mcp.ServerOptions{HasTools: true})
+	snap, _ := catalog.Build([]catalog.Source{{Server: name, Tools: tools}})
+	for _, t := range snap.Tools() {
+		def, err := toolDefinition(t, t.Name)
+		if err != nil {
+			continue
+		}
+		tool := t
+		_ = addTool(server, def, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(
+				"%s is a catalog entry: toolshed has its definition, captured from the real %s server, but no running server behind it. "+
+					"To call it, configure the real server in toolshed's config (mcpServers).", tool.Name, name)}}}, nil
+		})
+	}
+	clientT, serverT := mcp.NewInMemoryTransports()
+	ss, err := server.Connect(ctx, serverT, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	return clientT, func() { ss.Close() }, nil
+}

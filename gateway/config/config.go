@@ -1,0 +1,109 @@
+// Package config reads the gateway's configuration: the upstream MCP servers, in the
+// mcpServers JSON that Claude Desktop, Cursor and Claude Code use or in VS Code's servers
+// form, plus toolshed's own settings (tool search, per-server defer configs, timeouts,
+// profiles, hooks), in one YAML or JSON file.
+package config
+
+import (
+	"time"
+
+	"github.com/toolshed/toolshed/policy"
+)
+
+// Transport kinds of an upstream server.
+const (
+	Stdio = "stdio" // a child process speaking MCP over stdin/stdout
+	HTTP  = "http"  // Streamable HTTP
+	SSE   = "sse"   // the legacy HTTP+SSE transport
+)
+
+// Defaults for timeouts left unset.
+const (
+	DefaultConnectTimeout = 30 * time.Second
+	DefaultCallTimeout    = 120 * time.Second
+	DefaultContextWindow  = 200000
+)
+
+// Config is a whole gateway configuration.
+type Config struct {
+	// Servers are the upstream servers, in the order the file lists them.
+	Servers []Server
+	// ToolSearch holds tools.tool_search (see policy.ParseConfig).
+	ToolSearch policy.Config
+	// ContextWindow is the model's context window in tokens, for auto mode; 0 means
+	// DefaultContextWindow.
+	ContextWindow int
+	// Profiles are named scopes, chosen by --profile on stdio and by path
+	// (/mcp/{profile}) or bearer token over HTTP.
+	Profiles map[string]Profile
+	// Hooks are the rules every call passes, bridged or direct.
+	Hooks Hooks
+	// RateLimit bounds each session's calls; the zero value means no limit.
+	RateLimit RateLimit
+}
+
+// Server is one upstream MCP server.
+type Server struct {
+	// Name is the key the file gives the server; it prefixes its tools' qualified names.
+	Name string
+	// Type is Stdio, HTTP or SSE: given, or inferred (command means stdio, url http).
+	Type string
+	// Command, Args, Env and Cwd start a stdio server. The child gets toolshed's
+	// environment plus Env.
+	Command string
+	Args    []string
+	Env     map[string]string
+	Cwd     string
+	// URL and Headers reach an HTTP or SSE server.
+	URL     string
+	Headers map[string]string
+	// AlwaysLoad pins all the server's tools: they are never deferred.
+	AlwaysLoad bool
+	// Disabled servers are not started.
+	Disabled bool
+	// ConnectTimeout bounds starting the server and listing its tools; CallTimeout one
+	// tool call. Zero means the default.
+	ConnectTimeout time.Duration
+	CallTimeout    time.Duration
+	// Rules are the server's mcp_toolset-style defer settings.
+	Rules policy.ServerRules
+}
+
+// Profile is a named scope.
+type Profile struct {
+	// Scope limits which tools the profile sees.
+	Scope policy.Scope
+	// Token, when set, selects this profile for HTTP requests bearing it.
+	Token string
+}
+
+// Hooks are checks every call of a real tool passes, whether it came directly or through
+// tool_call. Patterns are globs over qualified names ("github__*").
+type Hooks struct {
+	// Allow, when non-empty, lists the only tools that may be called; Deny lists tools
+	// that may not. Deny wins.
+	Allow []string
+	Deny  []string
+	// Approve lists tools that need the user's approval (asked through MCP
+	// elicitation) before each call; ApproveDestructive adds every tool annotated
+	// destructiveHint: true.
+	Approve            []string
+	ApproveDestructive bool
+	// SecretFields names argument fields (at any depth) whose values never reach the
+	// activity log.
+	SecretFields []string
+	// ActivityLog is a file the gateway appends one JSON line per call to; "-" means
+	// stderr, empty means no log.
+	ActivityLog string
+}
+
+// RateLimit bounds the calls of each session.
+type RateLimit struct {
+	// CallsPerMinute is the sustained rate; Burst the calls allowed at once (0 means
+	// CallsPerMinute).
+	CallsPerMinute int
+	Burst          int
+}
+
+// Warning reports a setting that was not usable and what was done instead.
+type Warning = policy.Warning

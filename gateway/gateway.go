@@ -1,0 +1,362 @@
+// Package gateway is toolshed's MCP front: it aggregates upstream MCP servers and serves
+// any MCP client, over stdio or Streamable HTTP, either listing every upstream tool (a
+// plain aggregating proxy) or replacing the deferred ones by tool_search, tool_describe
+// and tool_call. Calls go to the real tool unchanged, through hooks that see the real
+// tool's name whichever way the call came.
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/gateway/config"
+	"github.com/toolshed/toolshed/policy"
+	"github.com/toolshed/toolshed/search"
+)
+
+// Version is toolshed's version, reported to clients and upstreams.
+const Version = "0.1.0"
+
+// Options configure a Gateway beyond its config file. The zero value works.
+type Options struct {
+	// Mode, when set, overrides tools.tool_search.enabled (the --tool-search flag).
+	Mode policy.Mode
+	// ContextWindow, when above 0, overrides the config's context window.
+	ContextWindow int
+	// NoPrefix lists tools by their bare names when no other listed tool has the same
+	// name (qualified server__tool names otherwise).
+	NoPrefix bool
+	// Catalogs are served as catalog upstreams (see catalogTransport), after the
+	// configured servers: tools that can be searched and described but not run.
+	Catalogs []catalog.Source
+	// Log receives toolshed's log and the upstreams' stderr; nil means os.Stderr.
+	Log io.Writer
+	// Backoff bounds the delay before restarting a failed upstream: it starts at
+	// BackoffMin (default 1s), doubles up to BackoffMax (default 1m), and starts over
+	// once an upstream has run for BackoffReset (default 1m).
+	BackoffMin, BackoffMax, BackoffReset time.Duration
+}
+
+func (o *Options) backoffMin() time.Duration   { return orDefault(o.BackoffMin, time.Second) }
+func (o *Options) backoffMax() time.Duration   { return orDefault(o.BackoffMax, time.Minute) }
+func (o *Options) backoffReset() time.Duration { return orDefault(o.BackoffReset, time.Minute) }
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// Gateway is a running toolshed gateway.
+type Gateway struct {
+	cfg       *config.Config
+	opts      Options
+	upstreams []*Upstream
+	byName    map[string]*Upstream
+	cache     search.Cache
+	calls     *callRegistry
+	hooks     *hooks
+	limits    *rateLimits
+	logMu     sync.Mutex
+
+	current atomic.Pointer[assembly]
+	// servers holds one MCP server per profile ("" is the default profile); every
+	// session of a profile shares it, since what a session sees depends only on its
+	// profile.
+	serversMu sync.Mutex
+	servers   map[string]*profileServer
+
+	changes   chan struct{} // an upstream changed: reassemble
+	listeners []func(Event)
+}
+
+// Event reports a change the serve command shows on stderr.
+type Event struct {
+	// Upstream is set when an upstream changed state.
+	Upstream *Status
+	// Assembled is set when the catalog was reassembled.
+	Assembled *Summary
+}
+
+// Summary describes the current catalog.
+type Summary struct {
+	ServersUp, Servers int
+	Tools              int
+	// TokensAll is what listing every tool costs; TokensListed what the default profile
+	// lists (the bridge included when tool search is on).
+	TokensAll, TokensListed int
+	Active                  bool
+	Reason                  string
+}
+
+// New prepares a gateway; Run starts it.
+func New(cfg *config.Config, opts Options) (*Gateway, error) {
+	g := &Gateway{cfg: cfg, opts: opts, byName: map[string]*Upstream{}, servers: map[string]*profileServer{}, changes: make(chan struct{}, 1)}
+	g.calls = newCallRegistry(g)
+	h, err := newHooks(cfg.Hooks, g.logOut())
+	if err != nil {
+		return nil, err
+	}
+	g.hooks = h
+	g.limits = newRateLimits(cfg.RateLimit)
+	for _, s := range cfg.Servers {
+		if _, dup := g.byName[s.Name]; dup {
+			return nil, fmt.Errorf("two upstream servers are named %q; rename one", s.Name)
+		}
+		u := newUpstream(s, g)
+		g.upstreams = append(g.upstreams, u)
+		g.byName[s.Name] = u
+	}
+	for _, src := range opts.Catalogs {
+		if _, dup := g.byName[src.Server]; dup {
+			return nil, fmt.Errorf("catalog server %q has the name of a configured server; rename one", src.Server)
+		}
+		u := newUpstream(config.Server{Name: src.Server, AlwaysLoad: src.AlwaysLoad}, g)
+		u.catalogTools = src.Tools
+		if u.catalogTools == nil {
+			u.catalogTools = []json.RawMessage{}
+		}
+		g.upstreams = append(g.upstreams, u)
+		g.byName[src.Server] = u
+	}
+	for name, p := range cfg.Profiles {
+		if err := p.Scope.Check(); err != nil {
+			return nil, fmt.Errorf("profile %q: %w", name, err)
+		}
+	}
+	g.current.Store(g.assemble())
+	return g, nil
+}
+
+// OnEvent registers fn to be called (from one goroutine at a time) on every event.
+// Call it before Run.
+func (g *Gateway) OnEvent(fn func(Event)) { g.listeners = append(g.listeners, fn) }
+
+// Run connects every upstream and keeps them running until ctx ends. It returns once all
+// upstreams are stopped.
+func (g *Gateway) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for _, u := range g.upstreams {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			u.run(ctx)
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		g.reassembleLoop(ctx)
+	}()
+	wg.Wait()
+	g.hooks.close()
+	return nil
+}
+
+// WaitReady waits until every enabled upstream has been ready or failed at least once,
+// or ctx ends, so that a first tools/list sees everything that could start.
+func (g *Gateway) WaitReady(ctx context.Context) {
+	for {
+		settled := true
+		for _, u := range g.upstreams {
+			if st := u.Status(); st.State == Connecting && st.Restarts == 0 {
+				settled = false
+			}
+		}
+		if settled {
+			// Let the last reassembly land.
+			g.reassemble()
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Connect serves one client over transport t, as profile: for in-process clients and
+// tests (mcp.NewInMemoryTransports).
+func (g *Gateway) Connect(ctx context.Context, t mcp.Transport, profile string) (*mcp.ServerSession, error) {
+	return g.mcpServerFor(profile).Connect(ctx, t, nil)
+}
+
+// Statuses reports every upstream's state, in config order.
+func (g *Gateway) Statuses() []Status {
+	out := make([]Status, len(g.upstreams))
+	for i, u := range g.upstreams {
+		out[i] = u.Status()
+	}
+	return out
+}
+
+// upstreamChanged is called by an upstream whenever its state or tools change.
+func (g *Gateway) upstreamChanged(u *Upstream) {
+	st := u.Status()
+	g.emit(Event{Upstream: &st})
+	select {
+	case g.changes <- struct{}{}:
+	default:
+	}
+}
+
+func (g *Gateway) reassembleLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-g.changes:
+			g.reassemble()
+		}
+	}
+}
+
+// reassemble rebuilds the catalog from the live tool lists and, if it changed, updates
+// every profile's listed tools (clients get notifications/tools/list_changed).
+func (g *Gateway) reassemble() {
+	g.serversMu.Lock()
+	defer g.serversMu.Unlock()
+	a := g.assemble()
+	old := g.current.Load()
+	if old != nil && old.snap.Hash() == a.snap.Hash() && old.upHash == a.upHash {
+		return
+	}
+	g.current.Store(a)
+	for _, ps := range g.servers {
+		ps.sync(a)
+	}
+	sum := g.summary(a)
+	g.emit(Event{Assembled: &sum})
+}
+
+// assemble builds the catalog of the upstreams that are ready, in config order.
+func (g *Gateway) assemble() *assembly {
+	var sources []catalog.Source
+	up := ""
+	for _, u := range g.upstreams {
+		if src, ok := u.Source(); ok {
+			sources = append(sources, src)
+			up += u.cfg.Name + "\x00"
+		}
+	}
+	snap, problems := catalog.Build(sources)
+	for _, p := range problems {
+		g.logf("catalog: %v", p)
+	}
+	return &assembly{g: g, snap: snap, upHash: up, plans: map[string]*policy.Plan{}}
+}
+
+func (g *Gateway) summary(a *assembly) Summary {
+	s := Summary{Servers: len(g.upstreams), Tools: a.snap.Len(), TokensAll: a.snap.Tokens()}
+	for _, u := range g.upstreams {
+		if u.Status().State == Ready {
+			s.ServersUp++
+		}
+	}
+	plan := a.plan("")
+	s.Active, s.Reason = plan.Active, plan.Reason
+	s.TokensListed = listedTokens(plan, g.opts.NoPrefix)
+	return s
+}
+
+func (g *Gateway) emit(e Event) {
+	g.logMu.Lock()
+	defer g.logMu.Unlock()
+	for _, fn := range g.listeners {
+		fn(e)
+	}
+}
+
+func (g *Gateway) logOut() io.Writer {
+	if g.opts.Log != nil {
+		return g.opts.Log
+	}
+	return os.Stderr
+}
+
+func (g *Gateway) logf(format string, args ...any) {
+	g.logMu.Lock()
+	defer g.logMu.Unlock()
+	fmt.Fprintf(g.logOut(), "toolshed: "+format+"\n", args...)
+}
+
+// slogger is the SDK's logger: warnings and errors only, into toolshed's log.
+func (g *Gateway) slogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(g.logOut(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// assembly is one catalog snapshot with what is derived from it: one plan per profile,
+// computed when first needed, and the search index from the cache.
+type assembly struct {
+	g      *Gateway
+	snap   *catalog.Snapshot
+	upHash string // which upstreams are up: a change relists even if the tools did not change
+
+	mu    sync.Mutex
+	plans map[string]*policy.Plan
+}
+
+// plan returns the plan of a profile over this assembly.
+func (a *assembly) plan(profile string) *policy.Plan {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if p, ok := a.plans[profile]; ok {
+		return p
+	}
+	cfg := a.g.cfg.ToolSearch
+	if a.g.opts.Mode != "" {
+		cfg.Enabled = a.g.opts.Mode
+	}
+	window := a.g.cfg.ContextWindow
+	if a.g.opts.ContextWindow > 0 {
+		window = a.g.opts.ContextWindow
+	}
+	if window <= 0 {
+		window = config.DefaultContextWindow
+	}
+	rules := map[string]policy.ServerRules{}
+	for _, s := range a.g.cfg.Servers {
+		rules[s.Name] = s.Rules
+	}
+	p := policy.Decide(a.snap, policy.Input{Config: cfg, Servers: rules, Scope: a.g.cfg.Profiles[profile].Scope, ContextWindow: window})
+	a.plans[profile] = p
+	return p
+}
+
+func (a *assembly) index() *search.Index { return a.g.cache.Index(a.snap) }
+
+// Profiles returns the names of the configured profiles, sorted.
+func (g *Gateway) Profiles() []string {
+	var names []string
+	for n := range g.cfg.Profiles {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// mcpServerFor returns the MCP server of a profile, creating it on first use.
+func (g *Gateway) mcpServerFor(profile string) *mcp.Server {
+	g.serversMu.Lock()
+	defer g.serversMu.Unlock()
+	if ps, ok := g.servers[profile]; ok {
+		return ps.server
+	}
+	ps := newProfileServer(g, profile)
+	ps.sync(g.current.Load())
+	g.servers[profile] = ps
+	return ps.server
+}

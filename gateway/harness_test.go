@@ -1,0 +1,178 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolshed/toolshed/gateway"
+	"github.com/toolshed/toolshed/gateway/config"
+)
+
+// syncBuffer is a log that tests read while the gateway writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// harness is a running gateway for one test.
+type harness struct {
+	t   *testing.T
+	g   *gateway.Gateway
+	log *syncBuffer
+}
+
+// testServer returns the config of a test upstream (see serveTestUpstream).
+func testServer(name, mode string) config.Server {
+	cmd, args, env := upstreamCommand(mode)
+	return config.Server{Name: name, Type: config.Stdio, Command: cmd, Args: args, Env: env}
+}
+
+// startGateway runs a gateway over cfg until the test ends, and waits until every
+// upstream has started or failed once.
+func startGateway(t *testing.T, cfg *config.Config, opts gateway.Options) *harness {
+	t.Helper()
+	log := &syncBuffer{}
+	opts.Log = log
+	if opts.BackoffMin == 0 {
+		opts.BackoffMin, opts.BackoffMax = 50*time.Millisecond, 200*time.Millisecond
+	}
+	g, err := gateway.New(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		g.Run(ctx)
+		close(done)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Errorf("the gateway did not stop within 10s")
+		}
+		if t.Failed() {
+			t.Logf("gateway log:\n%s", log.String())
+		}
+	})
+	readyCtx, cancelReady := context.WithTimeout(ctx, 30*time.Second)
+	defer cancelReady()
+	g.WaitReady(readyCtx)
+	return &harness{t: t, g: g, log: log}
+}
+
+// protocols are the MCP versions the client side of the tests speaks: the latest, where
+// the gateway asks for input with multi round-trip results, and the last one where it
+// sends requests to the client.
+var protocols = []string{"2026-07-28", "2025-11-25"}
+
+// client connects an MCP client to the gateway in memory, as profile.
+func (h *harness) client(profile string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	return h.clientVersion(profile, opts, "")
+}
+
+// clientVersion is client speaking a given protocol version ("" for the SDK's latest).
+func (h *harness) clientVersion(profile string, opts *mcp.ClientOptions, version string) *mcp.ClientSession {
+	h.t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	ctx := context.Background()
+	if _, err := h.g.Connect(ctx, st, profile); err != nil {
+		h.t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, opts).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if version != "" && cs.InitializeResult().ProtocolVersion != version {
+		h.t.Fatalf("negotiated %s, want %s", cs.InitializeResult().ProtocolVersion, version)
+	}
+	h.t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// waitFor polls cond until it holds or 20 seconds pass.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	var names []string
+	for tool, err := range cs.Tools(context.Background(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, tool.Name)
+	}
+	return names
+}
+
+func has(names []string, name string) bool {
+	for _, n := range names {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+func call(t *testing.T, cs *mcp.ClientSession, name string, args any) *mcp.CallToolResult {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("calling %s: %v", name, err)
+	}
+	return res
+}
+
+func resultText(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+// errorCode returns the code of an error result ("" when the result is no error).
+func errorCode(t *testing.T, res *mcp.CallToolResult) string {
+	t.Helper()
+	if !res.IsError {
+		return ""
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	var s struct {
+		Error string `json:"error"`
+	}
+	json.Unmarshal(b, &s)
+	return s.Error
+}

@@ -1,0 +1,159 @@
+package gateway
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// HTTPOptions configure the Streamable HTTP front. The zero value serves the default
+// profile at /mcp and every profile at /mcp/{profile}, without authentication, with
+// the SDK's DNS-rebinding protection and cross-origin protection on.
+type HTTPOptions struct {
+	// Token, when set, is a bearer token every request must carry (unless it carries
+	// a profile's own token).
+	Token string
+	// MaxBodyBytes limits request bodies; 0 means 4 MiB.
+	MaxBodyBytes int64
+	// AllowOrigins lists the browser origins allowed besides same-origin requests
+	// (cross-origin requests are refused otherwise).
+	AllowOrigins []string
+}
+
+type profileKey struct{}
+
+var profileName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// Handler returns the HTTP handler of the gateway's Streamable HTTP front.
+//
+// The profile of a request is the one its bearer token belongs to, else the one named by
+// its path (/mcp/{profile}), else the default. A request with a token must match the
+// profile of its path, if it names one; without any configured token, requests need none.
+func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
+	tokens := map[string]string{} // token -> profile
+	for name, p := range g.cfg.Profiles {
+		if p.Token != "" {
+			tokens[p.Token] = name
+		}
+	}
+	authRequired := opts.Token != "" || len(tokens) > 0
+	maxBody := opts.MaxBodyBytes
+	if maxBody <= 0 {
+		maxBody = 4 << 20
+	}
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
+		profile, _ := r.Context().Value(profileKey{}).(string)
+		return g.mcpServerFor(profile)
+	}, &mcp.StreamableHTTPOptions{Logger: g.slogger(), MaxRequestBodyBytes: maxBody})
+
+	protect := http.NewCrossOriginProtection()
+	for _, o := range opts.AllowOrigins {
+		if err := protect.AddTrustedOrigin(o); err != nil {
+			g.logf("http: ignoring allowed origin %q: %v", o, err)
+		}
+	}
+	protect.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		httpError(w, http.StatusForbidden, "cross-origin request refused: origin %q is not allowed; add it to the allowed origins if a browser app must reach toolshed", r.Header.Get("Origin"))
+	}))
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		type up struct {
+			Name  string `json:"name"`
+			State State  `json:"state"`
+			Tools int    `json:"tools"`
+			Error string `json:"error,omitempty"`
+		}
+		var ups []up
+		for _, s := range g.Statuses() {
+			e := ""
+			if s.Err != nil {
+				e = s.Err.Error()
+			}
+			ups = append(ups, up{s.Name, s.State, s.Tools, e})
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"upstreams": ups})
+	})
+	serveMCP := func(w http.ResponseWriter, r *http.Request) {
+		pathProfile := r.PathValue("profile")
+		if pathProfile != "" {
+			if _, ok := g.cfg.Profiles[pathProfile]; !ok || !profileName.MatchString(pathProfile) {
+				httpError(w, http.StatusNotFound, "no profile named %q; the profiles are %s", pathProfile, strings.Join(g.Profiles(), ", "))
+				return
+			}
+		}
+		profile := pathProfile
+		if authRequired {
+			tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			switch {
+			case !ok || tok == "":
+				w.Header().Set("WWW-Authenticate", `Bearer realm="toolshed"`)
+				httpError(w, http.StatusUnauthorized, "missing bearer token: send Authorization: Bearer <token>")
+				return
+			case opts.Token != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(opts.Token)) == 1:
+			default:
+				p, found := "", false
+				for t, name := range tokens {
+					if subtle.ConstantTimeCompare([]byte(tok), []byte(t)) == 1 {
+						p, found = name, true
+					}
+				}
+				if !found {
+					w.Header().Set("WWW-Authenticate", `Bearer realm="toolshed", error="invalid_token"`)
+					httpError(w, http.StatusUnauthorized, "the bearer token is not valid for this gateway")
+					return
+				}
+				if pathProfile != "" && pathProfile != p {
+					httpError(w, http.StatusForbidden, "this token belongs to another profile than %q", pathProfile)
+					return
+				}
+				profile = p
+			}
+		}
+		ctx := context.WithValue(r.Context(), profileKey{}, profile)
+		mcpHandler.ServeHTTP(w, r.WithContext(ctx))
+	}
+	mux.HandleFunc("/mcp", serveMCP)
+	mux.HandleFunc("/mcp/{profile}", serveMCP)
+	return protect.Handler(mux)
+}
+
+func httpError(w http.ResponseWriter, code int, format string, args ...any) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(code)
+	fmt.Fprintf(w, format+"\n", args...)
+}
+
+// ListenAddr turns the --http value into an address to listen on: a bare port or
+// ":port" binds 127.0.0.1 only; a host must be given to listen elsewhere.
+func ListenAddr(v string) (string, error) {
+	if !strings.Contains(v, ":") {
+		v = ":" + v
+	}
+	host, port, err := net.SplitHostPort(v)
+	if err != nil {
+		return "", fmt.Errorf("--http %q: %v; give a port (8080), a host and port (127.0.0.1:8080), or 0.0.0.0:8080 to listen on every interface", v, err)
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// ServeStdio serves one client over stdin and stdout until it disconnects or ctx ends.
+func (g *Gateway) ServeStdio(ctx context.Context, profile string) error {
+	if profile != "" {
+		if _, ok := g.cfg.Profiles[profile]; !ok {
+			return fmt.Errorf("no profile named %q; the profiles are %s", profile, strings.Join(g.Profiles(), ", "))
+		}
+	}
+	return g.mcpServerFor(profile).Run(ctx, &mcp.StdioTransport{})
+}

@@ -1,0 +1,238 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolshed/toolshed/bridge"
+	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/policy"
+	"github.com/toolshed/toolshed/search"
+)
+
+// profileServer is the MCP server every session of one profile talks to. Its tool list
+// follows the catalog: at every reassembly it lists what the profile's plan says.
+type profileServer struct {
+	g       *Gateway
+	profile string
+	server  *mcp.Server
+	listed  map[string]string // listed name -> content key of its definition
+}
+
+func newProfileServer(g *Gateway, profile string) *profileServer {
+	ps := &profileServer{g: g, profile: profile, listed: map[string]string{}}
+	ps.server = mcp.NewServer(&mcp.Implementation{Name: "toolshed", Title: "toolshed MCP gateway", Version: Version}, &mcp.ServerOptions{
+		Logger:   g.slogger(),
+		HasTools: true,
+		Instructions: "toolshed aggregates several MCP servers. When tool_search is listed, more tools are available " +
+			"than are shown: search for the tool you need, read its schema with tool_describe, and run it with tool_call.",
+	})
+	return ps
+}
+
+// exposure is one tool to list: its definition and how to handle calls to it.
+type exposure struct {
+	def     *mcp.Tool
+	key     string // changes when the definition does
+	handler mcp.ToolHandler
+}
+
+// sync makes the server list what the profile's plan over a says: tools that changed are
+// replaced, tools that went are removed. The SDK tells the sessions, once, that the list
+// changed.
+func (ps *profileServer) sync(a *assembly) {
+	want := ps.exposures(a)
+	var gone []string
+	for name := range ps.listed {
+		if _, ok := want[name]; !ok {
+			gone = append(gone, name)
+		}
+	}
+	if len(gone) > 0 {
+		sort.Strings(gone)
+		ps.server.RemoveTools(gone...)
+		for _, n := range gone {
+			delete(ps.listed, n)
+		}
+	}
+	names := make([]string, 0, len(want))
+	for n := range want {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		e := want[n]
+		if ps.listed[n] == e.key {
+			continue
+		}
+		if err := addTool(ps.server, e.def, e.handler); err != nil {
+			ps.g.logf("cannot list tool %s: %v", n, err)
+			continue
+		}
+		ps.listed[n] = e.key
+	}
+}
+
+// addTool adds a tool, turning the SDK's panic on a schema it refuses into an error.
+func addTool(s *mcp.Server, def *mcp.Tool, h mcp.ToolHandler) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("%v", r)
+		}
+	}()
+	s.AddTool(def, h)
+	return nil
+}
+
+// exposures computes what the profile lists over a: every tool when tool search is off,
+// else the non-deferred tools and the bridge.
+func (ps *profileServer) exposures(a *assembly) map[string]exposure {
+	plan := a.plan(ps.profile)
+	out := map[string]exposure{}
+	names := listedNames(plan, ps.g.opts.NoPrefix)
+	for _, t := range plan.Visible {
+		name := names[t]
+		def, err := toolDefinition(t, name)
+		if err != nil {
+			ps.g.logf("cannot list tool %s: %v", t.Qualified, err)
+			continue
+		}
+		qualified := t.Qualified
+		out[name] = exposure{def: def, key: contentKey(name, t.Raw), handler: ps.direct(qualified)}
+	}
+	if plan.Active {
+		for _, d := range bridge.Definitions(plan) {
+			def := &mcp.Tool{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema,
+				Annotations: &mcp.ToolAnnotations{ReadOnlyHint: d.Name != bridge.CallTool, OpenWorldHint: ptr(d.Name == bridge.CallTool)}}
+			raw, _ := json.Marshal(d)
+			out[d.Name] = exposure{def: def, key: contentKey(d.Name, raw), handler: ps.bridged(d.Name)}
+		}
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func contentKey(name string, raw []byte) string {
+	sum := sha256.Sum256(append([]byte(name+"\x00"), raw...))
+	return string(sum[:])
+}
+
+// listedNames gives every visible tool the name it is listed under: the qualified name,
+// or with noPrefix the bare name when no other listed tool (nor a bridge tool) has it.
+func listedNames(plan *policy.Plan, noPrefix bool) map[*catalog.Tool]string {
+	out := make(map[*catalog.Tool]string, len(plan.Visible))
+	count := map[string]int{}
+	if noPrefix {
+		for _, t := range plan.Visible {
+			count[t.Name]++
+		}
+		if plan.Active {
+			for _, n := range []string{bridge.SearchTool, bridge.DescribeTool, bridge.CallTool} {
+				count[n]++
+			}
+		}
+	}
+	for _, t := range plan.Visible {
+		if noPrefix && count[t.Name] == 1 {
+			out[t] = t.Name
+		} else {
+			out[t] = t.Qualified
+		}
+	}
+	return out
+}
+
+// listedTokens is what listing plan's tools costs a model (o200k_base), bridge included.
+func listedTokens(plan *policy.Plan, noPrefix bool) int {
+	n := plan.VisibleTokens
+	if plan.Active {
+		n += bridge.Tokens(bridge.Definitions(plan))
+	}
+	return n
+}
+
+// toolDefinition is t as the gateway lists it under name: its schemas as the server sent
+// them, except that a schema without "type" gets "type": "object", which MCP requires
+// and clients rely on.
+func toolDefinition(t *catalog.Tool, name string) (*mcp.Tool, error) {
+	var wire struct {
+		Title string          `json:"title"`
+		Icons json.RawMessage `json:"icons"`
+	}
+	_ = json.Unmarshal(t.Raw, &wire)
+	def := &mcp.Tool{Name: name, Title: wire.Title, Description: t.Description, InputSchema: json.RawMessage(objectSchema(t.InputSchema))}
+	if len(wire.Icons) > 0 {
+		_ = json.Unmarshal(wire.Icons, &def.Icons)
+	}
+	if len(t.OutputSchema) > 0 {
+		def.OutputSchema = json.RawMessage(objectSchema(t.OutputSchema))
+	}
+	if len(t.Annotations) > 0 {
+		var ann mcp.ToolAnnotations
+		if err := json.Unmarshal(t.Annotations, &ann); err != nil {
+			return nil, fmt.Errorf("annotations: %w", err)
+		}
+		def.Annotations = &ann
+	}
+	if len(t.Meta) > 0 {
+		if err := json.Unmarshal(t.Meta, &def.Meta); err != nil {
+			return nil, fmt.Errorf("_meta: %w", err)
+		}
+	}
+	return def, nil
+}
+
+// objectSchema returns schema with a "type" member: as it is when it has one, else with
+// "type": "object" added first.
+func objectSchema(schema json.RawMessage) []byte {
+	s := bytes.TrimSpace(schema)
+	if len(s) == 0 {
+		return []byte(`{"type":"object"}`)
+	}
+	var probe struct {
+		Type json.RawMessage `json:"type"`
+	}
+	if json.Unmarshal(s, &probe) == nil && probe.Type != nil {
+		return schema
+	}
+	rest := bytes.TrimSpace(s[1:])
+	if len(rest) > 0 && rest[0] == '}' {
+		return []byte(`{"type":"object"}`)
+	}
+	return append([]byte(`{"type":"object",`), s[1:]...)
+}
+
+// direct handles a call of a listed tool.
+func (ps *profileServer) direct(qualified string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		a := ps.g.current.Load()
+		t, err := a.plan(ps.profile).Lookup(qualified)
+		if err != nil {
+			return errorResult(search.Unavailable, "%s is not available any more (its server stopped or dropped it); list the tools again", qualified), nil
+		}
+		return ps.g.calls.run(ctx, callSpec{req: req, profile: ps.profile, tool: t, args: req.Params.Arguments, via: "direct"})
+	}
+}
+
+// bridged handles a call of a bridge tool.
+func (ps *profileServer) bridged(name string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		a := ps.g.current.Load()
+		b := &bridge.Bridge{Plan: a.plan(ps.profile), Index: a.index()}
+		if name != bridge.CallTool {
+			return fromBridge(b.Handle(name, req.Params.Arguments)), nil
+		}
+		t, args, res := b.ResolveCall(req.Params.Arguments)
+		if t == nil {
+			return fromBridge(res), nil
+		}
+		return ps.g.calls.run(ctx, callSpec{req: req, profile: ps.profile, tool: t, args: args, via: "tool_call"})
+	}
+}

@@ -1,0 +1,435 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/gateway/config"
+)
+
+// UpstreamProtocol is the MCP version toolshed speaks to upstream servers: the last one
+// with server-to-client requests for sampling and elicitation, which toolshed relays to
+// its own clients.
+const UpstreamProtocol = "2025-11-25"
+
+// State is where an upstream is in its life.
+type State string
+
+// Upstream states.
+const (
+	Connecting State = "connecting"
+	Ready      State = "ready"
+	Failed     State = "failed" // it will be retried after a backoff
+	Disabled   State = "disabled"
+	Stopped    State = "stopped"
+)
+
+// Errors of calls to upstreams; the gateway turns them into tool results with the
+// matching search.Code.
+var (
+	// ErrUnavailable: the upstream is not connected (starting, crashed, restarting).
+	ErrUnavailable = errors.New("upstream unavailable")
+	// ErrTimeout: the call outlived its timeout.
+	ErrTimeout = errors.New("call timed out")
+)
+
+// Status is a snapshot of an upstream's state, for progress reports and health checks.
+type Status struct {
+	Name  string
+	State State
+	Tools int
+	// Tokens is what listing all the upstream's tools costs a model (o200k_base).
+	Tokens   int
+	Err      error
+	Restarts int
+	// Since is when the upstream entered State.
+	Since time.Time
+}
+
+// Upstream is one upstream MCP server: it connects, lists its tools, relays calls, and
+// restarts the server with exponential backoff when it fails. One upstream failing never
+// touches another.
+type Upstream struct {
+	cfg config.Server
+	// catalogTools, when set, makes this a catalog upstream (see catalogTransport).
+	catalogTools []json.RawMessage
+	g            *Gateway
+	capture      *toolsCapture
+	stderr       io.Writer
+
+	mu       sync.Mutex
+	session  *mcp.ClientSession
+	status   Status
+	tools    []json.RawMessage
+	listing  sync.Mutex // one tools/list at a time, so captures do not interleave
+	relisted chan struct{}
+}
+
+func newUpstream(cfg config.Server, g *Gateway) *Upstream {
+	u := &Upstream{cfg: cfg, g: g, capture: newToolsCapture(), relisted: make(chan struct{}, 1)}
+	u.stderr = &prefixWriter{prefix: "[" + cfg.Name + "] ", w: g.logOut()}
+	u.status = Status{Name: cfg.Name, State: Connecting, Since: time.Now()}
+	if cfg.Disabled {
+		u.status.State = Disabled
+	}
+	return u
+}
+
+// Name is the upstream's server name.
+func (u *Upstream) Name() string { return u.cfg.Name }
+
+// Status reports the upstream's current state.
+func (u *Upstream) Status() Status {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	s := u.status
+	s.Tools = len(u.tools)
+	return s
+}
+
+// Source returns the upstream's tools as a catalog source, or false when it has none to
+// offer (not ready).
+func (u *Upstream) Source() (catalog.Source, bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.status.State != Ready {
+		return catalog.Source{}, false
+	}
+	return catalog.Source{Server: u.cfg.Name, AlwaysLoad: u.cfg.AlwaysLoad, Tools: u.tools, Origin: "upstream " + u.cfg.Name}, true
+}
+
+func (u *Upstream) setState(s State, err error) {
+	u.mu.Lock()
+	changed := u.status.State != s
+	u.status.State, u.status.Err = s, err
+	if changed {
+		u.status.Since = time.Now()
+	}
+	if s != Ready {
+		u.tools = nil
+	}
+	u.mu.Unlock()
+	u.g.upstreamChanged(u)
+}
+
+// run keeps the upstream connected until ctx ends: connect, list, serve until the
+// session ends, then wait with exponential backoff and start again.
+func (u *Upstream) run(ctx context.Context) {
+	if u.cfg.Disabled {
+		return
+	}
+	backoff := u.g.opts.backoffMin()
+	for ctx.Err() == nil {
+		u.setState(Connecting, nil)
+		started := time.Now()
+		err := u.connectAndServe(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		u.mu.Lock()
+		u.status.Restarts++
+		u.mu.Unlock()
+		u.setState(Failed, err)
+		u.g.logf("upstream %s: %v; restarting in %v", u.cfg.Name, err, backoff)
+		if time.Since(started) > u.g.opts.backoffReset() {
+			backoff = u.g.opts.backoffMin()
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, u.g.opts.backoffMax())
+	}
+	u.setState(Stopped, nil)
+}
+
+// connectAndServe runs one life of the upstream: it returns why the life ended.
+func (u *Upstream) connectAndServe(ctx context.Context) error {
+	timeout := u.cfg.ConnectTimeout
+	if timeout <= 0 {
+		timeout = config.DefaultConnectTimeout
+	}
+	connectCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	t, cleanup, err := u.transport(ctx)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	client := mcp.NewClient(&mcp.Implementation{Name: "toolshed", Version: Version}, u.clientOptions())
+	cs, err := client.Connect(connectCtx, t, &mcp.ClientSessionOptions{ProtocolVersion: UpstreamProtocol})
+	if err != nil {
+		if connectCtx.Err() != nil && ctx.Err() == nil {
+			return fmt.Errorf("did not finish starting within %v (connect_timeout); it may be hanging or slow to install", timeout)
+		}
+		return fmt.Errorf("could not start: %w", err)
+	}
+	defer cs.Close()
+	// Closing the session (on shutdown) ends Wait below.
+	stop := context.AfterFunc(ctx, func() { cs.Close() })
+	defer stop()
+
+	tools, err := u.list(connectCtx, cs)
+	if err != nil {
+		if connectCtx.Err() != nil && ctx.Err() == nil {
+			return fmt.Errorf("did not list its tools within %v (connect_timeout)", timeout)
+		}
+		return fmt.Errorf("could not list its tools: %w", err)
+	}
+	u.mu.Lock()
+	u.session, u.tools = cs, tools
+	u.status.Tokens = u.tokens(tools)
+	u.mu.Unlock()
+	u.setState(Ready, nil)
+
+	done := make(chan error, 1)
+	go func() { done <- cs.Wait() }()
+	for {
+		select {
+		case err := <-done:
+			u.mu.Lock()
+			u.session = nil
+			u.mu.Unlock()
+			if err == nil || errors.Is(err, mcp.ErrConnectionClosed) {
+				err = errors.New("the server closed the connection")
+			}
+			return fmt.Errorf("stopped: %w", err)
+		case <-u.relisted:
+			u.relist(ctx, cs)
+		}
+	}
+}
+
+// relist re-reads the tools after notifications/tools/list_changed.
+func (u *Upstream) relist(ctx context.Context, cs *mcp.ClientSession) {
+	timeout := u.cfg.ConnectTimeout
+	if timeout <= 0 {
+		timeout = config.DefaultConnectTimeout
+	}
+	listCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tools, err := u.list(listCtx, cs)
+	if err != nil {
+		u.g.logf("upstream %s: re-listing tools after list_changed: %v", u.cfg.Name, err)
+		return
+	}
+	u.mu.Lock()
+	u.tools = tools
+	u.status.Tokens = u.tokens(tools)
+	u.mu.Unlock()
+	u.g.upstreamChanged(u)
+}
+
+// tokens is the token cost of listing tools as this upstream's.
+func (u *Upstream) tokens(tools []json.RawMessage) int {
+	snap, _ := catalog.Build([]catalog.Source{{Server: u.cfg.Name, Tools: tools}})
+	return snap.Tokens()
+}
+
+// list reads every page of tools/list and returns the tools exactly as the server sent
+// them when the raw capture saw them, else as the SDK decoded them.
+func (u *Upstream) list(ctx context.Context, cs *mcp.ClientSession) ([]json.RawMessage, error) {
+	u.listing.Lock()
+	defer u.listing.Unlock()
+	u.capture.take()
+	var decoded []*mcp.Tool
+	params := &mcp.ListToolsParams{}
+	for pages := 0; ; pages++ {
+		if pages == 10000 {
+			return nil, errors.New("tools/list did not end after 10,000 pages")
+		}
+		res, err := cs.ListTools(ctx, params)
+		if err != nil {
+			return nil, err
+		}
+		decoded = append(decoded, res.Tools...)
+		if res.NextCursor == "" {
+			break
+		}
+		params = &mcp.ListToolsParams{Cursor: res.NextCursor}
+	}
+	var raw []json.RawMessage
+	for _, page := range u.capture.take() {
+		var r struct {
+			Tools []json.RawMessage `json:"tools"`
+		}
+		if json.Unmarshal(page, &r) == nil {
+			raw = append(raw, r.Tools...)
+		}
+	}
+	if sameTools(raw, decoded) {
+		return raw, nil
+	}
+	out := make([]json.RawMessage, 0, len(decoded))
+	for _, t := range decoded {
+		b, err := json.Marshal(t)
+		if err != nil {
+			return nil, fmt.Errorf("tool %q: %w", t.Name, err)
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// sameTools reports whether the raw tools are the decoded ones, by name and order.
+func sameTools(raw []json.RawMessage, decoded []*mcp.Tool) bool {
+	if len(raw) != len(decoded) {
+		return false
+	}
+	for i, r := range raw {
+		var t struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(r, &t) != nil || t.Name != decoded[i].Name {
+			return false
+		}
+	}
+	return true
+}
+
+// clientOptions relays what an upstream sends toolshed's client to the gateway.
+func (u *Upstream) clientOptions() *mcp.ClientOptions {
+	return &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{},
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case u.relisted <- struct{}{}:
+			default: // a re-list is already due
+			}
+		},
+		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
+			u.g.calls.progress(ctx, req.Params)
+		},
+		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			res, err := u.g.calls.relay(ctx, u.cfg.Name, req.Params)
+			if err != nil {
+				return nil, err
+			}
+			return res.(*mcp.ElicitResult), nil
+		},
+		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			res, err := u.g.calls.relay(ctx, u.cfg.Name, req.Params)
+			if err != nil {
+				return nil, err
+			}
+			return res.(*mcp.CreateMessageResult), nil
+		},
+	}
+}
+
+// Call calls tool name of the upstream with args, as given, within the call timeout.
+// meta is sent as the request's _meta (carrying the progress token).
+func (u *Upstream) Call(ctx context.Context, name string, args json.RawMessage, meta mcp.Meta) (*mcp.CallToolResult, error) {
+	u.mu.Lock()
+	cs := u.session
+	state := u.status.State
+	u.mu.Unlock()
+	if cs == nil {
+		return nil, fmt.Errorf("%w: %s is %s", ErrUnavailable, u.cfg.Name, state)
+	}
+	timeout := u.cfg.CallTimeout
+	if timeout <= 0 {
+		timeout = config.DefaultCallTimeout
+	}
+	callCtx, cancel := context.WithTimeoutCause(ctx, timeout, ErrTimeout)
+	defer cancel()
+	res, err := cs.CallTool(callCtx, &mcp.CallToolParams{Name: name, Arguments: args, Meta: meta})
+	switch {
+	case err == nil:
+		return res, nil
+	case ctx.Err() != nil:
+		return nil, ctx.Err() // the caller cancelled
+	case errors.Is(context.Cause(callCtx), ErrTimeout):
+		return nil, fmt.Errorf("%w: %s did not answer within %v (call_timeout)", ErrTimeout, u.cfg.Name, timeout)
+	}
+	var wire *jsonrpc.Error
+	if errors.As(err, &wire) {
+		return nil, err // the server answered, with an error
+	}
+	// No answer: the connection broke (the server crashed or closed it).
+	return nil, fmt.Errorf("%w: %s stopped during the call (%v)", ErrUnavailable, u.cfg.Name, err)
+}
+
+// transport builds the transport to reach the upstream, and a cleanup for what it
+// started.
+func (u *Upstream) transport(ctx context.Context) (mcp.Transport, func(), error) {
+	if u.catalogTools != nil {
+		t, cleanup, err := catalogTransport(ctx, u.cfg.Name, u.catalogTools)
+		if err != nil {
+			return nil, nil, err
+		}
+		return captureTransport{t, u.capture}, cleanup, nil
+	}
+	switch u.cfg.Type {
+	case config.HTTP, config.SSE:
+		client := &http.Client{Transport: &captureRoundTripper{base: http.DefaultTransport, headers: u.cfg.Headers, capture: u.capture}}
+		if u.cfg.Type == config.SSE {
+			client.Transport.(*captureRoundTripper).capture = nil
+			return captureTransport{&mcp.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: client}, u.capture}, func() {}, nil
+		}
+		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: client, MaxRetries: -1}, func() {}, nil
+	}
+	if u.cfg.Command == "" {
+		return nil, nil, errors.New("no command to start")
+	}
+	cmd := exec.Command(u.cfg.Command, u.cfg.Args...)
+	cmd.Env = os.Environ()
+	keys := make([]string, 0, len(u.cfg.Env))
+	for k := range u.cfg.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		cmd.Env = append(cmd.Env, k+"="+u.cfg.Env[k])
+	}
+	cmd.Dir = u.cfg.Cwd
+	cmd.Stderr = u.stderr
+	ownProcessGroup(cmd)
+	cleanup := func() { killProcessGroup(cmd) }
+	return captureTransport{&mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, u.capture}, cleanup, nil
+}
+
+// prefixWriter writes each line written to it to w with a prefix, so that the stderr of
+// every child process lands in toolshed's log marked with its server's name.
+type prefixWriter struct {
+	prefix string
+	w      io.Writer
+	mu     sync.Mutex
+	buf    []byte
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.buf = append(p.buf, b...)
+	for {
+		i := bytes.IndexByte(p.buf, '\n')
+		if i < 0 {
+			break
+		}
+		line := p.buf[:i+1]
+		if _, err := fmt.Fprintf(p.w, "%s%s", p.prefix, line); err != nil {
+			return len(b), nil // a broken log must not break the child
+		}
+		p.buf = p.buf[i+1:]
+	}
+	if len(p.buf) > 64*1024 { // a very long line without newline: flush it as is
+		fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf)
+		p.buf = p.buf[:0]
+	}
+	return len(b), nil
+}

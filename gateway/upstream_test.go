@@ -1,0 +1,188 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The gateway's tests run this test binary as their upstream MCP servers: TestMain turns
+// it into a real MCP server (built with the go-sdk, over stdio) when TOOLSHED_TEST_UPSTREAM
+// names a behaviour. Alongside, the tests use the real npm servers and the go-sdk's
+// conformance server (see internal/testupstream).
+const upstreamEnv = "TOOLSHED_TEST_UPSTREAM"
+
+func TestMain(m *testing.M) {
+	if mode := os.Getenv(upstreamEnv); mode != "" {
+		os.Exit(serveTestUpstream(mode))
+	}
+	os.Exit(m.Run())
+}
+
+// upstreamCommand returns the command and environment that start this binary as a test
+// upstream with the given behaviour.
+func upstreamCommand(mode string) (string, []string, map[string]string) {
+	exe, err := os.Executable()
+	if err != nil {
+		panic(err)
+	}
+	return exe, []string{"-test.run=^$"}, map[string]string{upstreamEnv: mode}
+}
+
+// Behaviours:
+//
+//	basic    tools echo, add, slow (progress, cancellation), fail (isError), structured,
+//	         elicit and sample (ask the client through the gateway), grow (adds a tool and
+//	         sends list_changed), args (returns the raw arguments it received), crash
+//	         (exits mid-call), hang (never answers)
+//	exit     writes to stderr and exits at once
+//	hang     never answers initialize
+//	garbage  writes lines that are not JSON-RPC
+//	many:N   N tools named tool_00001...
+func serveTestUpstream(mode string) int {
+	switch {
+	case mode == "exit":
+		fmt.Fprintln(os.Stderr, "test upstream: refusing to start (exit mode)")
+		return 3
+	case mode == "hang":
+		time.Sleep(time.Hour)
+		return 0
+	case mode == "garbage":
+		for range 50 {
+			fmt.Println("this is not JSON-RPC {{{")
+			time.Sleep(10 * time.Millisecond)
+		}
+		time.Sleep(time.Hour)
+		return 0
+	}
+	server := mcp.NewServer(&mcp.Implementation{Name: "test-upstream", Version: "1"}, nil)
+	switch {
+	case strings.HasPrefix(mode, "many:"):
+		n, _ := strconv.Atoi(strings.TrimPrefix(mode, "many:"))
+		for i := 1; i <= n; i++ {
+			name := fmt.Sprintf("tool_%05d", i)
+			server.AddTool(&mcp.Tool{Name: name, Description: fmt.Sprintf("Synthetic tool number %d that reports item %d of the inventory.", i, i),
+				InputSchema: json.RawMessage(`{"type":"object","properties":{"item":{"type":"integer"}}}`)},
+				func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+					return text(name), nil
+				})
+		}
+	default:
+		addBasicTools(server)
+	}
+	if err := server.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, "test upstream:", err)
+		return 1
+	}
+	return 0
+}
+
+func text(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+func addBasicTools(server *mcp.Server) {
+	obj := func(s string) json.RawMessage { return json.RawMessage(s) }
+	server.AddTool(&mcp.Tool{Name: "echo", Description: "Echo the given text back.",
+		InputSchema: obj(`{"type": "object", "properties": {"text": {"type": "string", "description": "Text to echo"}}, "required": ["text"]}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct{ Text string }
+			json.Unmarshal(req.Params.Arguments, &in)
+			return text(in.Text), nil
+		})
+	server.AddTool(&mcp.Tool{Name: "add", Description: "Add two numbers.",
+		InputSchema:  obj(`{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`),
+		OutputSchema: obj(`{"type":"object","properties":{"sum":{"type":"number"}}}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct{ A, B float64 }
+			json.Unmarshal(req.Params.Arguments, &in)
+			sum := in.A + in.B
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(sum)}}, StructuredContent: map[string]any{"sum": sum}}, nil
+		})
+	server.AddTool(&mcp.Tool{Name: "args", Description: "Return the raw arguments as received.", InputSchema: obj(`{"type":"object"}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text(string(req.Params.Arguments)), nil
+		})
+	server.AddTool(&mcp.Tool{Name: "fail", Description: "Always fails with a tool error.", InputSchema: obj(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "it failed on purpose"}}}, nil
+		})
+	var cancelled atomic.Int64
+	server.AddTool(&mcp.Tool{Name: "slow", Description: "Take steps of 50 ms, reporting progress; stops when cancelled.",
+		InputSchema: obj(`{"type":"object","properties":{"steps":{"type":"integer"}}}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct{ Steps int }
+			json.Unmarshal(req.Params.Arguments, &in)
+			for i := 1; i <= in.Steps; i++ {
+				select {
+				case <-ctx.Done():
+					cancelled.Add(1)
+					return nil, ctx.Err()
+				case <-time.After(50 * time.Millisecond):
+				}
+				if tok := req.Params.GetProgressToken(); tok != nil {
+					req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: float64(in.Steps), Message: fmt.Sprintf("step %d", i)})
+				}
+			}
+			return text(fmt.Sprintf("done %d steps", in.Steps)), nil
+		})
+	server.AddTool(&mcp.Tool{Name: "cancelled", Description: "How many slow calls were cancelled.", InputSchema: obj(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text(strconv.FormatInt(cancelled.Load(), 10)), nil
+		})
+	server.AddTool(&mcp.Tool{Name: "elicit", Description: "Ask the user for a name through elicitation.", InputSchema: obj(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "What is your name?",
+				RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
+			if err != nil {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "elicitation failed: " + err.Error()}}}, nil
+			}
+			return text(fmt.Sprintf("%s %v", res.Action, res.Content["name"])), nil
+		})
+	server.AddTool(&mcp.Tool{Name: "sample", Description: "Ask the client's model for a completion through sampling.", InputSchema: obj(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10,
+				Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "say hi"}}}})
+			if err != nil {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "sampling failed: " + err.Error()}}}, nil
+			}
+			t, _ := res.Content.(*mcp.TextContent)
+			return text("model " + res.Model + " said: " + t.Text), nil
+		})
+	server.AddTool(&mcp.Tool{Name: "grow", Description: "Add a tool named extra_<n> to this server.", InputSchema: obj(`{"type":"object","properties":{"n":{"type":"integer"}}}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct{ N int }
+			json.Unmarshal(req.Params.Arguments, &in)
+			name := fmt.Sprintf("extra_%d", in.N)
+			server.AddTool(&mcp.Tool{Name: name, Description: "A tool added at run time.", InputSchema: obj(`{"type":"object"}`)},
+				func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text(name), nil })
+			return text("added " + name), nil
+		})
+	server.AddTool(&mcp.Tool{Name: "crash", Description: "Exit the server in the middle of the call.", InputSchema: obj(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			fmt.Fprintln(os.Stderr, "test upstream: crashing on purpose")
+			os.Exit(2)
+			return nil, nil
+		})
+	server.AddTool(&mcp.Tool{Name: "hang", Description: "Never answer.", InputSchema: obj(`{"type":"object"}`)},
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		})
+	server.AddTool(&mcp.Tool{Name: "delete_everything", Description: "A destructive tool, for approval rules.",
+		InputSchema: obj(`{"type":"object","properties":{"password":{"type":"string"},"target":{"type":"string"}}}`),
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true)}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return text("deleted"), nil
+		})
+}
+
+func ptr[T any](v T) *T { return &v }
