@@ -49,6 +49,12 @@ func newCallRegistry(g *Gateway) *callRegistry {
 
 // call is one call of a real tool in flight.
 type call struct {
+	// ctx is the context of the client's request being served, while one is: over
+	// Streamable HTTP, notifications sent with it travel on that request's own stream,
+	// ahead of its result.
+	ctxMu sync.Mutex
+	ctx   context.Context
+
 	id        string
 	server    string
 	session   *mcp.ServerSession
@@ -169,6 +175,7 @@ func (r *callRegistry) start(ctx context.Context, spec callSpec, u *Upstream) *c
 		inputs:  make(chan *relayRequest),
 		done:    make(chan outcome, 1),
 		waiting: map[string]*relayRequest{},
+		ctx:     ctx,
 	}
 	meta := mcp.Meta{}
 	for k, v := range spec.req.Params.Meta {
@@ -199,6 +206,8 @@ func (r *callRegistry) start(ctx context.Context, spec callSpec, u *Upstream) *c
 
 // wait waits for a call's outcome, relaying the upstream's requests for input.
 func (r *callRegistry) wait(ctx context.Context, c *call, finish func(*mcp.CallToolResult, string) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
+	c.setContext(ctx)
+	defer c.setContext(context.Background())
 	for {
 		select {
 		case out := <-c.done:
@@ -287,6 +296,19 @@ func (r *callRegistry) end(c *call) {
 	}
 }
 
+func (c *call) setContext(ctx context.Context) {
+	c.ctxMu.Lock()
+	c.ctx = ctx
+	c.ctxMu.Unlock()
+}
+
+// context returns the context to send the client notifications about the call with.
+func (c *call) context() context.Context {
+	c.ctxMu.Lock()
+	defer c.ctxMu.Unlock()
+	return c.ctx
+}
+
 // progress relays an upstream's progress notification to the client that made the call.
 func (r *callRegistry) progress(ctx context.Context, p *mcp.ProgressNotificationParams) {
 	tok, _ := p.ProgressToken.(string)
@@ -296,7 +318,7 @@ func (r *callRegistry) progress(ctx context.Context, p *mcp.ProgressNotification
 	if c == nil {
 		return
 	}
-	_ = c.session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: c.downToken, Progress: p.Progress, Total: p.Total, Message: p.Message})
+	_ = c.session.NotifyProgress(c.context(), &mcp.ProgressNotificationParams{ProgressToken: c.downToken, Progress: p.Progress, Total: p.Total, Message: p.Message})
 }
 
 // relay passes an upstream's sampling or elicitation request to the client of the call

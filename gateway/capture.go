@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"mime"
 	"net/http"
@@ -59,23 +60,35 @@ func (c *toolsCapture) take() []json.RawMessage {
 	return r
 }
 
-// captureTransport wraps a stdio or SSE transport's connection to see tools/list traffic.
+// captureTransport wraps a stdio or SSE transport's connection to see tools/list traffic
+// and to relay the server's sampling and elicitation requests itself.
 type captureTransport struct {
 	mcp.Transport
 	capture *toolsCapture
+	relay   relayFunc
+	notify  notifyFunc
 }
+
+// notifyFunc passes an upstream's notification on at once, in the order it came, and
+// reports whether it did.
+type notifyFunc func(ctx context.Context, method string, params json.RawMessage) bool
+
+// relayFunc passes an upstream's request for the client's input on and returns the answer.
+type relayFunc func(context.Context, mcp.InputRequest) (mcp.InputResponse, error)
 
 func (t captureTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	conn, err := t.Transport.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &captureConn{Connection: conn, capture: t.capture}, nil
+	return &captureConn{Connection: conn, capture: t.capture, relay: t.relay, notify: t.notify}, nil
 }
 
 type captureConn struct {
 	mcp.Connection
 	capture *toolsCapture
+	relay   relayFunc
+	notify  notifyFunc
 }
 
 func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -86,11 +99,56 @@ func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 }
 
 func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	msg, err := c.Connection.Read(ctx)
-	if resp, ok := msg.(*jsonrpc.Response); ok && resp.Error == nil && resp.ID.IsValid() {
-		c.capture.response(idKey(resp.ID.Raw()), resp.Result)
+	for {
+		msg, err := c.Connection.Read(ctx)
+		if resp, ok := msg.(*jsonrpc.Response); ok && resp.Error == nil && resp.ID.IsValid() {
+			c.capture.response(idKey(resp.ID.Raw()), resp.Result)
+		}
+		// Progress and log messages of a call are passed on here, before the call's
+		// result is read: the SDK would hand them to its handlers on another goroutine,
+		// and the client could get the result before them.
+		if req, ok := msg.(*jsonrpc.Request); ok && c.notify != nil && !req.ID.IsValid() && c.notify(ctx, req.Method, req.Params) {
+			continue
+		}
+		if req, ok := msg.(*jsonrpc.Request); ok && c.relay != nil && req.ID.IsValid() && (req.Method == "elicitation/create" || req.Method == "sampling/createMessage") {
+			// Answered here rather than by the SDK's client, which checks requests
+			// against its own reading of the schema: a gateway passes them on as sent,
+			// and lets the client that answers be the judge.
+			go c.answer(req)
+			continue
+		}
+		return msg, err
 	}
-	return msg, err
+}
+
+// answer relays one sampling or elicitation request and writes the reply.
+func (c *captureConn) answer(req *jsonrpc.Request) {
+	ctx := context.Background()
+	var params mcp.InputRequest
+	var err error
+	if req.Method == "elicitation/create" {
+		p := &mcp.ElicitParams{}
+		err, params = json.Unmarshal(req.Params, p), p
+	} else {
+		p := &mcp.CreateMessageParams{}
+		err, params = json.Unmarshal(req.Params, p), p
+	}
+	resp := &jsonrpc.Response{ID: req.ID}
+	var res mcp.InputResponse
+	if err == nil {
+		res, err = c.relay(ctx, params)
+	}
+	if err == nil {
+		resp.Result, err = json.Marshal(res)
+	}
+	if err != nil {
+		var wire *jsonrpc.Error
+		if !errors.As(err, &wire) {
+			wire = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+		}
+		resp.Result, resp.Error = nil, wire
+	}
+	_ = c.Connection.Write(ctx, resp)
 }
 
 // captureRoundTripper sees tools/list requests and their responses on a Streamable HTTP

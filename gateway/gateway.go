@@ -80,6 +80,9 @@ type Gateway struct {
 
 	changes   chan struct{} // an upstream changed: reassemble
 	listeners []func(Event)
+
+	subsMu sync.Mutex
+	subs   map[string]int // resource URI -> sessions subscribed to it upstream
 }
 
 // Event reports a change the serve command shows on stderr.
@@ -103,7 +106,7 @@ type Summary struct {
 
 // New prepares a gateway; Run starts it.
 func New(cfg *config.Config, opts Options) (*Gateway, error) {
-	g := &Gateway{cfg: cfg, opts: opts, byName: map[string]*Upstream{}, servers: map[string]*profileServer{}, changes: make(chan struct{}, 1)}
+	g := &Gateway{cfg: cfg, opts: opts, byName: map[string]*Upstream{}, servers: map[string]*profileServer{}, changes: make(chan struct{}, 1), subs: map[string]int{}}
 	g.calls = newCallRegistry(g)
 	h, err := newHooks(cfg.Hooks, g.logOut())
 	if err != nil {
@@ -246,17 +249,21 @@ func (g *Gateway) reassemble() {
 func (g *Gateway) assemble() *assembly {
 	var sources []catalog.Source
 	up := ""
+	feats := map[string]features{}
 	for _, u := range g.upstreams {
 		if src, ok := u.Source(); ok {
 			sources = append(sources, src)
-			up += u.cfg.Name + "\x00"
+			u.mu.Lock()
+			feats[u.cfg.Name] = u.features
+			up += fmt.Sprintf("%s\x00%d\x00", u.cfg.Name, u.featuresVersion)
+			u.mu.Unlock()
 		}
 	}
 	snap, problems := catalog.Build(sources)
 	for _, p := range problems {
 		g.logf("catalog: %v", p)
 	}
-	return &assembly{g: g, snap: snap, upHash: up, plans: map[string]*policy.Plan{}}
+	return &assembly{g: g, snap: snap, upHash: up, features: feats, plans: map[string]*policy.Plan{}}
 }
 
 func (g *Gateway) summary(a *assembly) Summary {
@@ -304,6 +311,8 @@ type assembly struct {
 	g      *Gateway
 	snap   *catalog.Snapshot
 	upHash string // which upstreams are up: a change relists even if the tools did not change
+	// features holds each ready upstream's prompts, resources and templates.
+	features map[string]features
 
 	mu    sync.Mutex
 	plans map[string]*policy.Plan

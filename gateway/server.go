@@ -23,13 +23,22 @@ type profileServer struct {
 	profile string
 	server  *mcp.Server
 	listed  map[string]string // listed name -> content key of its definition
+	// features and featureKeys are what the server lists besides tools; guarded by
+	// the gateway's serversMu.
+	features    featureSet
+	featureKeys map[string]string
 }
 
 func newProfileServer(g *Gateway, profile string) *profileServer {
-	ps := &profileServer{g: g, profile: profile, listed: map[string]string{}}
+	ps := &profileServer{g: g, profile: profile, listed: map[string]string{}, featureKeys: map[string]string{}}
 	ps.server = mcp.NewServer(&mcp.Implementation{Name: "toolshed", Title: "toolshed MCP gateway", Version: Version}, &mcp.ServerOptions{
-		Logger:   g.slogger(),
-		HasTools: true,
+		Logger:             g.slogger(),
+		HasTools:           true,
+		HasPrompts:         true,
+		HasResources:       true,
+		SubscribeHandler:   ps.subscribe,
+		UnsubscribeHandler: ps.unsubscribe,
+		CompletionHandler:  ps.complete,
 		Instructions: "toolshed aggregates several MCP servers. When tool_search is listed, more tools are available " +
 			"than are shown: search for the tool you need, read its schema with tool_describe, and run it with tool_call.",
 	})
@@ -47,6 +56,7 @@ type exposure struct {
 // replaced, tools that went are removed. The SDK tells the sessions, once, that the list
 // changed.
 func (ps *profileServer) sync(a *assembly) {
+	ps.syncFeatures(a)
 	want := ps.exposures(a)
 	var gone []string
 	for name := range ps.listed {

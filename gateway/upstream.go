@@ -75,12 +75,16 @@ type Upstream struct {
 	session  *mcp.ClientSession
 	status   Status
 	tools    []json.RawMessage
-	listing  sync.Mutex // one tools/list at a time, so captures do not interleave
-	relisted chan struct{}
+	features features
+	// featuresVersion counts changes of features, so reassembly notices them.
+	featuresVersion int
+	listing         sync.Mutex // one tools/list at a time, so captures do not interleave
+	relisted        chan struct{}
+	refeatured      chan struct{}
 }
 
 func newUpstream(cfg config.Server, g *Gateway) *Upstream {
-	u := &Upstream{cfg: cfg, g: g, capture: newToolsCapture(), relisted: make(chan struct{}, 1)}
+	u := &Upstream{cfg: cfg, g: g, capture: newToolsCapture(), relisted: make(chan struct{}, 1), refeatured: make(chan struct{}, 1)}
 	u.stderr = &prefixWriter{prefix: "[" + cfg.Name + "] ", w: g.logOut()}
 	u.status = Status{Name: cfg.Name, State: Connecting, Since: time.Now()}
 	if cfg.Disabled {
@@ -120,7 +124,8 @@ func (u *Upstream) setState(s State, err error) {
 		u.status.Since = time.Now()
 	}
 	if s != Ready {
-		u.tools = nil
+		u.tools, u.features = nil, features{}
+		u.featuresVersion++
 	}
 	u.mu.Unlock()
 	u.g.upstreamChanged(u)
@@ -190,8 +195,10 @@ func (u *Upstream) connectAndServe(ctx context.Context) error {
 		}
 		return fmt.Errorf("could not list its tools: %w", err)
 	}
+	f := u.listFeatures(connectCtx, cs)
 	u.mu.Lock()
-	u.session, u.tools = cs, tools
+	u.session, u.tools, u.features = cs, tools, f
+	u.featuresVersion++
 	u.status.Tokens = u.tokens(tools)
 	u.mu.Unlock()
 	u.setState(Ready, nil)
@@ -210,6 +217,15 @@ func (u *Upstream) connectAndServe(ctx context.Context) error {
 			return fmt.Errorf("stopped: %w", err)
 		case <-u.relisted:
 			u.relist(ctx, cs)
+		case <-u.refeatured:
+			listCtx, cancel := context.WithTimeout(ctx, timeout)
+			f := u.listFeatures(listCtx, cs)
+			cancel()
+			u.mu.Lock()
+			u.features = f
+			u.featuresVersion++
+			u.mu.Unlock()
+			u.g.upstreamChanged(u)
 		}
 	}
 }
@@ -304,12 +320,15 @@ func sameTools(raw []json.RawMessage, decoded []*mcp.Tool) bool {
 // clientOptions relays what an upstream sends toolshed's client to the gateway.
 func (u *Upstream) clientOptions() *mcp.ClientOptions {
 	return &mcp.ClientOptions{
-		Capabilities: &mcp.ClientCapabilities{},
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			select {
-			case u.relisted <- struct{}{}:
-			default: // a re-list is already due
-			}
+		Capabilities:               &mcp.ClientCapabilities{},
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { signal(u.relisted) },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { signal(u.refeatured) },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { signal(u.refeatured) },
+		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			u.g.resourceUpdated(ctx, req.Params)
+		},
+		LoggingMessageHandler: func(ctx context.Context, req *mcp.LoggingMessageRequest) {
+			u.g.calls.logMessage(ctx, u.cfg.Name, req.Params)
 		},
 		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
 			u.g.calls.progress(ctx, req.Params)
@@ -328,6 +347,41 @@ func (u *Upstream) clientOptions() *mcp.ClientOptions {
 			}
 			return res.(*mcp.CreateMessageResult), nil
 		},
+	}
+}
+
+// relay passes the upstream's sampling or elicitation request to the client of the call
+// it belongs to.
+func (u *Upstream) relay(ctx context.Context, params mcp.InputRequest) (mcp.InputResponse, error) {
+	return u.g.calls.relay(ctx, u.cfg.Name, params)
+}
+
+// notify passes on progress and log notifications in order (see captureConn.Read).
+func (u *Upstream) notify(ctx context.Context, method string, params json.RawMessage) bool {
+	switch method {
+	case "notifications/progress":
+		var p mcp.ProgressNotificationParams
+		if json.Unmarshal(params, &p) != nil {
+			return false
+		}
+		u.g.calls.progress(ctx, &p)
+		return true
+	case "notifications/message":
+		var p mcp.LoggingMessageParams
+		if json.Unmarshal(params, &p) != nil {
+			return false
+		}
+		u.g.calls.logMessage(ctx, u.cfg.Name, &p)
+		return true
+	}
+	return false
+}
+
+// signal sends on a channel of one unless a signal is already pending.
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
 	}
 }
 
@@ -372,14 +426,14 @@ func (u *Upstream) transport(ctx context.Context) (mcp.Transport, func(), error)
 		if err != nil {
 			return nil, nil, err
 		}
-		return captureTransport{t, u.capture}, cleanup, nil
+		return captureTransport{t, u.capture, u.relay, u.notify}, cleanup, nil
 	}
 	switch u.cfg.Type {
 	case config.HTTP, config.SSE:
 		client := &http.Client{Transport: &captureRoundTripper{base: http.DefaultTransport, headers: u.cfg.Headers, capture: u.capture}}
 		if u.cfg.Type == config.SSE {
 			client.Transport.(*captureRoundTripper).capture = nil
-			return captureTransport{&mcp.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: client}, u.capture}, func() {}, nil
+			return captureTransport{&mcp.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: client}, u.capture, u.relay, u.notify}, func() {}, nil
 		}
 		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: client, MaxRetries: -1}, func() {}, nil
 	}
@@ -400,7 +454,7 @@ func (u *Upstream) transport(ctx context.Context) (mcp.Transport, func(), error)
 	cmd.Stderr = u.stderr
 	ownProcessGroup(cmd)
 	cleanup := func() { killProcessGroup(cmd) }
-	return captureTransport{&mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, u.capture}, cleanup, nil
+	return captureTransport{&mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, u.capture, u.relay, u.notify}, cleanup, nil
 }
 
 // prefixWriter writes each line written to it to w with a prefix, so that the stderr of

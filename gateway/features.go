@@ -1,0 +1,428 @@
+package gateway
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/gateway/config"
+	"github.com/toolshed/toolshed/policy"
+)
+
+// Besides tools, the gateway carries the rest of what its upstreams offer: prompts
+// (listed like tools, under qualified names), resources and resource templates (by URI,
+// which is global; the first server to list a URI owns it), completions, resource
+// subscriptions, and log messages during calls.
+
+// features are an upstream's prompts, resources and resource templates.
+type features struct {
+	prompts   []*mcp.Prompt
+	resources []*mcp.Resource
+	templates []*mcp.ResourceTemplate
+}
+
+// listFeatures reads what the server offers besides tools. A server that lists nothing
+// of a kind, or fails to, simply offers none.
+func (u *Upstream) listFeatures(ctx context.Context, cs *mcp.ClientSession) features {
+	var f features
+	caps := cs.InitializeResult().Capabilities
+	if caps == nil {
+		return f
+	}
+	if caps.Prompts != nil {
+		for p, err := range cs.Prompts(ctx, nil) {
+			if err != nil {
+				u.g.logf("upstream %s: listing prompts: %v", u.cfg.Name, err)
+				break
+			}
+			f.prompts = append(f.prompts, p)
+		}
+	}
+	if caps.Resources != nil {
+		for r, err := range cs.Resources(ctx, nil) {
+			if err != nil {
+				u.g.logf("upstream %s: listing resources: %v", u.cfg.Name, err)
+				break
+			}
+			f.resources = append(f.resources, r)
+		}
+		for t, err := range cs.ResourceTemplates(ctx, nil) {
+			if err != nil {
+				u.g.logf("upstream %s: listing resource templates: %v", u.cfg.Name, err)
+				break
+			}
+			f.templates = append(f.templates, t)
+		}
+	}
+	if caps.Logging != nil {
+		// Ask for every message; each client gets what its own level lets through.
+		_ = cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"})
+	}
+	return f
+}
+
+// session returns the upstream's live session, or ErrUnavailable.
+func (u *Upstream) liveSession() (*mcp.ClientSession, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.session == nil {
+		return nil, fmt.Errorf("%w: %s is %s", ErrUnavailable, u.cfg.Name, u.status.State)
+	}
+	return u.session, nil
+}
+
+// withCallTimeout bounds a relayed request like a tool call.
+func (u *Upstream) withCallTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	timeout := u.cfg.CallTimeout
+	if timeout <= 0 {
+		timeout = config.DefaultCallTimeout
+	}
+	return context.WithTimeout(ctx, timeout)
+}
+
+// featureSet is what one profile lists besides tools.
+type featureSet struct {
+	prompts   map[string]promptExposure // listed name -> prompt
+	resources map[string]*Upstream      // URI -> owner
+	templates map[string]*Upstream      // URI template -> owner
+	defs      map[string]any            // listed name or URI -> definition, for diffing
+}
+
+type promptExposure struct {
+	up   *Upstream
+	real string
+	def  *mcp.Prompt
+}
+
+// features computes what a profile lists besides tools over a.
+func (a *assembly) featureSet(profile string, noPrefix bool) featureSet {
+	scope := a.g.cfg.Profiles[profile].Scope
+	fs := featureSet{prompts: map[string]promptExposure{}, resources: map[string]*Upstream{}, templates: map[string]*Upstream{}, defs: map[string]any{}}
+	count := map[string]int{}
+	for _, u := range a.g.upstreams {
+		for _, p := range a.features[u.cfg.Name].prompts {
+			count[p.Name]++
+		}
+	}
+	for _, u := range a.g.upstreams {
+		f, ok := a.features[u.cfg.Name]
+		if !ok || !serverInScope(scope, u.cfg.Name) && len(f.prompts) == 0 {
+			continue
+		}
+		for _, p := range f.prompts {
+			qualified := catalog.Qualify(u.cfg.Name, p.Name)
+			if !serverInScope(scope, u.cfg.Name) && !matchAny(scope.Tools, qualified) {
+				continue
+			}
+			name := qualified
+			if noPrefix && count[p.Name] == 1 {
+				name = p.Name
+			}
+			def := *p
+			def.Name = name
+			fs.prompts[name] = promptExposure{up: u, real: p.Name, def: &def}
+			fs.defs["prompt:"+name] = &def
+		}
+		if !serverInScope(scope, u.cfg.Name) {
+			continue
+		}
+		for _, r := range f.resources {
+			if _, taken := fs.resources[r.URI]; !taken {
+				fs.resources[r.URI] = u
+				fs.defs["resource:"+r.URI] = r
+			}
+		}
+		for _, t := range f.templates {
+			if _, taken := fs.templates[t.URITemplate]; !taken {
+				fs.templates[t.URITemplate] = u
+				fs.defs["template:"+t.URITemplate] = t
+			}
+		}
+	}
+	return fs
+}
+
+// serverInScope reports whether a scope grants a whole server.
+func serverInScope(s policy.Scope, server string) bool {
+	if s.IsZero() {
+		return true
+	}
+	for _, p := range s.Servers {
+		if ok, _ := path.Match(p, server); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// syncFeatures makes the profile's server list a's prompts, resources and templates.
+func (ps *profileServer) syncFeatures(a *assembly) {
+	fs := a.featureSet(ps.profile, ps.g.opts.NoPrefix)
+	ps.features = fs
+	keys := map[string]string{}
+	for k, def := range fs.defs {
+		b, _ := json.Marshal(def)
+		sum := sha256.Sum256(b)
+		keys[k] = string(sum[:])
+	}
+	var gonePrompts, goneResources, goneTemplates []string
+	for k := range ps.featureKeys {
+		if _, ok := keys[k]; ok {
+			continue
+		}
+		kind, name, _ := strings.Cut(k, ":")
+		switch kind {
+		case "prompt":
+			gonePrompts = append(gonePrompts, name)
+		case "resource":
+			goneResources = append(goneResources, name)
+		case "template":
+			goneTemplates = append(goneTemplates, name)
+		}
+		delete(ps.featureKeys, k)
+	}
+	if len(gonePrompts) > 0 {
+		ps.server.RemovePrompts(gonePrompts...)
+	}
+	if len(goneResources) > 0 {
+		ps.server.RemoveResources(goneResources...)
+	}
+	if len(goneTemplates) > 0 {
+		ps.server.RemoveResourceTemplates(goneTemplates...)
+	}
+	sorted := make([]string, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	for _, k := range sorted {
+		if ps.featureKeys[k] == keys[k] {
+			continue
+		}
+		kind, name, _ := strings.Cut(k, ":")
+		err := func() (err error) {
+			defer func() {
+				if r := recover(); r != nil {
+					err = fmt.Errorf("%v", r)
+				}
+			}()
+			switch kind {
+			case "prompt":
+				ps.server.AddPrompt(fs.prompts[name].def, ps.getPrompt(name))
+			case "resource":
+				r := *fs.defs[k].(*mcp.Resource)
+				ps.server.AddResource(&r, ps.readResource(fs.resources[name]))
+			case "template":
+				t := *fs.defs[k].(*mcp.ResourceTemplate)
+				ps.server.AddResourceTemplate(&t, ps.readResource(fs.templates[name]))
+			}
+			return nil
+		}()
+		if err != nil {
+			ps.g.logf("cannot list %s %s: %v", kind, name, err)
+			continue
+		}
+		ps.featureKeys[k] = keys[k]
+	}
+}
+
+// getPrompt forwards prompts/get to the prompt's server, under its real name.
+func (ps *profileServer) getPrompt(name string) mcp.PromptHandler {
+	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		ps.g.serversMu.Lock()
+		p, ok := ps.features.prompts[name]
+		ps.g.serversMu.Unlock()
+		if !ok {
+			return nil, fmt.Errorf("prompt %q is not available any more", name)
+		}
+		cs, err := p.up.liveSession()
+		if err != nil {
+			return nil, err
+		}
+		ctx, cancel := p.up.withCallTimeout(ctx)
+		defer cancel()
+		return cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: p.real, Arguments: req.Params.Arguments, Meta: req.Params.Meta})
+	}
+}
+
+// readResource forwards resources/read to the server that listed the resource or
+// template.
+func (ps *profileServer) readResource(u *Upstream) mcp.ResourceHandler {
+	return func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		cs, err := u.liveSession()
+		if err != nil {
+			return nil, err
+		}
+		ctx, cancel := u.withCallTimeout(ctx)
+		defer cancel()
+		return cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: req.Params.URI, Meta: req.Params.Meta})
+	}
+}
+
+// owner returns the upstream that serves a resource URI: the one that listed it, else
+// one whose template matches it.
+func (ps *profileServer) owner(uri string) *Upstream {
+	ps.g.serversMu.Lock()
+	defer ps.g.serversMu.Unlock()
+	if u, ok := ps.features.resources[uri]; ok {
+		return u
+	}
+	for tmpl, u := range ps.features.templates {
+		if templateMatches(tmpl, uri) {
+			return u
+		}
+	}
+	return nil
+}
+
+// templateMatches reports whether uri could come from an RFC 6570 template: the literal
+// parts around the expressions must match.
+func templateMatches(tmpl, uri string) bool {
+	var parts []string
+	rest := tmpl
+	for {
+		i := strings.IndexByte(rest, '{')
+		if i < 0 {
+			parts = append(parts, rest)
+			break
+		}
+		parts = append(parts, rest[:i])
+		j := strings.IndexByte(rest[i:], '}')
+		if j < 0 {
+			return false
+		}
+		rest = rest[i+j+1:]
+	}
+	if !strings.HasPrefix(uri, parts[0]) {
+		return false
+	}
+	uri = uri[len(parts[0]):]
+	for _, p := range parts[1:] {
+		if p == "" {
+			continue
+		}
+		i := strings.Index(uri, p)
+		if i < 0 {
+			return false
+		}
+		uri = uri[i+len(p):]
+	}
+	return parts[len(parts)-1] == "" || uri == ""
+}
+
+// subscribe forwards resources/subscribe to the resource's server, once per URI however
+// many sessions subscribe.
+func (ps *profileServer) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
+	u := ps.owner(req.Params.URI)
+	if u == nil {
+		return fmt.Errorf("no server offers resource %q", req.Params.URI)
+	}
+	cs, err := u.liveSession()
+	if err != nil {
+		return err
+	}
+	ps.g.subsMu.Lock()
+	ps.g.subs[req.Params.URI]++
+	first := ps.g.subs[req.Params.URI] == 1
+	ps.g.subsMu.Unlock()
+	if first {
+		return cs.Subscribe(ctx, &mcp.SubscribeParams{URI: req.Params.URI})
+	}
+	return nil
+}
+
+func (ps *profileServer) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
+	ps.g.subsMu.Lock()
+	n := ps.g.subs[req.Params.URI] - 1
+	if n <= 0 {
+		delete(ps.g.subs, req.Params.URI)
+	} else {
+		ps.g.subs[req.Params.URI] = n
+	}
+	ps.g.subsMu.Unlock()
+	if n > 0 {
+		return nil
+	}
+	u := ps.owner(req.Params.URI)
+	if u == nil {
+		return nil
+	}
+	cs, err := u.liveSession()
+	if err != nil {
+		return nil // the server is gone, and its subscription with it
+	}
+	return cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: req.Params.URI})
+}
+
+// complete forwards completion/complete to the server of the prompt or resource
+// template it refers to.
+func (ps *profileServer) complete(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	params := *req.Params
+	ref := *params.Ref
+	var u *Upstream
+	switch ref.Type {
+	case "ref/prompt":
+		ps.g.serversMu.Lock()
+		p, ok := ps.features.prompts[ref.Name]
+		ps.g.serversMu.Unlock()
+		if ok {
+			u, ref.Name = p.up, p.real
+		}
+	case "ref/resource":
+		u = ps.owner(ref.URI)
+		if u == nil {
+			ps.g.serversMu.Lock()
+			u = ps.features.templates[ref.URI]
+			ps.g.serversMu.Unlock()
+		}
+	}
+	if u == nil {
+		return nil, fmt.Errorf("nothing offers completions for %s %q", ref.Type, ref.Name+ref.URI)
+	}
+	cs, err := u.liveSession()
+	if err != nil {
+		return nil, err
+	}
+	params.Ref = &ref
+	ctx, cancel := u.withCallTimeout(ctx)
+	defer cancel()
+	return cs.Complete(ctx, &params)
+}
+
+// resourceUpdated relays an upstream's notifications/resources/updated to every session
+// subscribed to the resource.
+func (g *Gateway) resourceUpdated(ctx context.Context, p *mcp.ResourceUpdatedNotificationParams) {
+	g.serversMu.Lock()
+	servers := make([]*mcp.Server, 0, len(g.servers))
+	for _, ps := range g.servers {
+		servers = append(servers, ps.server)
+	}
+	g.serversMu.Unlock()
+	for _, s := range servers {
+		_ = s.ResourceUpdated(ctx, p)
+	}
+}
+
+// logMessage relays an upstream's log message to the client whose call is running on
+// that server, or to toolshed's log when no call is.
+func (r *callRegistry) logMessage(ctx context.Context, server string, p *mcp.LoggingMessageParams) {
+	r.mu.Lock()
+	calls := r.inflight[server]
+	var c *call
+	if len(calls) > 0 {
+		c = calls[len(calls)-1]
+	}
+	r.mu.Unlock()
+	if c != nil && c.session.Log(c.context(), p) == nil {
+		return
+	}
+	data, _ := json.Marshal(p.Data)
+	r.g.logf("upstream %s: %s: %s", server, p.Level, data)
+}
