@@ -51,7 +51,10 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		profile, _ := r.Context().Value(profileKey{}).(string)
 		return g.mcpServerFor(profile)
-	}, &mcp.StreamableHTTPOptions{Logger: g.slogger(), MaxRequestBodyBytes: maxBody})
+	}, &mcp.StreamableHTTPOptions{Logger: g.slogger(), MaxRequestBodyBytes: maxBody,
+		// Resumable streams: a client that loses an SSE stream mid-call reconnects with
+		// Last-Event-ID and gets what it missed (bounded to 10 MiB).
+		EventStore: mcp.NewMemoryEventStore(nil)})
 
 	protect := http.NewCrossOriginProtection()
 	for _, o := range opts.AllowOrigins {

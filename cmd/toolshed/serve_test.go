@@ -1,0 +1,257 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolshed/toolshed/internal/testupstream"
+)
+
+// These tests run the toolshed binary as a user would, against real upstreams (the npm
+// reference servers and the go-sdk conformance server), driven by real clients (the MCP
+// Inspector CLI and the MCP conformance suite).
+
+var (
+	binaryOnce sync.Once
+	binaryPath string
+	binaryErr  error
+)
+
+// toolshedBinary builds cmd/toolshed once per test run.
+func toolshedBinary(t *testing.T) string {
+	t.Helper()
+	binaryOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "toolshed-bin-")
+		if err != nil {
+			binaryErr = err
+			return
+		}
+		binaryPath = filepath.Join(dir, "toolshed")
+		out, err := exec.Command("go", "build", "-o", binaryPath, ".").CombinedOutput()
+		if err != nil {
+			binaryErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binaryErr != nil {
+		t.Fatal(binaryErr)
+	}
+	return binaryPath
+}
+
+// writeConfig writes an mcpServers config of the given stdio servers.
+func writeConfig(t *testing.T, servers map[string][]string) string {
+	t.Helper()
+	cfg := map[string]any{}
+	for name, argv := range servers {
+		cfg[name] = map[string]any{"command": argv[0], "args": argv[1:]}
+	}
+	b, _ := json.Marshal(map[string]any{"mcpServers": cfg})
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func argv(cmd string, args []string) []string { return append([]string{cmd}, args...) }
+
+// inspect runs the Inspector against target and decodes its JSON result.
+func inspect(t *testing.T, target []string, options ...string) (map[string]any, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	stdout, stderr, code, err := testupstream.Inspector(t, ctx, target, append(options, "--format", "json")...)
+	if err != nil {
+		t.Fatalf("inspector: %v\nstderr: %s", err, stderr)
+	}
+	var out struct {
+		Result map[string]any `json:"result"`
+	}
+	if err := json.Unmarshal(stdout, &out); err != nil || out.Result == nil {
+		t.Fatalf("inspector %v (exit %d) printed no result: %s\nstderr: %s", options, code, stdout, stderr)
+	}
+	return out.Result, code
+}
+
+// toolText returns the text of a tools/call result.
+func toolText(res map[string]any) string {
+	var parts []string
+	content, _ := res["content"].([]any)
+	for _, c := range content {
+		if m, ok := c.(map[string]any); ok && m["type"] == "text" {
+			parts = append(parts, m["text"].(string))
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func toolSchema(t *testing.T, list map[string]any, name string) any {
+	t.Helper()
+	tools, _ := list["tools"].([]any)
+	for _, x := range tools {
+		if m := x.(map[string]any); m["name"] == name {
+			return m["inputSchema"]
+		}
+	}
+	t.Fatalf("no tool %s in %v", name, list)
+	return nil
+}
+
+// checkBridge drives toolshed in front of the npm everything and memory servers, as the
+// target (a command line for stdio, or a URL): tools/list shows the bridge,
+// tool_search finds an upstream tool, tool_describe gives its schema unchanged, and
+// tool_call gives the upstream's own result.
+func checkBridge(t *testing.T, target []string, everything []string) {
+	list, _ := inspect(t, target, "--method", "tools/list")
+	var names []string
+	for _, x := range list["tools"].([]any) {
+		names = append(names, x.(map[string]any)["name"].(string))
+	}
+	if !reflect.DeepEqual(names, []string{"tool_call", "tool_describe", "tool_search"}) {
+		t.Errorf("tools/list through toolshed = %v, want the bridge", names)
+	}
+
+	res, _ := inspect(t, target, "--method", "tools/call", "--tool-name", "tool_search", "--tool-arg", "query=echo back the input message")
+	var found struct {
+		Matches []struct{ Name string }
+	}
+	if err := json.Unmarshal([]byte(toolText(res)), &found); err != nil || len(found.Matches) == 0 || found.Matches[0].Name != "everything__echo" {
+		t.Errorf("tool_search = %s", toolText(res))
+	}
+
+	direct, _ := inspect(t, everything, "--method", "tools/list")
+	res, _ = inspect(t, target, "--method", "tools/call", "--tool-name", "tool_describe", "--tool-arg", "name=everything__echo")
+	var desc struct {
+		InputSchema any `json:"inputSchema"`
+	}
+	json.Unmarshal([]byte(toolText(res)), &desc)
+	if want := toolSchema(t, direct, "echo"); !reflect.DeepEqual(desc.InputSchema, want) {
+		t.Errorf("tool_describe schema %v, the server lists %v", desc.InputSchema, want)
+	}
+
+	want, _ := inspect(t, everything, "--method", "tools/call", "--tool-name", "echo", "--tool-arg", "message=hello from the test")
+	got, _ := inspect(t, target, "--method", "tools/call", "--tool-name", "tool_call", "--tool-arg", `name=everything__echo`, `arguments={"message": "hello from the test"}`)
+	if toolText(got) == "" || !reflect.DeepEqual(got["content"], want["content"]) {
+		t.Errorf("tool_call result %v, direct result %v", got, want)
+	}
+
+	// The memory server, written and read back through tool_call.
+	res, code := inspect(t, target, "--method", "tools/call", "--tool-name", "tool_call", "--tool-arg", "name=memory__create_entities",
+		`arguments={"entities": [{"name": "toolshed", "entityType": "project", "observations": ["searches tools"]}]}`)
+	if code != 0 {
+		t.Fatalf("create_entities through tool_call exited %d: %v", code, res)
+	}
+	res, _ = inspect(t, target, "--method", "tools/call", "--tool-name", "tool_call", "--tool-arg", "name=memory__read_graph", "arguments={}")
+	if !strings.Contains(toolText(res), "searches tools") {
+		t.Errorf("read_graph = %s", toolText(res))
+	}
+	// A call of an unknown tool is an error result (exit 5), not a crash.
+	if _, code := inspect(t, target, "--method", "tools/call", "--tool-name", "tool_call", "--tool-arg", "name=memory__no_such_tool", "arguments={}"); code != 5 {
+		t.Errorf("unknown tool: exit %d, want 5 (an isError result)", code)
+	}
+}
+
+func TestServeInspectorStdio(t *testing.T) {
+	bin := toolshedBinary(t)
+	ecmd, eargs := testupstream.Everything(t)
+	mcmd, margs := testupstream.Memory(t)
+	cfg := writeConfig(t, map[string][]string{"everything": argv(ecmd, eargs), "memory": argv(mcmd, margs)})
+	checkBridge(t, []string{bin, "serve", "--config", cfg, "--tool-search", "on"}, argv(ecmd, eargs))
+}
+
+func TestServeInspectorHTTP(t *testing.T) {
+	bin := toolshedBinary(t)
+	ecmd, eargs := testupstream.Everything(t)
+	mcmd, margs := testupstream.Memory(t)
+	cfg := writeConfig(t, map[string][]string{"everything": argv(ecmd, eargs), "memory": argv(mcmd, margs)})
+	url := startServe(t, bin, "--config", cfg, "--tool-search", "on")
+	checkBridge(t, []string{url}, argv(ecmd, eargs))
+}
+
+// startServe runs toolshed serve --http on a free port until the test ends and returns
+// its MCP endpoint once every upstream is up.
+func startServe(t *testing.T, bin string, args ...string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd := exec.Command(bin, append([]string{"serve", "--http", addr}, args...)...)
+	var stderr syncWriter
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			t.Errorf("toolshed serve did not stop within 10s of SIGINT")
+		}
+		if t.Failed() {
+			t.Logf("toolshed serve stderr:\n%s", stderr.String())
+		}
+	})
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(stderr.String(), "servers up") || strings.Count(stderr.String(), "ready") < strings.Count(strings.Join(args, " "), "command") {
+		if time.Now().After(deadline) {
+			t.Fatalf("toolshed serve did not come up:\n%s", stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return "http://" + addr + "/mcp"
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// The conformance suite passes against toolshed in off mode in front of the go-sdk
+// everything-server; scenarios that cannot pass are in testdata/conformance-baseline.yml.
+func TestServeConformance(t *testing.T) {
+	bin := toolshedBinary(t)
+	cfg := writeConfig(t, map[string][]string{"everything": {testupstream.ConformanceServer(t)}})
+	url := startServe(t, bin, "--config", cfg, "--tool-search", "off", "--no-prefix")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	baseline, _ := filepath.Abs("testdata/conformance-baseline.yml")
+	out, code, err := testupstream.ConformanceSuite(t, ctx, url, "--suite", "all", "--expected-failures", baseline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	passed, failed := testupstream.ParseConformance(out)
+	t.Logf("conformance: %d scenarios passed, failed: %v", len(passed), failed)
+	if code != 0 || len(passed) < 30 {
+		t.Errorf("conformance suite exited %d with %d scenarios passed, failed %v:\n%s", code, len(passed), failed, out)
+	}
+}
