@@ -93,6 +93,9 @@ type callSpec struct {
 	tool    *catalog.Tool
 	args    json.RawMessage
 	via     string // "direct" or "tool_call"
+	// checked reports that args were already decoded and validated (tool_call does it
+	// while resolving the tool).
+	checked bool
 }
 
 // run calls a real tool for a client: hooks, argument validation, approval, then the
@@ -116,11 +119,13 @@ func (r *callRegistry) run(ctx context.Context, spec callSpec) (*mcp.CallToolRes
 	if why := r.g.hooks.denied(spec.tool); why != "" {
 		return finish(errorResult(PermissionDenied, "calling %s is not allowed here (%s); use another tool or ask the operator", spec.tool.Qualified, why), "denied")
 	}
-	args, err := bridge.CheckArguments(spec.tool, spec.args)
-	if err != nil {
-		return finish(errorResult(search.InvalidToolInput, "%v", err), "invalid_arguments")
+	if !spec.checked {
+		args, err := bridge.CheckArguments(spec.tool, spec.args)
+		if err != nil {
+			return finish(errorResult(search.InvalidToolInput, "%v", err), "invalid_arguments")
+		}
+		spec.args = args
 	}
-	spec.args = args
 	if r.g.hooks.needsApproval(spec.tool) {
 		res, approved := r.approval(spec)
 		if !approved {

@@ -8,6 +8,8 @@ import (
 	"path"
 	"sort"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -92,7 +94,7 @@ type featureSet struct {
 	prompts   map[string]promptExposure // listed name -> prompt
 	resources map[string]*Upstream      // URI -> owner
 	templates map[string]*Upstream      // URI template -> owner
-	defs      map[string]any            // listed name or URI -> definition, for diffing
+	defs      map[string]featureDef     // "prompt:NAME", "resource:URI", "template:URI" -> definition
 }
 
 type promptExposure struct {
@@ -104,49 +106,58 @@ type promptExposure struct {
 // features computes what a profile lists besides tools over a.
 func (a *assembly) featureSet(profile string, noPrefix bool) featureSet {
 	scope := a.g.cfg.Profiles[profile].Scope
-	fs := featureSet{prompts: map[string]promptExposure{}, resources: map[string]*Upstream{}, templates: map[string]*Upstream{}, defs: map[string]any{}}
+	fs := featureSet{prompts: map[string]promptExposure{}, resources: map[string]*Upstream{}, templates: map[string]*Upstream{}, defs: map[string]featureDef{}}
+	// The prompts the profile sees, with how many servers share each name among them.
+	type visible struct {
+		up *Upstream
+		p  *mcp.Prompt
+	}
+	var prompts []visible
 	count := map[string]int{}
 	for _, u := range a.g.upstreams {
 		for _, p := range a.features[u.cfg.Name].prompts {
-			count[p.Name]++
+			if serverInScope(scope, u.cfg.Name) || matchAny(scope.Tools, catalog.Qualify(u.cfg.Name, p.Name)) {
+				prompts = append(prompts, visible{u, p})
+				count[p.Name]++
+			}
 		}
+	}
+	for _, v := range prompts {
+		name := catalog.Qualify(v.up.cfg.Name, v.p.Name)
+		if noPrefix && count[v.p.Name] == 1 {
+			name = v.p.Name
+		}
+		def := *v.p
+		def.Name = name
+		fs.prompts[name] = promptExposure{up: v.up, real: v.p.Name, def: &def}
+		fs.defs["prompt:"+name] = featureDef{&def, v.up.cfg.Name}
 	}
 	for _, u := range a.g.upstreams {
 		f, ok := a.features[u.cfg.Name]
-		if !ok || !serverInScope(scope, u.cfg.Name) && len(f.prompts) == 0 {
-			continue
-		}
-		for _, p := range f.prompts {
-			qualified := catalog.Qualify(u.cfg.Name, p.Name)
-			if !serverInScope(scope, u.cfg.Name) && !matchAny(scope.Tools, qualified) {
-				continue
-			}
-			name := qualified
-			if noPrefix && count[p.Name] == 1 {
-				name = p.Name
-			}
-			def := *p
-			def.Name = name
-			fs.prompts[name] = promptExposure{up: u, real: p.Name, def: &def}
-			fs.defs["prompt:"+name] = &def
-		}
-		if !serverInScope(scope, u.cfg.Name) {
+		if !ok || !serverInScope(scope, u.cfg.Name) {
 			continue
 		}
 		for _, r := range f.resources {
 			if _, taken := fs.resources[r.URI]; !taken {
 				fs.resources[r.URI] = u
-				fs.defs["resource:"+r.URI] = r
+				fs.defs["resource:"+r.URI] = featureDef{r, u.cfg.Name}
 			}
 		}
 		for _, t := range f.templates {
 			if _, taken := fs.templates[t.URITemplate]; !taken {
 				fs.templates[t.URITemplate] = u
-				fs.defs["template:"+t.URITemplate] = t
+				fs.defs["template:"+t.URITemplate] = featureDef{t, u.cfg.Name}
 			}
 		}
 	}
 	return fs
+}
+
+// featureDef is a listed prompt, resource or template and the server that owns it: a
+// change of either re-registers it, so calls go to the new owner.
+type featureDef struct {
+	def   any
+	owner string
 }
 
 // serverInScope reports whether a scope grants a whole server.
@@ -167,9 +178,9 @@ func (ps *profileServer) syncFeatures(a *assembly) {
 	fs := a.featureSet(ps.profile, ps.g.opts.NoPrefix)
 	ps.features = fs
 	keys := map[string]string{}
-	for k, def := range fs.defs {
-		b, _ := json.Marshal(def)
-		sum := sha256.Sum256(b)
+	for k, fd := range fs.defs {
+		b, _ := json.Marshal(fd.def)
+		sum := sha256.Sum256(append(b, "\x00"+fd.owner...))
 		keys[k] = string(sum[:])
 	}
 	var gonePrompts, goneResources, goneTemplates []string
@@ -217,10 +228,10 @@ func (ps *profileServer) syncFeatures(a *assembly) {
 			case "prompt":
 				ps.server.AddPrompt(fs.prompts[name].def, ps.getPrompt(name))
 			case "resource":
-				r := *fs.defs[k].(*mcp.Resource)
+				r := *fs.defs[k].def.(*mcp.Resource)
 				ps.server.AddResource(&r, ps.readResource(fs.resources[name]))
 			case "template":
-				t := *fs.defs[k].(*mcp.ResourceTemplate)
+				t := *fs.defs[k].def.(*mcp.ResourceTemplate)
 				ps.server.AddResourceTemplate(&t, ps.readResource(fs.templates[name]))
 			}
 			return nil
@@ -318,47 +329,157 @@ func templateMatches(tmpl, uri string) bool {
 }
 
 // subscribe forwards resources/subscribe to the resource's server, once per URI however
-// many sessions subscribe.
+// many sessions subscribe (see subscriptions).
 func (ps *profileServer) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
-	u := ps.owner(req.Params.URI)
+	uri := req.Params.URI
+	u := ps.owner(uri)
 	if u == nil {
-		return fmt.Errorf("no server offers resource %q", req.Params.URI)
+		return fmt.Errorf("no server offers resource %q", uri)
 	}
 	cs, err := u.liveSession()
 	if err != nil {
 		return err
 	}
-	ps.g.subsMu.Lock()
-	ps.g.subs[req.Params.URI]++
-	first := ps.g.subs[req.Params.URI] == 1
-	ps.g.subsMu.Unlock()
-	if first {
-		return cs.Subscribe(ctx, &mcp.SubscribeParams{URI: req.Params.URI})
+	if first := ps.g.subs.add(uri, req.Session, ps); first {
+		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+			ps.g.subs.remove(uri, req.Session)
+			return err
+		}
 	}
 	return nil
 }
 
 func (ps *profileServer) unsubscribe(ctx context.Context, req *mcp.UnsubscribeRequest) error {
-	ps.g.subsMu.Lock()
-	n := ps.g.subs[req.Params.URI] - 1
-	if n <= 0 {
-		delete(ps.g.subs, req.Params.URI)
-	} else {
-		ps.g.subs[req.Params.URI] = n
+	if last := ps.g.subs.remove(req.Params.URI, req.Session); last {
+		ps.unsubscribeUpstream(ctx, req.Params.URI)
 	}
-	ps.g.subsMu.Unlock()
-	if n > 0 {
-		return nil
-	}
-	u := ps.owner(req.Params.URI)
+	return nil
+}
+
+// unsubscribeUpstream ends toolshed's own subscription to uri. It runs on a context of its
+// own: the client's may already be cancelled (the SDK unsubscribes when a listen ends).
+func (ps *profileServer) unsubscribeUpstream(ctx context.Context, uri string) {
+	u := ps.owner(uri)
 	if u == nil {
-		return nil
+		return
 	}
 	cs, err := u.liveSession()
 	if err != nil {
-		return nil // the server is gone, and its subscription with it
+		return // the server is gone, and its subscription with it
 	}
-	return cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: req.Params.URI})
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
+		ps.g.logf("upstream %s: unsubscribing from %s: %v", u.cfg.Name, uri, err)
+	}
+}
+
+// subscriptions tracks which client sessions subscribe to which resources, so that
+// toolshed holds one upstream subscription per URI while any session wants it,
+// subscribes again when a server restarts, and drops the subscriptions of sessions that
+// went away without unsubscribing.
+type subscriptions struct {
+	mu sync.Mutex
+	by map[string]map[*mcp.ServerSession]*profileServer // URI -> subscribed sessions
+}
+
+// any reports whether any session subscribes to anything.
+func (s *subscriptions) any() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.by) > 0
+}
+
+// add records a subscription and reports whether it is the URI's first.
+func (s *subscriptions) add(uri string, ss *mcp.ServerSession, ps *profileServer) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.by == nil {
+		s.by = map[string]map[*mcp.ServerSession]*profileServer{}
+	}
+	set := s.by[uri]
+	if set == nil {
+		set = map[*mcp.ServerSession]*profileServer{}
+		s.by[uri] = set
+	}
+	set[ss] = ps
+	return len(set) == 1
+}
+
+// remove drops a subscription and reports whether it was the URI's last.
+func (s *subscriptions) remove(uri string, ss *mcp.ServerSession) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	set, ok := s.by[uri]
+	if !ok {
+		return false
+	}
+	if _, had := set[ss]; !had {
+		return false
+	}
+	delete(set, ss)
+	if len(set) == 0 {
+		delete(s.by, uri)
+		return true
+	}
+	return false
+}
+
+// resubscribe subscribes again, on a server that just (re)started, to the resources it
+// owns that sessions are subscribed to.
+func (g *Gateway) resubscribe(ctx context.Context, u *Upstream, cs *mcp.ClientSession) {
+	g.subs.mu.Lock()
+	var uris []string
+	for uri, set := range g.subs.by {
+		for _, ps := range set {
+			if ps.owner(uri) == u {
+				uris = append(uris, uri)
+			}
+			break
+		}
+	}
+	g.subs.mu.Unlock()
+	for _, uri := range uris {
+		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+			g.logf("upstream %s: subscribing again to %s: %v", u.cfg.Name, uri, err)
+		}
+	}
+}
+
+// sweepSubscriptions forgets the subscriptions of sessions that are gone and ends the
+// upstream subscriptions no session wants any more.
+func (g *Gateway) sweepSubscriptions(ctx context.Context) {
+	live := map[*mcp.ServerSession]bool{}
+	g.serversMu.Lock()
+	for _, ps := range g.servers {
+		for ss := range ps.server.Sessions() {
+			live[ss] = true
+		}
+	}
+	g.serversMu.Unlock()
+	type orphan struct {
+		uri string
+		ps  *profileServer
+	}
+	var orphans []orphan
+	g.subs.mu.Lock()
+	for uri, set := range g.subs.by {
+		var any *profileServer
+		for ss, ps := range set {
+			any = ps
+			if !live[ss] {
+				delete(set, ss)
+			}
+		}
+		if len(set) == 0 {
+			delete(g.subs.by, uri)
+			orphans = append(orphans, orphan{uri, any})
+		}
+	}
+	g.subs.mu.Unlock()
+	for _, o := range orphans {
+		o.ps.unsubscribeUpstream(ctx, o.uri)
+	}
 }
 
 // complete forwards completion/complete to the server of the prompt or resource

@@ -81,8 +81,7 @@ type Gateway struct {
 	changes   chan struct{} // an upstream changed: reassemble
 	listeners []func(Event)
 
-	subsMu sync.Mutex
-	subs   map[string]int // resource URI -> sessions subscribed to it upstream
+	subs subscriptions
 }
 
 // Event reports a change the serve command shows on stderr.
@@ -106,7 +105,7 @@ type Summary struct {
 
 // New prepares a gateway; Run starts it.
 func New(cfg *config.Config, opts Options) (*Gateway, error) {
-	g := &Gateway{cfg: cfg, opts: opts, byName: map[string]*Upstream{}, servers: map[string]*profileServer{}, changes: make(chan struct{}, 1), subs: map[string]int{}}
+	g := &Gateway{cfg: cfg, opts: opts, byName: map[string]*Upstream{}, servers: map[string]*profileServer{}, changes: make(chan struct{}, 1)}
 	g.calls = newCallRegistry(g)
 	h, err := newHooks(cfg.Hooks, g.logOut())
 	if err != nil {
@@ -217,12 +216,16 @@ func (g *Gateway) upstreamChanged(u *Upstream) {
 }
 
 func (g *Gateway) reassembleLoop(ctx context.Context) {
+	sweep := time.NewTicker(30 * time.Second)
+	defer sweep.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-g.changes:
 			g.reassemble()
+		case <-sweep.C:
+			g.sweepSubscriptions(ctx)
 		}
 	}
 }

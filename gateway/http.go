@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -87,12 +88,6 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 	})
 	serveMCP := func(w http.ResponseWriter, r *http.Request) {
 		pathProfile := r.PathValue("profile")
-		if pathProfile != "" {
-			if _, ok := g.cfg.Profiles[pathProfile]; !ok || !profileName.MatchString(pathProfile) {
-				httpError(w, http.StatusNotFound, "no profile named %q; the profiles are %s", pathProfile, strings.Join(g.Profiles(), ", "))
-				return
-			}
-		}
 		profile := pathProfile
 		if authRequired {
 			tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -121,6 +116,14 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 				profile = p
 			}
 		}
+		// Checked after authentication, so that only an authorized client learns which
+		// profiles exist.
+		if pathProfile != "" {
+			if _, ok := g.cfg.Profiles[pathProfile]; !ok || !profileName.MatchString(pathProfile) {
+				httpError(w, http.StatusNotFound, "no profile named %q; the profiles are %s", pathProfile, strings.Join(g.Profiles(), ", "))
+				return
+			}
+		}
 		ctx := context.WithValue(r.Context(), profileKey{}, profile)
 		mcpHandler.ServeHTTP(w, r.WithContext(ctx))
 	}
@@ -138,12 +141,20 @@ func httpError(w http.ResponseWriter, code int, format string, args ...any) {
 // ListenAddr turns the --http value into an address to listen on: a bare port or
 // ":port" binds 127.0.0.1 only; a host must be given to listen elsewhere.
 func ListenAddr(v string) (string, error) {
-	if !strings.Contains(v, ":") {
-		v = ":" + v
+	bad := func(why string) (string, error) {
+		return "", fmt.Errorf("--http %q: %s; give a port (8080), a host and port (127.0.0.1:8080), or 0.0.0.0:8080 to listen on every interface", v, why)
 	}
-	host, port, err := net.SplitHostPort(v)
+	addr := v
+	if !strings.Contains(addr, ":") {
+		addr = ":" + addr
+	}
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return "", fmt.Errorf("--http %q: %v; give a port (8080), a host and port (127.0.0.1:8080), or 0.0.0.0:8080 to listen on every interface", v, err)
+		return bad(err.Error())
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 || port == "" {
+		return bad(fmt.Sprintf("the port %q is not a number from 0 to 65535", port))
 	}
 	if host == "" {
 		host = "127.0.0.1"

@@ -243,6 +243,6 @@ func (ps *profileServer) bridged(name string) mcp.ToolHandler {
 		if t == nil {
 			return fromBridge(res), nil
 		}
-		return ps.g.calls.run(ctx, callSpec{req: req, profile: ps.profile, tool: t, args: args, via: "tool_call"})
+		return ps.g.calls.run(ctx, callSpec{req: req, profile: ps.profile, tool: t, args: args, via: "tool_call", checked: true})
 	}
 }

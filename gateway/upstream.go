@@ -202,6 +202,10 @@ func (u *Upstream) connectAndServe(ctx context.Context) error {
 	u.status.Tokens = u.tokens(tools)
 	u.mu.Unlock()
 	u.setState(Ready, nil)
+	if u.g.subs.any() {
+		u.g.reassemble() // so that resubscribe sees this server as the owner again
+		u.g.resubscribe(connectCtx, u, cs)
+	}
 
 	done := make(chan error, 1)
 	go func() { done <- cs.Wait() }()

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -47,8 +49,12 @@ func upstreamCommand(mode string) (string, []string, map[string]string) {
 //	hang     never answers initialize
 //	garbage  writes lines that are not JSON-RPC
 //	many:N   N tools named tool_00001...
+//	features[:ID]  prompts, resources, a resource template, completions and
+//	         subscriptions, all marked with ID (see serveFeatures)
 func serveTestUpstream(mode string) int {
 	switch {
+	case mode == "features" || strings.HasPrefix(mode, "features:"):
+		return serveFeatures(strings.TrimPrefix(strings.TrimPrefix(mode, "features"), ":"))
 	case mode == "exit":
 		fmt.Fprintln(os.Stderr, "test upstream: refusing to start (exit mode)")
 		return 3
@@ -186,3 +192,140 @@ func addBasicTools(server *mcp.Server) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// serveFeatures runs the features behaviour: a server whose prompts, resources and
+// answers all carry its id, so that tests can tell which server answered.
+//
+//	prompts    greet (arguments name, required, and style), shared by every
+//	           features server; about_ID, without arguments
+//	resources  feat://ID/readme (text), feat://ID/logo (blob), feat://shared/info
+//	           (listed by every features server, with the same definition)
+//	template   feat://ID/items/{item}
+//	complete   greet's name among Ada, Alan, Grace; the template's item among apple,
+//	           apricot, banana; each value suffixed with @ID
+//	tools      touch (sends notifications/resources/updated for uri), subscriptions
+//	           (the URIs subscribed to, comma-separated), add_prompt (adds a prompt
+//	           named name), crash (exits mid-call)
+func serveFeatures(id string) int {
+	if id == "" {
+		id = "features"
+	}
+	var mu sync.Mutex
+	subs := map[string]bool{}
+	server := mcp.NewServer(&mcp.Implementation{Name: "test-features-" + id, Version: "1"}, &mcp.ServerOptions{
+		SubscribeHandler: func(_ context.Context, req *mcp.SubscribeRequest) error {
+			mu.Lock()
+			defer mu.Unlock()
+			subs[req.Params.URI] = true
+			return nil
+		},
+		UnsubscribeHandler: func(_ context.Context, req *mcp.UnsubscribeRequest) error {
+			mu.Lock()
+			defer mu.Unlock()
+			delete(subs, req.Params.URI)
+			return nil
+		},
+		CompletionHandler: func(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+			ref, arg := req.Params.Ref, req.Params.Argument
+			var candidates []string
+			switch {
+			case ref.Type == "ref/prompt" && ref.Name == "greet" && arg.Name == "name":
+				candidates = []string{"Ada", "Alan", "Grace"}
+			case ref.Type == "ref/resource" && ref.URI == "feat://"+id+"/items/{item}" && arg.Name == "item":
+				candidates = []string{"apple", "apricot", "banana"}
+			default:
+				return nil, fmt.Errorf("%s offers no completion for %s %s%s argument %s", id, ref.Type, ref.Name, ref.URI, arg.Name)
+			}
+			values := []string{}
+			for _, c := range candidates {
+				if strings.HasPrefix(c, arg.Value) {
+					values = append(values, c+"@"+id)
+				}
+			}
+			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: values, Total: len(values)}}, nil
+		},
+	})
+	server.AddPrompt(&mcp.Prompt{Name: "greet", Description: "Greet someone.", Arguments: []*mcp.PromptArgument{
+		{Name: "name", Description: "Who to greet", Required: true},
+		{Name: "style", Description: "How to greet"},
+	}}, func(_ context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		a := req.Params.Arguments
+		return &mcp.GetPromptResult{Description: "greeting from " + id, Messages: []*mcp.PromptMessage{
+			{Role: "user", Content: &mcp.TextContent{Text: fmt.Sprintf("Greet %s in a %s style (%s)", a["name"], a["style"], id)}},
+			{Role: "assistant", Content: &mcp.TextContent{Text: "Hello, " + a["name"] + "!"}},
+		}}, nil
+	})
+	server.AddPrompt(&mcp.Prompt{Name: "about_" + id, Description: "About " + id + "."},
+		func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: "about " + id}}}}, nil
+		})
+	textResource := func(uri, text string) *mcp.ReadResourceResult {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "text/plain", Text: text}}}
+	}
+	server.AddResource(&mcp.Resource{URI: "feat://" + id + "/readme", Name: "readme", MIMEType: "text/plain"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return textResource(req.Params.URI, "readme of "+id), nil
+		})
+	server.AddResource(&mcp.Resource{URI: "feat://" + id + "/logo", Name: "logo", MIMEType: "image/png"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "image/png", Blob: featureBlob(id)}}}, nil
+		})
+	server.AddResource(&mcp.Resource{URI: "feat://shared/info", Name: "info", Description: "Listed by every features server.", MIMEType: "text/plain"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return textResource(req.Params.URI, "shared info from "+id), nil
+		})
+	server.AddResourceTemplate(&mcp.ResourceTemplate{URITemplate: "feat://" + id + "/items/{item}", Name: "item", MIMEType: "text/plain"},
+		func(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			item := strings.TrimPrefix(req.Params.URI, "feat://"+id+"/items/")
+			return textResource(req.Params.URI, "item "+item+" of "+id), nil
+		})
+	obj := func(s string) json.RawMessage { return json.RawMessage(s) }
+	server.AddTool(&mcp.Tool{Name: "touch", Description: "Tell subscribers that a resource changed.",
+		InputSchema: obj(`{"type":"object","properties":{"uri":{"type":"string"}},"required":["uri"]}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct{ URI string }
+			json.Unmarshal(req.Params.Arguments, &in)
+			if err := server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: in.URI}); err != nil {
+				return nil, err
+			}
+			return text("touched " + in.URI), nil
+		})
+	server.AddTool(&mcp.Tool{Name: "subscriptions", Description: "List the subscribed resources.", InputSchema: obj(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			uris := make([]string, 0, len(subs))
+			for u := range subs {
+				uris = append(uris, u)
+			}
+			sort.Strings(uris)
+			return text(strings.Join(uris, ",")), nil
+		})
+	server.AddTool(&mcp.Tool{Name: "add_prompt", Description: "Add a prompt at run time.",
+		InputSchema: obj(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct{ Name string }
+			json.Unmarshal(req.Params.Arguments, &in)
+			server.AddPrompt(&mcp.Prompt{Name: in.Name, Description: "Added at run time."},
+				func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+					return &mcp.GetPromptResult{Messages: []*mcp.PromptMessage{{Role: "user", Content: &mcp.TextContent{Text: in.Name + " of " + id}}}}, nil
+				})
+			return text("added " + in.Name), nil
+		})
+	server.AddTool(&mcp.Tool{Name: "crash", Description: "Exit the server in the middle of the call.", InputSchema: obj(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			fmt.Fprintln(os.Stderr, "test upstream: crashing on purpose")
+			os.Exit(2)
+			return nil, nil
+		})
+	if err := server.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, "test upstream:", err)
+		return 1
+	}
+	return 0
+}
+
+// featureBlob is the content of feat://ID/logo: bytes that are not text.
+func featureBlob(id string) []byte {
+	return append([]byte{0x89, 'P', 'N', 'G', 0, 0xff, 0xfe}, id...)
+}
