@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/toolshed/toolshed/internal/jsonscan"
 )
 
 // maxParamDepth bounds how deep nested object properties are collected for search.
@@ -27,7 +29,7 @@ func decodeTool(server string, raw json.RawMessage) (*Tool, error) {
 		return nil, fmt.Errorf("%w: %v", ErrNotJSON, json.Unmarshal(raw, &v))
 	}
 	var w toolFields
-	members(raw, func(key string, val []byte) bool {
+	jsonscan.Members(raw, func(key string, val []byte) bool {
 		switch key {
 		case "name":
 			w.name = val
@@ -53,7 +55,7 @@ func decodeTool(server string, raw json.RawMessage) (*Tool, error) {
 	if kind(w.name) != "a string" {
 		return nil, fmt.Errorf("%w: \"name\" must be a string, got %s", ErrToolName, kind(w.name))
 	}
-	t.Name = unquote(w.name)
+	t.Name = jsonscan.Unquote(w.name)
 	if strings.TrimSpace(t.Name) == "" {
 		return t, fmt.Errorf("%w: \"name\" is empty; every MCP tool needs a non-empty name", ErrToolName)
 	}
@@ -73,11 +75,11 @@ func decodeTool(server string, raw json.RawMessage) (*Tool, error) {
 			return t, err
 		}
 		t.InputSchema = w.inputSchema
-		members(w.inputSchema, func(key string, val []byte) bool {
+		jsonscan.Members(w.inputSchema, func(key string, val []byte) bool {
 			if key == "required" && kind(val) == "an array" {
-				elements(val, func(v []byte) {
+				jsonscan.Elements(val, func(v []byte) {
 					if kind(v) == "a string" {
-						t.Required = append(t.Required, unquote(v))
+						t.Required = append(t.Required, jsonscan.Unquote(v))
 					}
 				})
 			}
@@ -97,9 +99,9 @@ func decodeTool(server string, raw json.RawMessage) (*Tool, error) {
 		}
 		t.Annotations = w.annotations
 		if t.Title == "" {
-			members(w.annotations, func(key string, val []byte) bool {
+			jsonscan.Members(w.annotations, func(key string, val []byte) bool {
 				if key == "title" && kind(val) == "a string" {
-					t.Title = unquote(val)
+					t.Title = jsonscan.Unquote(val)
 				}
 				return true
 			})
@@ -110,7 +112,7 @@ func decodeTool(server string, raw json.RawMessage) (*Tool, error) {
 			return t, fmt.Errorf("%w: \"_meta\" must be an object, got %s", ErrField, k)
 		}
 		t.Meta = w.meta
-		members(w.meta, func(key string, val []byte) bool {
+		jsonscan.Members(w.meta, func(key string, val []byte) bool {
 			if key == "anthropic/alwaysLoad" {
 				t.Pinned = string(val) == "true"
 			}
@@ -127,8 +129,8 @@ func checkSchema(field string, raw json.RawMessage) error {
 		return fmt.Errorf("%w: %q must be a JSON Schema object, got %s", ErrSchema, field, k)
 	}
 	var err error
-	members(raw, func(key string, val []byte) bool {
-		if key == "type" && unquote(val) != "object" {
+	jsonscan.Members(raw, func(key string, val []byte) bool {
+		if key == "type" && jsonscan.Unquote(val) != "object" {
 			err = fmt.Errorf("%w: %q must describe an object (\"type\": \"object\"), got \"type\": %s", ErrSchema, field, val)
 		}
 		return true
@@ -150,11 +152,11 @@ func optionalString(field string, raw json.RawMessage) (string, error) {
 // paramsOf lists the properties of an object schema in document order, descending into
 // nested objects and arrays of objects up to maxParamDepth.
 func paramsOf(schema []byte, prefix string, depth int, required []string, out []Param) []Param {
-	members(schema, func(key string, props []byte) bool {
+	jsonscan.Members(schema, func(key string, props []byte) bool {
 		if key != "properties" || kind(props) != "an object" {
 			return true
 		}
-		members(props, func(name string, prop []byte) bool {
+		jsonscan.Members(props, func(name string, prop []byte) bool {
 			p := Param{Name: prefix + name, Depth: depth}
 			for _, r := range required {
 				if r == name {
@@ -163,12 +165,12 @@ func paramsOf(schema []byte, prefix string, depth int, required []string, out []
 			}
 			var title string
 			var items []byte
-			members(prop, func(k string, v []byte) bool {
+			jsonscan.Members(prop, func(k string, v []byte) bool {
 				switch k {
 				case "description":
-					p.Description = unquote(v)
+					p.Description = jsonscan.Unquote(v)
 				case "title":
-					title = unquote(v)
+					title = jsonscan.Unquote(v)
 				case "items":
 					items = v
 				}

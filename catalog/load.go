@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/toolshed/toolshed/internal/jsonscan"
 )
 
 // Parse reads one catalog document. It accepts, in this order:
@@ -58,7 +60,7 @@ func Parse(data []byte, origin, defaultServer string) ([]Source, []Problem) {
 // key repeats, as JSON.parse does), or nil. Keys match exactly.
 func member(obj []byte, key string) json.RawMessage {
 	var v json.RawMessage
-	members(obj, func(k string, val []byte) bool {
+	jsonscan.Members(obj, func(k string, val []byte) bool {
 		if k == key {
 			v = val
 		}
@@ -70,7 +72,7 @@ func member(obj []byte, key string) json.RawMessage {
 // rawElements returns the elements of the valid JSON array arr.
 func rawElements(arr []byte) []json.RawMessage {
 	out := []json.RawMessage{}
-	elements(arr, func(v []byte) { out = append(out, v) })
+	jsonscan.Elements(arr, func(v []byte) { out = append(out, v) })
 	return out
 }
 
@@ -92,7 +94,7 @@ func parseServers(raw json.RawMessage, origin string) ([]Source, []Problem) {
 			problems = append(problems, Problem{Origin: origin, Server: label, Err: fmt.Errorf("%w: a server entry needs a string \"name\"", ErrServerName)})
 			continue
 		}
-		src.Server = unquote(name)
+		src.Server = jsonscan.Unquote(name)
 		switch al := member(e, "alwaysLoad"); {
 		case absent(al):
 		case string(al) == "true" || string(al) == "false":
