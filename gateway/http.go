@@ -5,10 +5,8 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -136,30 +134,6 @@ func httpError(w http.ResponseWriter, code int, format string, args ...any) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(code)
 	fmt.Fprintf(w, format+"\n", args...)
-}
-
-// ListenAddr turns the --http value into an address to listen on: a bare port or
-// ":port" binds 127.0.0.1 only; a host must be given to listen elsewhere.
-func ListenAddr(v string) (string, error) {
-	bad := func(why string) (string, error) {
-		return "", fmt.Errorf("--http %q: %s; give a port (8080), a host and port (127.0.0.1:8080), or 0.0.0.0:8080 to listen on every interface", v, why)
-	}
-	addr := v
-	if !strings.Contains(addr, ":") {
-		addr = ":" + addr
-	}
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return bad(err.Error())
-	}
-	n, err := strconv.Atoi(port)
-	if err != nil || n < 0 || n > 65535 || port == "" {
-		return bad(fmt.Sprintf("the port %q is not a number from 0 to 65535", port))
-	}
-	if host == "" {
-		host = "127.0.0.1"
-	}
-	return net.JoinHostPort(host, port), nil
 }
 
 // ServeStdio serves one client over stdin and stdout until it disconnects or ctx ends.

@@ -18,6 +18,7 @@ import (
 	"github.com/toolshed/toolshed/gateway"
 	"github.com/toolshed/toolshed/gateway/config"
 	"github.com/toolshed/toolshed/internal/builtin"
+	"github.com/toolshed/toolshed/internal/listenaddr"
 	"github.com/toolshed/toolshed/policy"
 )
 
@@ -105,9 +106,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	addr, err := gateway.ListenAddr(*httpAddr)
+	addr, err := listenaddr.Parse(*httpAddr)
 	if err != nil {
-		return usageErr("%v", err)
+		return usageErr("--http %v", err)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
