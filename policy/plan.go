@@ -115,7 +115,7 @@ func Decide(snap *catalog.Snapshot, in Input) *Plan {
 		if !in.Scope.Allows(t) {
 			continue
 		}
-		enabled, deferLoading := resolve(in.Servers[t.Server], t.Name)
+		enabled, deferLoading := in.Servers[t.Server].Resolve(t.Name, true)
 		if !enabled {
 			continue
 		}
@@ -168,10 +168,11 @@ func Decide(snap *catalog.Snapshot, in Input) *Plan {
 	return p
 }
 
-// resolve applies a tool's config over its server's default config over the global
-// default (enabled and deferred).
-func resolve(r ServerRules, tool string) (enabled, deferLoading bool) {
-	enabled, deferLoading = true, true
+// Resolve says whether a tool of the server is enabled and deferred, as mcp_toolset
+// decides: the tool's entry in Configs over DefaultConfig over the global default
+// (enabled, and deferred when deferByDefault).
+func (r ServerRules) Resolve(tool string, deferByDefault bool) (enabled, deferLoading bool) {
+	enabled, deferLoading = true, deferByDefault
 	for _, c := range []ToolConfig{r.DefaultConfig, r.Configs[tool]} {
 		if c.Enabled != nil {
 			enabled = *c.Enabled
