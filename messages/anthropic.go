@@ -1,0 +1,258 @@
+package messages
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// DefaultAnthropicURL is the Anthropic API.
+const DefaultAnthropicURL = "https://api.anthropic.com"
+
+// DefaultAnthropicVersion is the anthropic-version sent when the client sends none.
+const DefaultAnthropicVersion = "2023-06-01"
+
+// Anthropic is an Anthropic-compatible Messages API upstream: the Anthropic API itself,
+// or any server that speaks its wire format.
+type Anthropic struct {
+	// BaseURL is the API's address without /v1; empty means DefaultAnthropicURL.
+	BaseURL string
+	// APIKey is sent as x-api-key. It is never logged or put in an error.
+	APIKey string
+	// Client makes the requests; nil means http.DefaultClient.
+	Client *http.Client
+	// Model, when set, replaces the model of every request.
+	Model string
+}
+
+// request is req as sent: with Model, and streamed or not.
+func (a *Anthropic) request(req *Request, stream bool) *Request {
+	out := *req
+	out.Stream = stream
+	if a.Model != "" {
+		out.Model = a.Model
+	}
+	return &out
+}
+
+func (a *Anthropic) url(path string) string {
+	base := a.BaseURL
+	if base == "" {
+		base = DefaultAnthropicURL
+	}
+	return strings.TrimSuffix(base, "/") + path
+}
+
+// post sends body to path and returns the response when its status is 2xx, else the
+// upstream's error as an APIError.
+func (a *Anthropic) post(ctx context.Context, path string, body any, h http.Header) (*http.Response, error) {
+	var b []byte
+	var err error
+	if m, ok := body.(json.Marshaler); ok {
+		b, err = m.MarshalJSON() // a Request: its bytes as they are, not re-validated
+	} else {
+		b, err = json.Marshal(body)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("encode the upstream request: %w", err)
+	}
+	r, err := http.NewRequestWithContext(ctx, http.MethodPost, a.url(path), bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("the upstream URL %q is not usable: %w", a.BaseURL, err)
+	}
+	for k, vs := range h {
+		r.Header[k] = vs
+	}
+	if r.Header.Get("anthropic-version") == "" {
+		r.Header.Set("anthropic-version", DefaultAnthropicVersion)
+	}
+	if a.APIKey != "" {
+		r.Header.Set("x-api-key", a.APIKey)
+	}
+	r.Header.Set("content-type", "application/json")
+	client := a.Client
+	if client == nil {
+		client = http.DefaultClient
+	}
+	resp, err := client.Do(r)
+	if err != nil {
+		return nil, upstreamUnreachable(err)
+	}
+	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		return nil, readAPIError(resp)
+	}
+	return resp, nil
+}
+
+// upstreamUnreachable is the error of a request that got no answer.
+func upstreamUnreachable(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return &APIError{Status: http.StatusInternalServerError, Type: APIErrorType,
+		Message: fmt.Sprintf("could not reach the upstream model API: %v", redactURL(err))}
+}
+
+// redactURL drops the query of a *url.Error's URL, where some providers put keys.
+func redactURL(err error) string {
+	s := err.Error()
+	if i := strings.IndexByte(s, '?'); i >= 0 {
+		if j := strings.IndexByte(s[i:], '"'); j >= 0 {
+			return s[:i] + s[i+j:]
+		}
+		return s[:i]
+	}
+	return s
+}
+
+// readAPIError reads an error response: the Messages API's error body when the upstream
+// sent one, else an error made from the status.
+func readAPIError(resp *http.Response) *APIError {
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var e struct {
+		Error struct {
+			Type    string `json:"type"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil && e.Error.Type != "" {
+		ae := ErrorFromType(e.Error.Type, e.Error.Message)
+		if resp.StatusCode >= 400 {
+			ae.Status = resp.StatusCode
+		}
+		return ae
+	}
+	msg := strings.TrimSpace(string(body))
+	if len(msg) > 500 {
+		msg = msg[:500] + "..."
+	}
+	if msg == "" {
+		msg = http.StatusText(resp.StatusCode)
+	}
+	return ErrorFromStatus(resp.StatusCode, "the upstream model API answered "+resp.Status+": "+msg)
+}
+
+// Create implements Upstream.
+func (a *Anthropic) Create(ctx context.Context, req *Request, h http.Header) (*Response, error) {
+	resp, err := a.post(ctx, "/v1/messages", a.request(req, false), h)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var r Response
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		return nil, &APIError{Status: http.StatusInternalServerError, Type: APIErrorType, Message: "the upstream model API sent a response that is not a Messages API message: " + err.Error()}
+	}
+	return &r, nil
+}
+
+// Stream implements Upstream.
+func (a *Anthropic) Stream(ctx context.Context, req *Request, h http.Header) (EventStream, error) {
+	resp, err := a.post(ctx, "/v1/messages", a.request(req, true), h)
+	if err != nil {
+		return nil, err
+	}
+	return NewSSEReader(resp.Body), nil
+}
+
+// countTokensMembers are the members of a request count_tokens accepts besides model,
+// messages, system, tools and tool_choice.
+var countTokensMembers = []string{"thinking", "mcp_servers", "output_config", "context_management"}
+
+// CountTokens implements Upstream.
+func (a *Anthropic) CountTokens(ctx context.Context, req *Request, h http.Header) (int, error) {
+	req = a.request(req, false)
+	body := map[string]any{"model": req.Model, "messages": req.Messages}
+	if len(req.System) > 0 {
+		body["system"] = req.System
+	}
+	if len(req.Tools) > 0 {
+		body["tools"] = req.Tools
+	}
+	if len(req.ToolChoice) > 0 {
+		body["tool_choice"] = req.ToolChoice
+	}
+	for _, k := range countTokensMembers {
+		if v, ok := req.Extra[k]; ok {
+			body[k] = v
+		}
+	}
+	resp, err := a.post(ctx, "/v1/messages/count_tokens", body, h)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	var r struct {
+		InputTokens *int `json:"input_tokens"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || r.InputTokens == nil {
+		return 0, &APIError{Status: http.StatusInternalServerError, Type: APIErrorType, Message: "the upstream's count_tokens answer has no input_tokens"}
+	}
+	return *r.InputTokens, nil
+}
+
+// SSEReader reads server-sent events.
+type SSEReader struct {
+	body io.ReadCloser
+	r    *bufio.Reader
+}
+
+// NewSSEReader reads the events of body, which it closes on Close.
+func NewSSEReader(body io.ReadCloser) *SSEReader {
+	return &SSEReader{body: body, r: bufio.NewReaderSize(body, 64<<10)}
+}
+
+// Next returns the next event with data, or io.EOF at the end of the stream. Comments
+// and events without data are skipped; several data lines are joined by newlines.
+func (s *SSEReader) Next() (Event, error) {
+	var ev Event
+	var data []byte
+	hasData := false
+	for {
+		line, err := s.r.ReadBytes('\n')
+		if len(line) == 0 && err != nil {
+			if hasData {
+				ev.Data = data
+				return ev, nil
+			}
+			if errors.Is(err, io.EOF) {
+				return Event{}, io.EOF
+			}
+			return Event{}, err
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) == 0 {
+			if hasData {
+				ev.Data = data
+				return ev, nil
+			}
+			ev = Event{}
+			continue
+		}
+		if line[0] == ':' {
+			continue
+		}
+		field, value, _ := bytes.Cut(line, []byte(":"))
+		value = bytes.TrimPrefix(value, []byte(" "))
+		switch string(field) {
+		case "event":
+			ev.Name = string(value)
+		case "data":
+			if hasData {
+				data = append(data, '\n')
+			}
+			data = append(data, value...)
+			hasData = true
+		}
+	}
+}
+
+// Close closes the stream's body.
+func (s *SSEReader) Close() error { return s.body.Close() }

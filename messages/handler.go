@@ -1,0 +1,175 @@
+package messages
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// MaxRequestBytes is the largest request body the handler reads (32 MB, as the API).
+const MaxRequestBytes = 32 << 20
+
+// forwardHeaders are the client headers an upstream gets: the API version and beta
+// flags the client asked for. Keys are never forwarded; the upstream has its own.
+var forwardHeaders = []string{"anthropic-version", "anthropic-beta"}
+
+// Handler serves the Messages API: POST /v1/messages (JSON or, with "stream": true,
+// server-sent events) and POST /v1/messages/count_tokens. Errors are the API's error
+// bodies with its status codes.
+func (p *Proxy) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/messages", p.serveMessages)
+	mux.HandleFunc("POST /v1/messages/count_tokens", p.serveCountTokens)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &APIError{Status: http.StatusNotFound, Type: NotFound,
+			Message: fmt.Sprintf("%s %s is not served here; toolshed proxy serves POST /v1/messages and POST /v1/messages/count_tokens", r.Method, r.URL.Path)})
+	})
+	return mux
+}
+
+// bodies recycles request body buffers: a request with a thousand tools is a megabyte,
+// and allocating one per request costs more than the rest of the proxy's work.
+var bodies = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// readRequest decodes a request body, or writes the error and returns nil. The request
+// refers to the body's buffer: release must be called once the request is answered,
+// and the request not used after.
+func (p *Proxy) readRequest(w http.ResponseWriter, r *http.Request) (req *Request, release func()) {
+	buf := bodies.Get().(*bytes.Buffer)
+	buf.Reset()
+	release = func() {
+		if buf.Cap() <= 4*MaxRequestBytes/32 { // keep buffers up to 4 MB
+			bodies.Put(buf)
+		}
+	}
+	if r.ContentLength > 0 && r.ContentLength <= MaxRequestBytes {
+		buf.Grow(int(r.ContentLength) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, MaxRequestBytes))
+	body := buf.Bytes()
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, &APIError{Status: http.StatusRequestEntityTooLarge, Type: TooLarge, Message: fmt.Sprintf("the request body is over %d bytes", MaxRequestBytes)})
+		} else {
+			writeError(w, invalid("could not read the request body: %v", err))
+		}
+		return nil, release
+	}
+	req, err = p.decodeRequest(body)
+	if err != nil {
+		writeError(w, invalid("the request body is not a valid Messages API request: %v", err))
+		return nil, release
+	}
+	if req.Model == "" {
+		writeError(w, invalid("model: Field required"))
+		return nil, release
+	}
+	return req, release
+}
+
+// upstreamHeaders picks the client headers the upstream gets.
+func upstreamHeaders(r *http.Request) http.Header {
+	h := http.Header{}
+	for _, k := range forwardHeaders {
+		for _, v := range r.Header.Values(k) {
+			h.Add(k, v)
+		}
+	}
+	return h
+}
+
+func (p *Proxy) serveMessages(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	req, release := p.readRequest(w, r)
+	defer release()
+	if req == nil {
+		return
+	}
+	if req.MaxTokens <= 0 {
+		writeError(w, invalid("max_tokens: a positive number is required"))
+		return
+	}
+	h := upstreamHeaders(r)
+	if !req.Stream {
+		resp, err := p.Create(r.Context(), req, h)
+		p.log(r.Context(), req, start, err)
+		if err != nil {
+			writeError(w, asAPIError(err))
+			return
+		}
+		writeJSON(w, http.StatusOK, resp)
+		return
+	}
+	flusher, _ := w.(http.Flusher)
+	started := false
+	err := p.Stream(r.Context(), req, h, func(ev Event) error {
+		if !started {
+			started = true
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Cache-Control", "no-cache")
+			w.WriteHeader(http.StatusOK)
+		}
+		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev.Name, ev.Data); err != nil {
+			return err
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return nil
+	})
+	p.log(r.Context(), req, start, err)
+	if err != nil && !started {
+		writeError(w, asAPIError(err))
+	}
+}
+
+func (p *Proxy) serveCountTokens(w http.ResponseWriter, r *http.Request) {
+	req, release := p.readRequest(w, r)
+	defer release()
+	if req == nil {
+		return
+	}
+	n, err := p.CountTokens(r.Context(), req, upstreamHeaders(r))
+	if err != nil {
+		writeError(w, asAPIError(err))
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]int{"input_tokens": n})
+}
+
+// log writes one line about a request: never its content or any key.
+func (p *Proxy) log(ctx context.Context, req *Request, start time.Time, err error) {
+	if p.Logger == nil {
+		return
+	}
+	attrs := []any{"model", req.Model, "stream", req.Stream, "tools", len(req.Tools), "ms", time.Since(start).Milliseconds()}
+	if err != nil {
+		ae := asAPIError(err)
+		p.Logger.WarnContext(ctx, "messages request failed", append(attrs, "status", ae.Status, "error", ae.Type, "message", ae.Message)...)
+		return
+	}
+	p.Logger.InfoContext(ctx, "messages request", attrs...)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, &APIError{Status: http.StatusInternalServerError, Type: APIErrorType, Message: "could not encode the response: " + err.Error()})
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write(b)
+}
+
+func writeError(w http.ResponseWriter, e *APIError) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(e.Status)
+	w.Write(errorBody(e))
+}

@@ -1,0 +1,350 @@
+package messages
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"hash/maphash"
+	"strings"
+	"sync"
+
+	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/internal/jsonscan"
+	"github.com/toolshed/toolshed/search"
+)
+
+// MaxDeferredTools is the most deferred tools one request may carry, as in the API.
+const MaxDeferredTools = 10000
+
+// prepared is a validated request with what the search loop needs.
+type prepared struct {
+	req *Request
+	*toolSet
+}
+
+// toolSet is a request's validated tools: clients send the same tools with every
+// request, so a toolSet is built once per distinct tools list and shared, read-only.
+type toolSet struct {
+	tools    []Tool           // the tools, with their own copy of their bytes
+	raw      []byte           // the tools array as received, if known: tools point into it
+	searches []*Tool          // the tool search tools, in request order
+	deferred map[string]*Tool // deferred custom tools by name
+	names    map[string]*Tool // every tool by name
+	catalog  *toolIndex       // search index over the deferred tools; nil when none
+}
+
+// searchTool returns the search tool called name, or nil.
+func (ts *toolSet) searchTool(name string) *Tool {
+	for _, t := range ts.searches {
+		if t.Name == name {
+			return t
+		}
+	}
+	return nil
+}
+
+// prepare validates a request as the Messages API would with tool search, and indexes
+// its deferred tools. Every error is a 400 invalid_request_error whose message says
+// what to fix.
+func (p *Proxy) prepare(req *Request) (*prepared, *APIError) {
+	if len(req.Messages) == 0 {
+		return nil, invalid("messages: at least one message is required")
+	}
+	ts := req.toolSet
+	if ts == nil {
+		var err *APIError
+		if ts, err = p.tools(req.Tools, req.toolsRaw); err != nil {
+			return nil, err
+		}
+	}
+	pr := &prepared{req: req, toolSet: ts}
+	for i, m := range req.Messages {
+		if m.Role != "user" && m.Role != "assistant" {
+			return nil, invalid("messages.%d.role: %q is neither \"user\" nor \"assistant\"", i, m.Role)
+		}
+		for j, b := range m.Content {
+			if err := pr.checkBlock(b, fmt.Sprintf("messages.%d.content.%d", i, j)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return pr, nil
+}
+
+// tools returns the toolSet of a request's tools, from the cache when the same tools
+// were seen before. raw is the tools array as received, or nil.
+func (p *Proxy) tools(tools []Tool, raw []byte) (*toolSet, *APIError) {
+	key := toolsKey(tools)
+	if ts := p.toolSets.get(key); ts != nil {
+		return ts, nil
+	}
+	ts, err := newToolSet(tools, raw)
+	if err != nil {
+		return nil, err
+	}
+	p.toolSets.put(key, ts)
+	return ts, nil
+}
+
+// newToolSet validates tools and indexes the deferred ones.
+func newToolSet(tools []Tool, raw []byte) (*toolSet, *APIError) {
+	// Own copies, so that the cache does not keep the whole request body alive.
+	tools, raw = cloneTools(tools, raw)
+	ts := &toolSet{tools: tools, raw: raw, deferred: map[string]*Tool{}, names: make(map[string]*Tool, len(tools))}
+	nonDeferred := 0
+	for i := range tools {
+		t := &tools[i]
+		where := fmt.Sprintf("tools.%d", i)
+		if t.Name == "" {
+			return nil, invalid("%s: a tool needs a \"name\"", where)
+		}
+		if !validToolName(t.Name) {
+			return nil, invalid("%s.name: %q must match ^[a-zA-Z0-9_-]{1,128}$ (letters, digits, '_' and '-')", where, t.Name)
+		}
+		if _, dup := ts.names[t.Name]; dup {
+			return nil, invalid("tools: tool names must be unique; %q appears more than once", t.Name)
+		}
+		ts.names[t.Name] = t
+		if kind := t.SearchKind(); kind != "" {
+			if t.DeferLoading {
+				return nil, invalid("%s: the tool search tool %q cannot have defer_loading=true; it is how the model finds the deferred tools", where, t.Name)
+			}
+			ts.searches = append(ts.searches, t)
+			nonDeferred++
+			continue
+		}
+		if t.DeferLoading && len(t.CacheControl) > 0 && string(t.CacheControl) != "null" {
+			return nil, invalid("%s: tool %q has both defer_loading=true and cache_control; deferred tools never enter the cached prompt prefix, so put the cache breakpoint on a tool that is not deferred", where, t.Name)
+		}
+		if t.IsCustom() {
+			if err := checkInputSchema(t.InputSchema); err != "" {
+				return nil, invalid("%s.input_schema: %s", where, err)
+			}
+		} else if t.DeferLoading {
+			return nil, invalid("%s: only custom tools can be deferred; %q is a %s tool", where, t.Name, t.Type)
+		}
+		if t.DeferLoading {
+			ts.deferred[t.Name] = t
+		} else {
+			nonDeferred++
+		}
+	}
+	if len(ts.deferred) > 0 && nonDeferred == 0 {
+		return nil, invalid("At least one tool must have defer_loading=false. All tools cannot be deferred.")
+	}
+	if len(ts.deferred) > MaxDeferredTools {
+		return nil, invalid("tools: %d tools have defer_loading=true; at most %d can be deferred", len(ts.deferred), MaxDeferredTools)
+	}
+	if len(ts.deferred) > 0 && len(ts.searches) == 0 {
+		return nil, invalid("tools: %d tools have defer_loading=true but there is no tool search tool to find them; add {\"type\": %q, \"name\": \"tool_search_tool_regex\"} or {\"type\": %q, \"name\": \"tool_search_tool_bm25\"}", len(ts.deferred), RegexToolType, BM25ToolType)
+	}
+	if len(ts.deferred) > 0 {
+		ix, err := newToolIndex(tools)
+		if err != nil {
+			return nil, invalid("tools: %v", err)
+		}
+		ts.catalog = ix
+	}
+	return ts, nil
+}
+
+// checkBlock checks the tool search parts of one content block.
+func (pr *prepared) checkBlock(b Block, where string) *APIError {
+	switch b.Type {
+	case "tool_result":
+		if strings.HasPrefix(b.ToolUseID, "srvtoolu_") {
+			return invalid("%s: a tool_result cannot answer the server tool use %q; its tool_search_tool_result is already in the assistant message, so remove this tool_result", where, b.ToolUseID)
+		}
+		inner, err := b.ResultBlocks()
+		if err != nil {
+			return invalid("%s.content: %v", where, err)
+		}
+		for k, ib := range inner {
+			if ib.Type == "tool_reference" {
+				if err := pr.checkReference(ib.ToolName, fmt.Sprintf("%s.content.%d", where, k)); err != nil {
+					return err
+				}
+			}
+		}
+	case "tool_search_tool_result":
+		refs, _, _ := searchResultRefs(b.Content)
+		for _, name := range refs {
+			if err := pr.checkReference(name, where+".content"); err != nil {
+				return err
+			}
+		}
+	case "tool_reference":
+		return pr.checkReference(b.ToolName, where)
+	}
+	return nil
+}
+
+func (ts *toolSet) checkReference(name, where string) *APIError {
+	if _, ok := ts.names[name]; !ok {
+		return invalid("Tool reference '%s' not found in available tools", name)
+	}
+	return nil
+}
+
+// searchResultRefs reads the tool names of a tool_search_tool_result's content, or its
+// error code.
+func searchResultRefs(content json.RawMessage) (names []string, errCode string, ok bool) {
+	var c struct {
+		Type           string `json:"type"`
+		ErrorCode      string `json:"error_code"`
+		ToolReferences []struct {
+			ToolName string `json:"tool_name"`
+		} `json:"tool_references"`
+	}
+	if json.Unmarshal(content, &c) != nil {
+		return nil, "", false
+	}
+	for _, r := range c.ToolReferences {
+		names = append(names, r.ToolName)
+	}
+	return names, c.ErrorCode, true
+}
+
+// checkInputSchema says what is wrong with a custom tool's input_schema, or "". The
+// schema is part of a validated request.
+func checkInputSchema(raw json.RawMessage) string {
+	b := bytes.TrimSpace(raw)
+	if len(b) == 0 || string(b) == "null" {
+		return "a custom tool needs an input_schema, a JSON Schema object such as {\"type\": \"object\", \"properties\": {}}"
+	}
+	if b[0] != '{' {
+		return "must be a JSON Schema object"
+	}
+	problem := ""
+	jsonscan.Members(b, func(key string, v []byte) bool {
+		if key == "type" && string(v) != `"object"` {
+			problem = fmt.Sprintf("the root type must be \"object\", got %s", v)
+		}
+		return problem == ""
+	})
+	return problem
+}
+
+// validToolName reports whether name matches ^[a-zA-Z0-9_-]{1,128}$.
+func validToolName(name string) bool {
+	if len(name) == 0 || len(name) > 128 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// cloneTools copies tools and their bytes: when the array they were decoded from is
+// known, one copy of it, which the copied tools point into.
+func cloneTools(tools []Tool, raw []byte) ([]Tool, []byte) {
+	if raw != nil {
+		raw = bytes.Clone(raw)
+		var out []Tool
+		err := eachElement(raw, "tools", "a list of tools", func(where string, e []byte) error {
+			var t Tool
+			err := t.decode(where, e)
+			out = append(out, t)
+			return err
+		})
+		if err == nil && len(out) == len(tools) {
+			return out, raw
+		}
+	}
+	out := make([]Tool, len(tools))
+	for i, t := range tools {
+		if err := out[i].decode("tool", bytes.Clone(t.Raw)); err != nil || len(t.Raw) == 0 {
+			out[i] = t // made in Go, not decoded: nothing to detach
+		}
+	}
+	return out, nil
+}
+
+// toolIndex is the search index over a request's deferred tools.
+type toolIndex struct {
+	index *search.Index
+}
+
+// newToolIndex indexes the deferred tools, in MCP's shape for the catalog.
+func newToolIndex(tools []Tool) (*toolIndex, error) {
+	var raws []json.RawMessage
+	for _, t := range tools {
+		if !t.DeferLoading || t.SearchKind() != "" {
+			continue
+		}
+		desc, _ := json.Marshal(t.Description)
+		name, _ := json.Marshal(t.Name)
+		raws = append(raws, json.RawMessage(`{"name":`+string(name)+`,"description":`+string(desc)+`,"inputSchema":`+string(t.InputSchema)+`}`))
+	}
+	snap, problems := catalog.Build([]catalog.Source{{Server: "tools", Tools: raws, Origin: "request"}})
+	if len(problems) > 0 {
+		return nil, problems[0]
+	}
+	return &toolIndex{index: search.NewIndex(snap)}, nil
+}
+
+// toolsKey identifies a tools list by its bytes: two 64-bit maphashes with different
+// seeds, which is collision-proof in practice and an order of magnitude faster than a
+// cryptographic hash over a megabyte of definitions.
+func toolsKey(tools []Tool) [2]uint64 {
+	var h1, h2 maphash.Hash
+	h1.SetSeed(keySeeds[0])
+	h2.SetSeed(keySeeds[1])
+	for _, t := range tools {
+		h1.Write(t.Raw)
+		h1.WriteByte(0)
+		h2.Write(t.Raw)
+		h2.WriteByte(0)
+	}
+	return [2]uint64{h1.Sum64(), h2.Sum64()}
+}
+
+var keySeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+
+// toolSetCache keeps the toolSets of recent tools lists, the oldest evicted first.
+type toolSetCache struct {
+	mu      sync.Mutex
+	entries map[[2]uint64]*toolSet
+	order   [][2]uint64
+}
+
+const toolSetCacheSize = 16
+
+func (c *toolSetCache) get(key [2]uint64) *toolSet {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.entries[key]
+}
+
+// match returns the toolSet whose tools array, as received, starts b.
+func (c *toolSetCache) match(b []byte) *toolSet {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, key := range c.order {
+		if ts := c.entries[key]; len(ts.raw) > 0 && bytes.HasPrefix(b, ts.raw) {
+			return ts
+		}
+	}
+	return nil
+}
+
+func (c *toolSetCache) put(key [2]uint64, ts *toolSet) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = map[[2]uint64]*toolSet{}
+	}
+	if _, ok := c.entries[key]; ok {
+		return
+	}
+	c.entries[key] = ts
+	c.order = append(c.order, key)
+	if len(c.order) > toolSetCacheSize {
+		delete(c.entries, c.order[0])
+		c.order = c.order[1:]
+	}
+}

@@ -1,0 +1,245 @@
+package messages
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"regexp"
+)
+
+// Proxy answers Messages API requests with tool search for an upstream model that has
+// none. The zero value is not usable: Upstream must be set. A Proxy is safe for
+// concurrent use.
+type Proxy struct {
+	// Upstream is the model API the requests go to.
+	Upstream Upstream
+	// MaxIterations caps the upstream calls one request may make while the model keeps
+	// searching; when reached, the response ends with stop_reason "pause_turn", as the
+	// Anthropic API does for long server tool turns, and the client continues the turn
+	// by sending the response back. Zero means 8.
+	MaxIterations int
+	// MaxSearches caps the searches of one request; searches past it answer
+	// too_many_requests. Zero means 16.
+	MaxSearches int
+	// NewID makes the ids of server_tool_use blocks (without the "srvtoolu_" prefix).
+	// Nil means 24 random characters.
+	NewID func() string
+	// Logger receives one line per request (model, upstream calls, searches, status).
+	// It never sees keys or message content. Nil means no logging.
+	Logger *slog.Logger
+
+	toolSets toolSetCache
+}
+
+func (p *Proxy) maxIterations() int {
+	if p.MaxIterations > 0 {
+		return p.MaxIterations
+	}
+	return 8
+}
+
+func (p *Proxy) maxSearches() int {
+	if p.MaxSearches > 0 {
+		return p.MaxSearches
+	}
+	return 16
+}
+
+const idAlphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+func (p *Proxy) newID() string {
+	if p.NewID != nil {
+		return "srvtoolu_" + p.NewID()
+	}
+	b := make([]byte, 24)
+	rand.Read(b)
+	for i := range b {
+		b[i] = idAlphabet[int(b[i])%len(idAlphabet)]
+	}
+	return "srvtoolu_" + string(b)
+}
+
+// turn is the state of one request's search loop: the content produced so far and the
+// deferred tools loaded.
+type turn struct {
+	p        *Proxy
+	pr       *prepared
+	loaded   map[string]bool
+	content  []Block
+	searches int
+}
+
+func (p *Proxy) newTurn(pr *prepared) *turn {
+	return &turn{p: p, pr: pr, loaded: pr.loadedTools(pr.req.Messages)}
+}
+
+// request is what the upstream model gets next: the client's conversation with this
+// response's content so far as the assistant's turn (continuing the client's own
+// assistant turn when the conversation ends with one).
+func (t *turn) request() *Request {
+	msgs := t.pr.req.Messages
+	if len(t.content) > 0 {
+		n := len(msgs)
+		msgs = append(msgs[:n:n], Message{Role: "assistant", Content: t.content})
+		if msgs[n-1].Role == "assistant" {
+			merged := append(append([]Block(nil), msgs[n-1].Content...), t.content...)
+			msgs = append(msgs[:n-1:n-1], Message{Role: "assistant", Content: merged})
+		}
+	}
+	return t.pr.render(msgs, t.loaded)
+}
+
+// useKind says what a tool_use block from the model is to the proxy.
+type useKind int
+
+const (
+	clientUse   useKind = iota // a tool the client runs: passed on
+	searchUse                  // a call of a search tool: toolshed runs it
+	unloadedUse                // a deferred tool the model named before loading it
+)
+
+func (t *turn) kind(b Block) useKind {
+	if b.Type != "tool_use" {
+		return clientUse
+	}
+	if t.pr.searchTool(b.Name) != nil {
+		return searchUse
+	}
+	if _, ok := t.pr.deferred[b.Name]; ok && !t.loaded[b.Name] {
+		return unloadedUse
+	}
+	return clientUse
+}
+
+// serverUse turns the model's tool_use, of kind k, into the server_tool_use block the client sees.
+// A call of a deferred tool that was never loaded becomes a search for its exact name,
+// so that the model gets the tool's schema before it calls it for real.
+func (t *turn) serverUse(b Block, k useKind) Block {
+	out := Block{Type: "server_tool_use", ID: t.p.newID(), Name: b.Name, Input: orEmptyObject(b.Input)}
+	if k == unloadedUse {
+		tool := t.pr.searches[0]
+		out.Name = tool.Name
+		if tool.SearchKind() == "regex" {
+			out.Input, _ = json.Marshal(map[string]string{"pattern": "^" + regexp.QuoteMeta(b.Name) + "$"})
+		} else {
+			out.Input, _ = json.Marshal(map[string]string{"query": b.Name})
+		}
+	}
+	out.Raw = serverUseJSON(out.ID, out.Name, out.Input)
+	return out
+}
+
+// serverUseJSON is a server_tool_use block, its members in the API's order.
+func serverUseJSON(id, name string, input json.RawMessage) json.RawMessage {
+	raw, _ := json.Marshal(struct {
+		Type   string          `json:"type"`
+		ID     string          `json:"id"`
+		Name   string          `json:"name"`
+		Input  json.RawMessage `json:"input"`
+		Caller json.RawMessage `json:"caller"`
+	}{"server_tool_use", id, name, input, json.RawMessage(`{"type":"direct"}`)})
+	return raw
+}
+
+// result runs the search of a server_tool_use made by serverUse for the model's block b,
+// loads the tools found, and returns the tool_search_tool_result block.
+func (t *turn) result(b, use Block, k useKind) Block {
+	var content json.RawMessage
+	var names []string
+	if k == unloadedUse {
+		content, names = refs([]string{b.Name}), []string{b.Name}
+	} else {
+		content, names = t.pr.runSearch(t.pr.searchTool(b.Name), b.Input, t.p.maxSearches()-t.searches)
+	}
+	t.searches++
+	for _, n := range names {
+		t.loaded[n] = true
+	}
+	raw, _ := json.Marshal(struct {
+		Type      string          `json:"type"`
+		ToolUseID string          `json:"tool_use_id"`
+		Content   json.RawMessage `json:"content"`
+	}{"tool_search_tool_result", use.ID, content})
+	return Block{Type: "tool_search_tool_result", ToolUseID: use.ID, Content: content, Raw: raw}
+}
+
+// absorb adds one upstream response's content to the turn, running its searches, and
+// reports whether the model must be asked again: it searched and called nothing the
+// client must run.
+func (t *turn) absorb(blocks []Block, stop *string) bool {
+	searched, client := false, false
+	for _, b := range blocks {
+		switch k := t.kind(b); k {
+		case clientUse:
+			if b.Type == "tool_use" {
+				client = true
+			}
+			t.content = append(t.content, b)
+		default:
+			use := t.serverUse(b, k)
+			t.content = append(t.content, use, t.result(b, use, k))
+			searched = true
+		}
+	}
+	return searched && !client && stop != nil && *stop == "tool_use"
+}
+
+// usage is the response's usage: the sum over the upstream calls, with the searches.
+func (t *turn) usage(sum Usage) Usage {
+	if t.searches > 0 {
+		if sum.ServerToolUse == nil {
+			sum.ServerToolUse = &ServerToolUse{}
+		}
+		sum.ServerToolUse.ToolSearchRequests += t.searches
+	}
+	return sum
+}
+
+// Create answers a request in one response, calling the upstream model as many times as
+// its searches need.
+func (p *Proxy) Create(ctx context.Context, req *Request, h http.Header) (*Response, error) {
+	pr, aerr := p.prepare(req)
+	if aerr != nil {
+		return nil, aerr
+	}
+	t := p.newTurn(pr)
+	var out *Response
+	var sum Usage
+	for calls := 1; ; calls++ {
+		resp, err := p.Upstream.Create(ctx, t.request(), h)
+		if err != nil {
+			return nil, err
+		}
+		if out == nil {
+			out = resp
+		}
+		out.Model, out.StopSequence, out.StopReason = resp.Model, resp.StopSequence, resp.StopReason
+		sum.Add(resp.Usage)
+		if !t.absorb(resp.Content, resp.StopReason) {
+			break
+		}
+		if calls >= p.maxIterations() {
+			pause := "pause_turn"
+			out.StopReason = &pause
+			break
+		}
+	}
+	out.Content = t.content
+	if out.Content == nil {
+		out.Content = []Block{}
+	}
+	out.Usage = t.usage(sum)
+	return out, nil
+}
+
+// CountTokens counts the input tokens of a request as the upstream model would receive
+// it on its first call: the deferred tools not loaded are not counted.
+func (p *Proxy) CountTokens(ctx context.Context, req *Request, h http.Header) (int, error) {
+	pr, aerr := p.prepare(req)
+	if aerr != nil {
+		return 0, aerr
+	}
+	return p.Upstream.CountTokens(ctx, p.newTurn(pr).request(), h)
+}

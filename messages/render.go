@@ -1,0 +1,212 @@
+package messages
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/toolshed/toolshed/internal/jsonscan"
+)
+
+// loadedTools returns the deferred tools a conversation has already loaded: those its
+// tool_reference blocks name (in tool search results, server or client side) and those
+// its assistant turns called. They are sent to the model again without a new search.
+func (pr *prepared) loadedTools(msgs []Message) map[string]bool {
+	loaded := map[string]bool{}
+	add := func(name string) {
+		if _, ok := pr.deferred[name]; ok {
+			loaded[name] = true
+		}
+	}
+	for _, m := range msgs {
+		for _, b := range m.Content {
+			switch b.Type {
+			case "tool_use":
+				add(b.Name)
+			case "tool_search_tool_result":
+				names, _, _ := searchResultRefs(b.Content)
+				for _, n := range names {
+					add(n)
+				}
+			case "tool_result":
+				inner, _ := b.ResultBlocks()
+				for _, ib := range inner {
+					if ib.Type == "tool_reference" {
+						add(ib.ToolName)
+					}
+				}
+			case "tool_reference":
+				add(b.ToolName)
+			}
+		}
+	}
+	return loaded
+}
+
+// render builds the request the upstream model sees: the tools not deferred, the loaded
+// ones, and each search tool as an ordinary custom tool; and the conversation with the
+// tool search blocks turned into ordinary tool_use / tool_result pairs.
+func (pr *prepared) render(msgs []Message, loaded map[string]bool) *Request {
+	out := *pr.req
+	out.Tools = nil
+	for _, t := range pr.req.Tools {
+		switch {
+		case t.SearchKind() != "":
+			out.Tools = append(out.Tools, searchFunction(t))
+		case t.DeferLoading && !loaded[t.Name]:
+			// Not seen by the model until found.
+		default:
+			out.Tools = append(out.Tools, withoutDeferLoading(t))
+		}
+	}
+	out.Messages = renderMessages(pr, msgs)
+	return &out
+}
+
+// searchFunction is a tool search tool as an ordinary function the model can call.
+func searchFunction(t Tool) Tool {
+	var desc, schema string
+	if t.SearchKind() == "regex" {
+		desc = "Search the tools that are available but not yet loaded, with a regular expression (Python re syntax, " +
+			"case-insensitive) matched against tool names, descriptions and argument names and descriptions. " +
+			"The tools found are loaded and can be called right after."
+		schema = `{"type":"object","properties":{"pattern":{"type":"string","description":"A regular expression, at most 200 characters, e.g. \"weather\" or \"github.*issue\""},"limit":{"type":"integer","minimum":1,"maximum":10000,"description":"Most tools to return (default 5)"}},"required":["pattern"]}`
+	} else {
+		desc = "Search the tools that are available but not yet loaded, by describing in a few words what the tool " +
+			"should do. The tools found are loaded and can be called right after."
+		schema = `{"type":"object","properties":{"query":{"type":"string","description":"What the tool does, at most 500 characters, e.g. \"create a github issue\""},"limit":{"type":"integer","minimum":1,"maximum":10000,"description":"Most tools to return (default 5)"}},"required":["query"]}`
+	}
+	return Tool{Name: t.Name, Description: desc, InputSchema: json.RawMessage(schema)}
+}
+
+// withoutDeferLoading returns t without its defer_loading member, which upstreams that
+// have no tool search reject. The other members keep their bytes and order.
+func withoutDeferLoading(t Tool) Tool {
+	t.DeferLoading = false
+	if !bytes.Contains(t.Raw, []byte(`"defer_loading"`)) {
+		return t
+	}
+	out := make([]byte, 1, len(t.Raw))
+	out[0] = '{'
+	jsonscan.Members(t.Raw, func(key string, v []byte) bool {
+		if key != "defer_loading" {
+			if len(out) > 1 {
+				out = append(out, ',')
+			}
+			out = append(appendString(out, key), ':')
+			out = append(out, v...)
+		}
+		return true
+	})
+	t.Raw = append(out, '}')
+	return t
+}
+
+// renderMessages rewrites the conversation for a model without tool search: in an
+// assistant turn, a server_tool_use of the search tool becomes a tool_use, and its
+// tool_search_tool_result becomes a user turn with the matching tool_result, after which
+// the assistant turn goes on; a tool_reference in a client's tool_result becomes a line
+// of text saying the tool is loaded. Consecutive turns of one role are merged.
+func renderMessages(pr *prepared, msgs []Message) []Message {
+	var out []Message
+	push := func(role string, blocks []Block) {
+		if len(blocks) == 0 {
+			return
+		}
+		if n := len(out); n > 0 && out[n-1].Role == role {
+			out[n-1].Content = append(out[n-1].Content, blocks...)
+			return
+		}
+		out = append(out, Message{Role: role, Content: blocks})
+	}
+	for _, m := range msgs {
+		var cur []Block
+		for _, b := range m.Content {
+			switch {
+			case m.Role == "assistant" && b.Type == "server_tool_use" && pr.searchTool(b.Name) != nil:
+				cur = append(cur, Block{Type: "tool_use", ID: b.ID, Name: b.Name, Input: orEmptyObject(b.Input)})
+			case m.Role == "assistant" && b.Type == "tool_search_tool_result":
+				push("assistant", cur)
+				cur = nil
+				push("user", []Block{searchResultForModel(pr, b)})
+			case b.Type == "tool_result":
+				cur = append(cur, renderToolResult(b))
+			default:
+				cur = append(cur, b)
+			}
+		}
+		push(m.Role, cur)
+	}
+	return out
+}
+
+func orEmptyObject(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || string(raw) == "null" {
+		return json.RawMessage(`{}`)
+	}
+	return raw
+}
+
+// renderToolResult replaces tool_reference blocks in a tool_result by text.
+func renderToolResult(b Block) Block {
+	inner, err := b.ResultBlocks()
+	if err != nil {
+		return b
+	}
+	changed := false
+	for i, ib := range inner {
+		if ib.Type == "tool_reference" {
+			inner[i] = TextBlock(fmt.Sprintf("Tool %s is loaded and can be called now.", ib.ToolName))
+			changed = true
+		}
+	}
+	if !changed {
+		return b
+	}
+	content, _ := json.Marshal(inner)
+	out := Block{Type: "tool_result", ToolUseID: b.ToolUseID, Content: content, IsError: b.IsError}
+	out.Raw = nil
+	return out
+}
+
+// searchResultForModel is the tool_result the model sees for a tool search: the tools
+// found, with a line about each, or the error.
+func searchResultForModel(pr *prepared, b Block) Block {
+	names, code, _ := searchResultRefs(b.Content)
+	var text string
+	isError := false
+	switch {
+	case code != "":
+		var c struct {
+			Message string `json:"error_message"`
+		}
+		json.Unmarshal(b.Content, &c)
+		text, isError = fmt.Sprintf("Tool search failed (%s): %s", code, c.Message), true
+	case len(names) == 0:
+		text = "No tools matched. Try other words (or a broader pattern)."
+	default:
+		var lines []string
+		for _, n := range names {
+			line := "- " + n
+			if t, ok := pr.names[n]; ok && t.Description != "" {
+				line += ": " + firstLine(t.Description)
+			}
+			lines = append(lines, line)
+		}
+		text = fmt.Sprintf("Found %d tools; they are loaded and can be called now:\n%s", len(names), strings.Join(lines, "\n"))
+	}
+	content := append(append([]byte{'['}, TextBlock(text).Raw...), ']')
+	return Block{Type: "tool_result", ToolUseID: b.ToolUseID, Content: content, IsError: isError}
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 160 {
+		s = s[:157] + "..."
+	}
+	return s
+}
