@@ -19,6 +19,7 @@ type command struct {
 
 var commands = []command{
 	{"serve", "run the MCP gateway (stdio, or Streamable HTTP with --http)", runServe},
+	{"proxy", "serve the Messages API with tool search in front of any model", runProxy},
 	{"search", "search the catalog for tools (BM25, or --regex)", runSearch},
 	{"describe", "print one tool's full definition", runDescribe},
 	{"tokens", "what the catalog costs a model, with and without tool search", runTokens},

@@ -49,6 +49,10 @@ func TestCommands(t *testing.T) {
 		{"eval", "eval --catalog testdata/small.json --queries testdata/small-queries.jsonl", 0},
 		{"eval-json", "eval --catalog testdata/small.json --queries testdata/small-queries.jsonl --json", 0},
 		{"eval-missing-queries", "eval --catalog testdata/small.json", 2},
+		{"proxy-bad-kind", "proxy --upstream-kind gemini", 2},
+		{"proxy-bad-listen", "proxy --listen 127.0.0.1:notaport", 2},
+		{"proxy-extra-args", "proxy now", 2},
+		{"proxy-bad-iterations", "proxy --max-iterations -1", 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

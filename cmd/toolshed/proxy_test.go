@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"net"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/toolshed/toolshed/internal/fakellm"
+)
+
+// TestProxy runs the toolshed proxy binary in front of a scripted model of each wire
+// format and talks to it with the Anthropic SDK: the model searches, then calls the
+// tool it found; the client gets one response with the search in place. The key goes
+// from the environment to the upstream and never into the log.
+func TestProxy(t *testing.T) {
+	bin := toolshedBinary(t)
+	for _, kind := range []string{"anthropic", "openai"} {
+		t.Run(kind, func(t *testing.T) {
+			replies := []fakellm.Reply{
+				fakellm.Call("", "toolu_1", "tool_search_tool_regex", `{"pattern":"weather"}`),
+				fakellm.Call("", "toolu_2", "get_weather", `{"city":"Paris"}`),
+			}
+			var model interface{ Requests() []fakellm.Request }
+			var up *httptest.Server
+			url := ""
+			if kind == "openai" {
+				m := fakellm.NewOpenAI(replies...)
+				model, up = m, httptest.NewServer(m)
+				url = up.URL + "/v1"
+			} else {
+				m := fakellm.NewAnthropic(replies...)
+				model, up = m, httptest.NewServer(m)
+				url = up.URL
+			}
+			defer up.Close()
+
+			const key = "sk-test-0123456789abcdef"
+			addr, stderr := startProxy(t, bin, []string{"ANTHROPIC_API_KEY=" + key, "OPENAI_API_KEY=" + key},
+				"--upstream-url", url, "--upstream-kind", kind)
+			client := anthropic.NewClient(option.WithBaseURL("http://"+addr), option.WithAPIKey("client-key"), option.WithMaxRetries(0))
+			msg, err := client.Messages.New(context.Background(), anthropic.MessageNewParams{
+				Model: "claude-sonnet-4-5", MaxTokens: 512,
+				Messages: []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock("Weather in Paris?"))},
+				Tools: []anthropic.ToolUnionParam{
+					{OfToolSearchToolRegex20251119: &anthropic.ToolSearchToolRegex20251119Param{Type: "tool_search_tool_regex_20251119"}},
+					{OfTool: &anthropic.ToolParam{Name: "get_weather", Description: anthropic.String("Current weather for a city"),
+						InputSchema: anthropic.ToolInputSchemaParam{Properties: map[string]any{"city": map[string]any{"type": "string"}}}, DeferLoading: anthropic.Bool(true)}},
+					{OfTool: &anthropic.ToolParam{Name: "send_email", Description: anthropic.String("Send an email"),
+						InputSchema: anthropic.ToolInputSchemaParam{Properties: map[string]any{"to": map[string]any{"type": "string"}}}, DeferLoading: anthropic.Bool(true)}},
+				},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var types []string
+			for _, b := range msg.Content {
+				types = append(types, b.Type)
+			}
+			if got := strings.Join(types, " "); got != "server_tool_use tool_search_tool_result tool_use" || msg.StopReason != "tool_use" {
+				t.Errorf("content %q stop %q, want server_tool_use tool_search_tool_result tool_use, stop tool_use", got, msg.StopReason)
+			}
+			if refs := msg.Content[1].AsToolSearchToolResult().Content.ToolReferences; len(refs) != 1 || refs[0].ToolName != "get_weather" {
+				t.Errorf("search found %v, want get_weather", refs)
+			}
+			reqs := model.Requests()
+			if len(reqs) != 2 {
+				t.Fatalf("the model got %d requests, want 2", len(reqs))
+			}
+			auth := reqs[0].Header.Get("x-api-key") + reqs[0].Header.Get("Authorization")
+			if !strings.Contains(auth, key) || strings.Contains(auth, "client-key") {
+				t.Errorf("the upstream got credentials %q, want the key from the environment", auth)
+			}
+			// The child's stderr arrives through a pipe: wait for the request's line.
+			for deadline := time.Now().Add(10 * time.Second); !strings.Contains(stderr.String(), "messages request") && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if log := stderr.String(); strings.Contains(log, key) || !strings.Contains(log, "messages request") {
+				t.Errorf("the log leaks the key or has no request line:\n%s", log)
+			}
+		})
+	}
+}
+
+// startProxy runs toolshed proxy on a free port until the test ends.
+func startProxy(t *testing.T, bin string, env []string, args ...string) (string, *syncWriter) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	cmd := exec.Command(bin, append([]string{"proxy", "--listen", addr}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	stderr := &syncWriter{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			t.Errorf("toolshed proxy did not stop within 10s of SIGINT")
+		}
+		if t.Failed() {
+			t.Logf("toolshed proxy stderr:\n%s", stderr.String())
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(stderr.String(), "Messages API with tool search at") {
+		if time.Now().After(deadline) {
+			t.Fatalf("toolshed proxy did not come up:\n%s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return addr, stderr
+}
