@@ -160,7 +160,7 @@ func BenchmarkProxyAddedLatency(b *testing.B) {
 			}
 			start := time.Now()
 			serve() // the first request indexes the tools
-			b.ReportMetric(float64(time.Since(start).Microseconds()), "first-µs")
+			first := time.Since(start)
 			times := make([]time.Duration, 0, b.N)
 			b.ResetTimer()
 			for range b.N {
@@ -168,6 +168,7 @@ func BenchmarkProxyAddedLatency(b *testing.B) {
 				serve()
 				times = append(times, time.Since(t0))
 			}
+			b.ReportMetric(float64(first.Microseconds()), "first-µs")
 			slices.Sort(times)
 			b.ReportMetric(float64(times[len(times)/2].Microseconds()), "p50-µs")
 			b.ReportMetric(float64(times[len(times)*99/100].Microseconds()), "p99-µs")

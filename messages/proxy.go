@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"time"
 )
 
 // Proxy answers Messages API requests with tool search for an upstream model that has
@@ -23,6 +24,9 @@ type Proxy struct {
 	// MaxSearches caps the searches of one request; searches past it answer
 	// too_many_requests. Zero means 16.
 	MaxSearches int
+	// RegexBudget bounds the time of one regex search; a search past it answers
+	// execution_time_exceeded. Zero means search.DefaultRegexBudget.
+	RegexBudget time.Duration
 	// NewID makes the ids of server_tool_use blocks (without the "srvtoolu_" prefix).
 	// Nil means 24 random characters.
 	NewID func() string
@@ -151,7 +155,7 @@ func (t *turn) result(b, use Block, k useKind) Block {
 	if k == unloadedUse {
 		content, names = refs([]string{b.Name}), []string{b.Name}
 	} else {
-		content, names = t.pr.runSearch(t.pr.searchTool(b.Name), b.Input, t.p.maxSearches()-t.searches)
+		content, names = t.pr.runSearch(t.pr.searchTool(b.Name), b.Input, t.p.maxSearches()-t.searches, t.p.RegexBudget)
 	}
 	t.searches++
 	for _, n := range names {

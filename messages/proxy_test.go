@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -720,6 +721,27 @@ func TestSearchInputErrors(t *testing.T) {
 		if last["type"] != "tool_result" || last["is_error"] != true {
 			t.Errorf("%s: the model got %v, want an error tool_result", c.input, last)
 		}
+	}
+}
+
+// TestSearchTimeout checks that a regex search past Proxy.RegexBudget answers
+// execution_time_exceeded, and the model is told so.
+func TestSearchTimeout(t *testing.T) {
+	h := newHarness(t, fakellm.Call("", "toolu_1", "tool_search_tool_regex", `{"pattern":"(a|b)*c"}`), fakellm.Say("ok"))
+	h.proxy.RegexBudget = time.Nanosecond
+	tools := tools("regex")
+	for i := range 500 {
+		tools = append(tools, anthropic.ToolUnionParam{OfTool: &anthropic.ToolParam{
+			Name: fmt.Sprintf("tool_%d", i), Description: anthropic.String(strings.Repeat("ab", 200)),
+			InputSchema: anthropic.ToolInputSchemaParam{Properties: map[string]any{}}, DeferLoading: anthropic.Bool(true),
+		}})
+	}
+	msg, err := h.client.Messages.New(context.Background(), anthropic.MessageNewParams{Model: "m", MaxTokens: 10, Tools: tools, Messages: []anthropic.MessageParam{ask("hi")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := shape(t, msg); len(got) != 3 || got[1] != "result!execution_time_exceeded" {
+		t.Errorf("got %q, want an execution_time_exceeded result", got)
 	}
 }
 

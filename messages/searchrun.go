@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/toolshed/toolshed/search"
 )
@@ -11,7 +12,7 @@ import (
 // runSearch answers one call of a search tool: the content of its tool_search_tool_result
 // (a tool_search_tool_search_result with tool_references, or a
 // tool_search_tool_result_error), and the names of the tools found.
-func (pr *prepared) runSearch(t *Tool, input json.RawMessage, budget int) (json.RawMessage, []string) {
+func (pr *prepared) runSearch(t *Tool, input json.RawMessage, budget int, regexBudget time.Duration) (json.RawMessage, []string) {
 	fail := func(code search.Code, format string, args ...any) (json.RawMessage, []string) {
 		c, _ := json.Marshal(struct {
 			Type         string `json:"type"`
@@ -48,7 +49,7 @@ func (pr *prepared) runSearch(t *Tool, input json.RawMessage, budget int) (json.
 		if in.Pattern == nil {
 			return fail(search.InvalidToolInput, "the input needs a \"pattern\": a regular expression such as \"weather\"")
 		}
-		found, err = pr.catalog.index.Regex(*in.Pattern, search.Options{Limit: limit})
+		found, err = pr.catalog.index.Regex(*in.Pattern, search.Options{Limit: limit, Budget: regexBudget})
 	} else {
 		if in.Query == nil {
 			return fail(search.InvalidToolInput, "the input needs a \"query\": a few words saying what the tool does")
