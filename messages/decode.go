@@ -20,17 +20,9 @@ import (
 
 // UnmarshalJSON decodes a request. Members toolshed does not read go to Extra.
 func (r *Request) UnmarshalJSON(data []byte) error {
-	b := bytes.Clone(data) // values are kept; encoding/json may reuse data
-	if err := expect(b, '{', "the request", "an object"); err != nil {
-		return err
-	}
 	*r = Request{}
-	var err error
-	jsonscan.Members(b, func(key string, v []byte) bool {
-		err = r.member(key, v)
-		return err == nil
-	})
-	return err
+	// Values are kept, and encoding/json may reuse data.
+	return eachMember(bytes.Clone(data), "the request", "an object", r.member)
 }
 
 // member decodes one member of a request.
@@ -181,17 +173,28 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 }
 
 func (m *Message) decode(where string, b []byte) error {
-	if err := expect(b, '{', where, "an object with a role and content"); err != nil {
-		return err
-	}
 	*m = Message{}
-	var err error
-	jsonscan.Members(b, func(key string, v []byte) bool {
+	return eachMember(b, where, "an object with a role and content", func(key string, v []byte) (err error) {
 		switch key {
 		case "role":
 			m.Role, err = str(where+".role", v)
 		case "content":
 			m.Content, err = scanContent(where+".content", v)
+		}
+		return err
+	})
+}
+
+// eachMember calls fn for each member of the valid object v whose value is not null,
+// until fn fails.
+func eachMember(v []byte, where, what string, fn func(key string, val []byte) error) error {
+	if err := expect(v, '{', where, what); err != nil {
+		return err
+	}
+	var err error
+	jsonscan.Members(v, func(key string, val []byte) bool {
+		if !isNull(val) {
+			err = fn(key, val)
 		}
 		return err == nil
 	})
@@ -234,15 +237,8 @@ func (b *Block) UnmarshalJSON(data []byte) error {
 }
 
 func (b *Block) decode(where string, v []byte) error {
-	if err := expect(v, '{', where, "a content block object"); err != nil {
-		return err
-	}
 	*b = Block{Raw: v}
-	var err error
-	jsonscan.Members(v, func(key string, val []byte) bool {
-		if isNull(val) {
-			return true
-		}
+	err := eachMember(v, where, "a content block object", func(key string, val []byte) (err error) {
 		switch key {
 		case "type":
 			b.Type, err = str(where+".type", val)
@@ -263,7 +259,7 @@ func (b *Block) decode(where string, v []byte) error {
 		case "tool_name":
 			b.ToolName, err = str(where+".tool_name", val)
 		}
-		return err == nil
+		return err
 	})
 	if err == nil && b.Type == "" {
 		err = fmt.Errorf("%s.type: Field required", where)
@@ -277,15 +273,8 @@ func (t *Tool) UnmarshalJSON(data []byte) error {
 }
 
 func (t *Tool) decode(where string, v []byte) error {
-	if err := expect(v, '{', where, "a tool object"); err != nil {
-		return err
-	}
 	*t = Tool{Raw: v}
-	var err error
-	jsonscan.Members(v, func(key string, val []byte) bool {
-		if isNull(val) {
-			return true
-		}
+	return eachMember(v, where, "a tool object", func(key string, val []byte) (err error) {
 		switch key {
 		case "type":
 			t.Type, err = str(where+".type", val)
@@ -300,9 +289,8 @@ func (t *Tool) decode(where string, v []byte) error {
 		case "cache_control":
 			t.CacheControl = val
 		}
-		return err == nil
+		return err
 	})
-	return err
 }
 
 func isNull(v []byte) bool { return string(v) == "null" }

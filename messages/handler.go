@@ -3,10 +3,12 @@ package messages
 import (
 	"bytes"
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -29,7 +31,21 @@ func (p *Proxy) Handler() http.Handler {
 		writeError(w, &APIError{Status: http.StatusNotFound, Type: NotFound,
 			Message: fmt.Sprintf("%s %s is not served here; toolshed proxy serves POST /v1/messages and POST /v1/messages/count_tokens", r.Method, r.URL.Path)})
 	})
-	return mux
+	if p.ClientKey == "" {
+		return mux
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("x-api-key")
+		if bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && key == "" {
+			key = bearer
+		}
+		if subtle.ConstantTimeCompare([]byte(key), []byte(p.ClientKey)) != 1 {
+			writeError(w, &APIError{Status: http.StatusUnauthorized, Type: Authentication,
+				Message: "invalid x-api-key: send the key this proxy was started with (--token or $TOOLSHED_TOKEN) as the client's API key"})
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // bodies recycles request body buffers: a request with a thousand tools is a megabyte,

@@ -77,12 +77,17 @@ func (o *OpenAI) Create(ctx context.Context, req *Request, h http.Header) (*Resp
 	if err != nil {
 		return nil, err
 	}
+	return o.completion(resp, req.Model)
+}
+
+// completion reads and translates a whole chat.completion answer.
+func (o *OpenAI) completion(resp *http.Response, model string) (*Response, error) {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, oaMaxBody))
 	if err != nil {
 		return nil, fmt.Errorf("openai upstream: reading response: %w", err)
 	}
-	out, err := FromOpenAI(body, req.Model)
+	out, err := FromOpenAI(body, model)
 	if err != nil {
 		return nil, o.redactErr(err)
 	}
@@ -102,14 +107,9 @@ func (o *OpenAI) Stream(ctx context.Context, req *Request, h http.Header) (Event
 	}
 	ct := resp.Header.Get("Content-Type")
 	if strings.HasPrefix(ct, "application/json") {
-		defer resp.Body.Close()
-		body, err := io.ReadAll(io.LimitReader(resp.Body, oaMaxBody))
+		out, err := o.completion(resp, req.Model)
 		if err != nil {
-			return nil, fmt.Errorf("openai upstream: reading response: %w", err)
-		}
-		out, err := FromOpenAI(body, req.Model)
-		if err != nil {
-			return nil, o.redactErr(err)
+			return nil, err
 		}
 		return &oaEventList{events: oaResponseEvents(out)}, nil
 	}

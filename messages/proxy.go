@@ -30,6 +30,11 @@ type Proxy struct {
 	// NewID makes the ids of server_tool_use blocks (without the "srvtoolu_" prefix).
 	// Nil means 24 random characters.
 	NewID func() string
+	// ClientKey, when set, is the key clients must send (as x-api-key, or as
+	// Authorization: Bearer): a proxy reachable from other machines spends its
+	// upstream key for whoever can reach it. Requests without it get 401
+	// authentication_error. Empty means no check.
+	ClientKey string
 	// Logger receives one line per request (model, upstream calls, searches, status).
 	// It never sees keys or message content. Nil means no logging.
 	Logger *slog.Logger

@@ -763,6 +763,32 @@ func TestCountTokens(t *testing.T) {
 	}
 }
 
+// TestClientKey checks that a proxy with a ClientKey answers only clients that send it.
+func TestClientKey(t *testing.T) {
+	h := newHarness(t, fakellm.Say("hi"))
+	h.proxy.ClientKey = "client-key"
+	srv := httptest.NewServer(h.proxy.Handler())
+	defer srv.Close()
+	for _, c := range []struct {
+		key  string
+		want bool
+	}{{"client-key", true}, {"wrong", false}, {"", false}} {
+		opts := []option.RequestOption{option.WithBaseURL(srv.URL), option.WithMaxRetries(0), option.WithAPIKey(c.key)}
+		client := anthropic.NewClient(opts...)
+		_, err := client.Messages.New(context.Background(), params("bm25", ask("hi")))
+		var ae *anthropic.Error
+		switch {
+		case c.want && err != nil:
+			t.Errorf("key %q: %v", c.key, err)
+		case !c.want && (!errors.As(err, &ae) || ae.StatusCode != 401 || ae.Type() != "authentication_error"):
+			t.Errorf("key %q: got %v, want 401 authentication_error", c.key, err)
+		}
+	}
+	if n := len(h.model.Requests()); n != 1 {
+		t.Errorf("the model got %d requests, want 1 (only the authenticated one)", n)
+	}
+}
+
 func TestNotFound(t *testing.T) {
 	h := newHarness(t)
 	_, err := h.client.Models.List(context.Background(), anthropic.ModelListParams{})

@@ -2,31 +2,27 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
-	"github.com/toolshed/toolshed/internal/listenaddr"
 	"github.com/toolshed/toolshed/messages"
 )
 
 func runProxy(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("proxy", flag.ContinueOnError)
-	listen := fs.String("listen", "127.0.0.1:8787", "serve the Messages API on `ADDR` (a bare port binds 127.0.0.1)")
+	listenFlag := fs.String("listen", "127.0.0.1:8787", "serve the Messages API on `ADDR` (a bare port binds 127.0.0.1)")
 	upstreamURL := fs.String("upstream-url", "", "the upstream API's base `URL` (default https://api.anthropic.com, or https://api.openai.com/v1 for openai)")
 	kind := fs.String("upstream-kind", "anthropic", "the upstream's wire format: `anthropic` (Messages API) or openai (Chat Completions)")
 	model := fs.String("model", "", "send every request to this upstream `MODEL` instead of the one the client names")
+	token := fs.String("token", os.Getenv("TOOLSHED_TOKEN"), "`TOKEN` clients must send as their API key (x-api-key or Authorization: Bearer; default $TOOLSHED_TOKEN)")
 	maxIter := fs.Int("max-iterations", 0, "most upstream calls per request while the model searches (default 8; then stop_reason pause_turn)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: toolshed proxy [--listen ADDR] [--upstream-url URL] [--upstream-kind anthropic|openai] [--model MODEL]")
+		fmt.Fprintln(stderr, "usage: toolshed proxy [--listen ADDR] [--upstream-url URL] [--upstream-kind anthropic|openai] [--model MODEL] [--token TOKEN]")
 		fmt.Fprintln(stderr, "Serves POST /v1/messages and /v1/messages/count_tokens with Anthropic's tool search (defer_loading,")
 		fmt.Fprintln(stderr, "tool_search_tool_regex/bm25, tool_reference) for any model. The upstream key comes from the")
 		fmt.Fprintln(stderr, "environment: ANTHROPIC_API_KEY, or OPENAI_API_KEY for openai. It is never logged.")
@@ -51,34 +47,19 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 	default:
 		return usageErr("--upstream-kind must be anthropic or openai, got %q", *kind)
 	}
-	addr, err := listenaddr.Parse(*listen)
+	ln, err := listen("--listen", *listenFlag, *token != "", stderr)
 	if err != nil {
-		return usageErr("--listen %v", err)
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("cannot listen on %s: %w", addr, err)
+		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	p := &messages.Proxy{Upstream: up, MaxIterations: *maxIter, Logger: logger}
-	srv := &http.Server{Handler: p.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	p := &messages.Proxy{Upstream: up, MaxIterations: *maxIter, Logger: logger, ClientKey: *token}
 	target := *upstreamURL
 	if target == "" {
 		target = "the default " + *kind + " API"
 	}
 	fmt.Fprintf(stderr, "toolshed: Messages API with tool search at http://%s/v1/messages, forwarding to %s\n", ln.Addr(), target)
 	fmt.Fprintf(stderr, "toolshed: point a client at it, e.g. ANTHROPIC_BASE_URL=http://%s\n", ln.Addr())
-
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(shutdown)
-	}()
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return serveUntil(ctx, ln, p.Handler())
 }

@@ -2,10 +2,7 @@ package main
 
 import (
 	"context"
-	"net"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -92,39 +89,9 @@ func TestProxy(t *testing.T) {
 // startProxy runs toolshed proxy on a free port until the test ends.
 func startProxy(t *testing.T, bin string, env []string, args ...string) (string, *syncWriter) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	cmd := exec.Command(bin, append([]string{"proxy", "--listen", addr}, args...)...)
-	cmd.Env = append(os.Environ(), env...)
-	stderr := &syncWriter{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			t.Errorf("toolshed proxy did not stop within 10s of SIGINT")
-		}
-		if t.Failed() {
-			t.Logf("toolshed proxy stderr:\n%s", stderr.String())
-		}
+	addr := freeAddr(t)
+	stderr := startCommand(t, bin, env, append([]string{"proxy", "--listen", addr}, args...), func(log string) bool {
+		return strings.Contains(log, "Messages API with tool search at")
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(stderr.String(), "Messages API with tool search at") {
-		if time.Now().After(deadline) {
-			t.Fatalf("toolshed proxy did not come up:\n%s", stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 	return addr, stderr
 }

@@ -6,8 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"sync"
@@ -18,7 +16,6 @@ import (
 	"github.com/toolshed/toolshed/gateway"
 	"github.com/toolshed/toolshed/gateway/config"
 	"github.com/toolshed/toolshed/internal/builtin"
-	"github.com/toolshed/toolshed/internal/listenaddr"
 	"github.com/toolshed/toolshed/policy"
 )
 
@@ -106,30 +103,12 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	addr, err := listenaddr.Parse(*httpAddr)
+	ln, err := listen("--http", *httpAddr, *token != "" || hasProfileTokens(cfg), stderr)
 	if err != nil {
-		return usageErr("--http %v", err)
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("cannot listen on %s: %w", addr, err)
-	}
-	host, _, _ := net.SplitHostPort(addr)
-	if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && *token == "" && !hasProfileTokens(cfg) {
-		fmt.Fprintf(stderr, "toolshed: warning: listening on %s without authentication; set --token (or $TOOLSHED_TOKEN) or profile tokens\n", addr)
-	}
-	srv := &http.Server{Handler: g.Handler(gateway.HTTPOptions{Token: *token, AllowOrigins: origins}), ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(stderr, "toolshed: serving MCP over Streamable HTTP at http://%s/mcp (profiles at /mcp/{profile})\n", ln.Addr())
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(shutdown)
-	}()
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
-	return nil
+	fmt.Fprintf(stderr, "toolshed: serving MCP over Streamable HTTP at http://%s/mcp (profiles at /mcp/{profile})\n", ln.Addr())
+	return serveUntil(ctx, ln, g.Handler(gateway.HTTPOptions{Token: *token, AllowOrigins: origins}))
 }
 
 func hasProfileTokens(cfg *config.Config) bool {

@@ -183,15 +183,32 @@ func TestServeInspectorHTTP(t *testing.T) {
 // its MCP endpoint once every upstream is up.
 func startServe(t *testing.T, bin string, args ...string) string {
 	t.Helper()
+	addr := freeAddr(t)
+	startCommand(t, bin, nil, append([]string{"serve", "--http", addr}, args...), func(log string) bool {
+		return strings.Contains(log, "servers up") && strings.Count(log, "ready") >= strings.Count(strings.Join(args, " "), "command")
+	})
+	return "http://" + addr + "/mcp"
+}
+
+// freeAddr returns a local address no one listens on.
+func freeAddr(t *testing.T) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := ln.Addr().String()
-	ln.Close()
-	cmd := exec.Command(bin, append([]string{"serve", "--http", addr}, args...)...)
-	var stderr syncWriter
-	cmd.Stderr = &stderr
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startCommand runs bin with args (and env added to the environment) until the test
+// ends, stopping it with SIGINT, and returns once ready accepts its stderr so far.
+func startCommand(t *testing.T, bin string, env, args []string, ready func(stderr string) bool) *syncWriter {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	stderr := &syncWriter{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -203,20 +220,20 @@ func startServe(t *testing.T, bin string, args ...string) string {
 		case <-done:
 		case <-time.After(10 * time.Second):
 			cmd.Process.Kill()
-			t.Errorf("toolshed serve did not stop within 10s of SIGINT")
+			t.Errorf("toolshed %s did not stop within 10s of SIGINT", args[0])
 		}
 		if t.Failed() {
-			t.Logf("toolshed serve stderr:\n%s", stderr.String())
+			t.Logf("toolshed %s stderr:\n%s", args[0], stderr.String())
 		}
 	})
 	deadline := time.Now().Add(time.Minute)
-	for !strings.Contains(stderr.String(), "servers up") || strings.Count(stderr.String(), "ready") < strings.Count(strings.Join(args, " "), "command") {
+	for !ready(stderr.String()) {
 		if time.Now().After(deadline) {
-			t.Fatalf("toolshed serve did not come up:\n%s", stderr.String())
+			t.Fatalf("toolshed %s did not come up:\n%s", args[0], stderr.String())
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
-	return "http://" + addr + "/mcp"
+	return stderr
 }
 
 type syncWriter struct {
