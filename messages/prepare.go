@@ -95,6 +95,9 @@ func newToolSet(tools []Tool, raw []byte) (*toolSet, *APIError) {
 	for i := range tools {
 		t := &tools[i]
 		where := fmt.Sprintf("tools.%d", i)
+		if t.Type == "mcp_toolset" {
+			return nil, invalid("%s: mcp_toolset needs Anthropic's MCP connector, which toolshed proxy does not run; send the server's tools as custom tools with defer_loading (toolsearch.ToolsFromMCP builds them), or put the server behind toolshed serve", where)
+		}
 		if t.Name == "" {
 			return nil, invalid("%s: a tool needs a \"name\"", where)
 		}

@@ -529,6 +529,7 @@ func TestValidation(t *testing.T) {
 		{"tool_result for a server tool use", search + "," + deferred("a"),
 			`[{"role":"user","content":[{"type":"tool_result","tool_use_id":"srvtoolu_01","content":"x"}]}]`, "cannot answer the server tool use"},
 		{"tools not a list", `"x"`, user, "not a valid Messages API request"},
+		{"mcp_toolset", search + `,{"type":"mcp_toolset","mcp_server_name":"github","default_config":{"defer_loading":true}}`, user, "mcp_toolset needs Anthropic's MCP connector"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
