@@ -59,7 +59,7 @@ func (p *Proxy) readRequest(w http.ResponseWriter, r *http.Request) (req *Reques
 	buf := bodies.Get().(*bytes.Buffer)
 	buf.Reset()
 	release = func() {
-		if buf.Cap() <= 4*MaxRequestBytes/32 { // keep buffers up to 4 MB
+		if buf.Cap() <= 4<<20 { // keep buffers up to 4 MB; larger ones are rare
 			bodies.Put(buf)
 		}
 	}
