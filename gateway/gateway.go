@@ -237,15 +237,24 @@ func (g *Gateway) reassemble() {
 	defer g.serversMu.Unlock()
 	a := g.assemble()
 	old := g.current.Load()
-	if old != nil && old.snap.Hash() == a.snap.Hash() && old.upHash == a.upHash {
-		return
+	changed := old == nil || old.snap.Hash() != a.snap.Hash() || old.upHash != a.upHash
+	if changed {
+		g.current.Store(a)
+		for _, ps := range g.servers {
+			ps.sync(a)
+		}
 	}
-	g.current.Store(a)
-	for _, ps := range g.servers {
-		ps.sync(a)
+	// Only now are the tools of the upstreams in a callable: report them ready.
+	for _, u := range g.upstreams {
+		if u.markAssembled(a.included[u]) {
+			st := u.Status()
+			g.emit(Event{Upstream: &st})
+		}
 	}
-	sum := g.summary(a)
-	g.emit(Event{Assembled: &sum})
+	if changed {
+		sum := g.summary(a)
+		g.emit(Event{Assembled: &sum})
+	}
 }
 
 // assemble builds the catalog of the upstreams that are ready, in config order.
@@ -253,9 +262,11 @@ func (g *Gateway) assemble() *assembly {
 	var sources []catalog.Source
 	up := ""
 	feats := map[string]features{}
+	included := map[*Upstream]bool{}
 	for _, u := range g.upstreams {
 		if src, ok := u.Source(); ok {
 			sources = append(sources, src)
+			included[u] = true
 			u.mu.Lock()
 			feats[u.cfg.Name] = u.features
 			up += fmt.Sprintf("%s\x00%d\x00", u.cfg.Name, u.featuresVersion)
@@ -266,7 +277,7 @@ func (g *Gateway) assemble() *assembly {
 	for _, p := range problems {
 		g.logf("catalog: %v", p)
 	}
-	return &assembly{g: g, snap: snap, upHash: up, features: feats, plans: map[string]*policy.Plan{}}
+	return &assembly{g: g, snap: snap, upHash: up, features: feats, included: included, plans: map[string]*policy.Plan{}}
 }
 
 func (g *Gateway) summary(a *assembly) Summary {
@@ -316,6 +327,8 @@ type assembly struct {
 	upHash string // which upstreams are up: a change relists even if the tools did not change
 	// features holds each ready upstream's prompts, resources and templates.
 	features map[string]features
+	// included has the upstreams whose tools are in snap.
+	included map[*Upstream]bool
 
 	mu    sync.Mutex
 	plans map[string]*policy.Plan

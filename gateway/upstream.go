@@ -71,11 +71,14 @@ type Upstream struct {
 	capture      *toolsCapture
 	stderr       io.Writer
 
-	mu       sync.Mutex
-	session  *mcp.ClientSession
-	status   Status
-	tools    []json.RawMessage
-	features features
+	mu      sync.Mutex
+	session *mcp.ClientSession
+	status  Status
+	// assembled is set once the gateway's catalog has the tools of this connection:
+	// until then Status reports Connecting, so that "ready" means callable.
+	assembled bool
+	tools     []json.RawMessage
+	features  features
 	// featuresVersion counts changes of features, so reassembly notices them.
 	featuresVersion int
 	listing         sync.Mutex // one tools/list at a time, so captures do not interleave
@@ -102,7 +105,20 @@ func (u *Upstream) Status() Status {
 	defer u.mu.Unlock()
 	s := u.status
 	s.Tools = len(u.tools)
+	if s.State == Ready && !u.assembled {
+		s.State = Connecting
+	}
 	return s
+}
+
+// markAssembled records whether the current catalog has this upstream's tools, and
+// reports whether that made it ready.
+func (u *Upstream) markAssembled(included bool) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	was := u.assembled
+	u.assembled = included && u.status.State == Ready
+	return u.assembled && !was
 }
 
 // Source returns the upstream's tools as a catalog source, or false when it has none to
@@ -127,6 +143,7 @@ func (u *Upstream) setState(s State, err error) {
 		u.tools, u.features = nil, features{}
 		u.featuresVersion++
 	}
+	u.assembled = false
 	u.mu.Unlock()
 	u.g.upstreamChanged(u)
 }
