@@ -3,9 +3,7 @@ package bridge_test
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -16,10 +14,9 @@ import (
 
 	"github.com/toolshed/toolshed/bridge"
 	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/internal/golden"
 	"github.com/toolshed/toolshed/policy"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // compileSchema compiles raw as a JSON Schema, failing the test when it is not one.
 func compileSchema(t *testing.T, raw json.RawMessage) *jsonschema.Schema {
@@ -236,28 +233,7 @@ func TestDefinitionsBuiltinGolden(t *testing.T) {
 	if err := enc.Encode(bridge.Definitions(plan)); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "definitions_builtin.golden.json", out.Bytes())
-}
-
-// golden compares got with testdata/name, or rewrites the file under -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("output differs from %s (run go test -update after checking the change):\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
+	golden.Check(t, filepath.Join("testdata", "definitions_builtin.golden.json"), out.Bytes())
 }
 
 func TestIsBridge(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"image"
 	"image/png"
@@ -19,48 +18,17 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/toolshed/toolshed/internal/golden"
 )
 
 // The golden files under testdata/openai are rewritten with go test -run OpenAI -update.
-// The package's -update flag is registered by proxy_test.go (package messages_test, whose
-// init runs after this package's, so registering it here too would panic); it is looked
-// up when a golden is checked.
-func updatingGoldens() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
-
 const oaTestdata = "testdata/openai"
 
-// checkGolden compares got with the golden file, or rewrites it under -update.
+// checkGolden compares got with the golden file under testdata/openai.
 func checkGolden(t *testing.T, path string, got []byte) {
 	t.Helper()
-	path = filepath.Join(oaTestdata, path)
-	if updatingGoldens() {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -run OpenAI -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		gl, wl := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
-		for i := 0; i < max(len(gl), len(wl)); i++ {
-			var g, w string
-			if i < len(gl) {
-				g = gl[i]
-			}
-			if i < len(wl) {
-				w = wl[i]
-			}
-			if g != w {
-				t.Fatalf("%s differs at line %d:\n got: %s\nwant: %s\n(run go test -run OpenAI -update if the change is intended)", path, i+1, g, w)
-			}
-		}
-	}
+	golden.Check(t, filepath.Join(oaTestdata, path), got)
 }
 
 func readTestdata(t *testing.T, path string) []byte {

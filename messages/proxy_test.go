@@ -5,12 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -21,10 +19,9 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/toolshed/toolshed/internal/fakellm"
+	"github.com/toolshed/toolshed/internal/golden"
 	"github.com/toolshed/toolshed/messages"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
 // exchange records the bodies of one HTTP exchange.
 type exchange struct {
@@ -440,7 +437,7 @@ func TestScenarios(t *testing.T) {
 					if got := searchRequests(msg); got != c.searches {
 						t.Errorf("usage.server_tool_use.tool_search_requests %d, want %d", got, c.searches)
 					}
-					golden(t, name, h)
+					checkExchange(t, name, h)
 				})
 			}
 		}
@@ -460,8 +457,9 @@ func searchRequests(msg *anthropic.Message) int64 {
 
 func equal(a, b []string) bool { return fmt.Sprint(a) == fmt.Sprint(b) && len(a) == len(b) }
 
-// golden compares the full exchange, client and upstream, with testdata/golden/NAME.txt.
-func golden(t *testing.T, name string, h *harness) {
+// checkExchange compares the full exchange, client and upstream, with
+// testdata/golden/NAME.txt.
+func checkExchange(t *testing.T, name string, h *harness) {
 	t.Helper()
 	var b strings.Builder
 	section := func(title string, body []byte) {
@@ -481,21 +479,7 @@ func golden(t *testing.T, name string, h *harness) {
 		}
 		section(fmt.Sprintf("toolshed → client (%d)", ex.status), ex.response)
 	}
-	path := filepath.Join("testdata", "golden", name+".txt")
-	if *update {
-		os.MkdirAll(filepath.Dir(path), 0o755)
-		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./messages -update to write it)", err)
-	}
-	if string(want) != b.String() {
-		t.Errorf("exchange differs from %s (go test ./messages -run TestScenarios -update rewrites it):\n%s", path, b.String())
-	}
+	golden.Check(t, filepath.Join("testdata", "golden", name+".txt"), []byte(b.String()))
 }
 
 func TestValidation(t *testing.T) {

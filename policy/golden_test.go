@@ -2,38 +2,14 @@ package policy_test
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/internal/golden"
 	"github.com/toolshed/toolshed/policy"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
-
-// golden compares got with testdata/name, or rewrites the file under -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("output differs from %s (run go test -update after checking the change):\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
 
 // TestDecideBuiltinGolden records how the built-in catalog is split under typical
 // settings, per server: tools listed, tools deferred, tools left out.
@@ -92,7 +68,7 @@ func TestDecideBuiltinGolden(t *testing.T) {
 		}
 		checkPlanInvariants(t, tc.name, snap, p)
 	}
-	golden(t, "plans_builtin.golden", out.Bytes())
+	golden.Check(t, filepath.Join("testdata", "plans_builtin.golden"), out.Bytes())
 }
 
 // checkPlanInvariants checks what must hold of every plan.

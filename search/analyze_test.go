@@ -3,7 +3,6 @@ package search
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"math"
 	"os"
@@ -15,9 +14,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
 
 // tokensOf is the general tokenizer's output for s.
 func tokensOf(s string) []string {
@@ -167,32 +165,7 @@ func TestTokenizeGolden(t *testing.T) {
 	for _, line := range strings.Split(strings.TrimRight(string(input), "\n"), "\n") {
 		fmt.Fprintf(&out, "%s\n  tokens: %s\n  terms:  %s\n", line, strings.Join(tokensOf(line), " "), strings.Join(termsOf(line), " "))
 	}
-	const golden = "testdata/analyze/terms.golden"
-	if *update {
-		if err := os.WriteFile(golden, out.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(out.Bytes(), want) {
-		got := strings.Split(out.String(), "\n")
-		exp := strings.Split(string(want), "\n")
-		for i := 0; i < len(got) || i < len(exp); i++ {
-			var g, e string
-			if i < len(got) {
-				g = got[i]
-			}
-			if i < len(exp) {
-				e = exp[i]
-			}
-			if g != e {
-				t.Fatalf("%s:%d differs:\n got: %s\nwant: %s", golden, i+1, g, e)
-			}
-		}
-	}
+	golden.Check(t, "testdata/analyze/terms.golden", out.Bytes())
 }
 
 // fieldTerms is, for each tool, each field's term frequencies.

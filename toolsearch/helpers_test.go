@@ -3,16 +3,12 @@ package toolsearch
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/internal/builtin"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 // testSnapshot loads testdata/catalog.json, which must load without problems.
 func testSnapshot(t testing.TB) *catalog.Snapshot {
@@ -32,25 +28,6 @@ func builtinSnapshot(t testing.TB) *catalog.Snapshot {
 		t.Fatalf("built-in catalog: %v", problems)
 	}
 	return snap
-}
-
-// golden compares got with testdata/name, or rewrites the file under -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./toolsearch -run %s -update to create it)", err, t.Name())
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from the encoding:\n got: %s\nwant: %s\n(run with -update if the change is intended)", path, got, want)
-	}
 }
 
 // indented is v encoded as JSON, indented by two spaces, with a final newline.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 
+	"github.com/toolshed/toolshed/internal/golden"
 	"github.com/toolshed/toolshed/policy"
 	"github.com/toolshed/toolshed/search"
 )
@@ -287,7 +289,7 @@ func TestSearcherDefinition(t *testing.T) {
 		})
 	}
 	s, _ := NewSearcher(testSnapshot(t), Options{DeferByDefault: true})
-	golden(t, "search_tools.golden.json", indented(t, s.Definition()))
+	golden.Check(t, filepath.Join("testdata", "search_tools.golden.json"), indented(t, s.Definition()))
 }
 
 func TestSearcherConcurrent(t *testing.T) {

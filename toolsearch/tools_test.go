@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/internal/golden"
 	"github.com/toolshed/toolshed/policy"
 )
 
@@ -91,7 +93,7 @@ func TestToolsGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, "tools_"+tc.name+".golden.json", indented(t, tools))
+			golden.Check(t, filepath.Join("testdata", "tools_"+tc.name+".golden.json"), indented(t, tools))
 		})
 	}
 }

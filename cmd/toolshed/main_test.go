@@ -2,16 +2,14 @@ package main
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+	"github.com/toolshed/toolshed/internal/golden"
+)
 
 // timing matches the figures that change from run to run (durations), so golden files
 // hold everything else exactly.
@@ -63,20 +61,7 @@ func TestCommands(t *testing.T) {
 			}
 			got := fmt.Sprintf("$ toolshed %s\n# exit %d\n# stdout\n%s# stderr\n%s", tc.args, code, stdout.String(), stderr.String())
 			got = timing.ReplaceAllString(got, "${1}<time>")
-			golden := filepath.Join("testdata", tc.name+".golden")
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test ./cmd/toolshed -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("output differs from %s (run with -update after checking the change):\n--- got\n%s\n--- want\n%s", golden, got, want)
-			}
+			golden.Check(t, filepath.Join("testdata", tc.name+".golden"), []byte(got))
 		})
 	}
 }
