@@ -17,6 +17,7 @@ import (
 	"github.com/toolshed/toolshed/gateway"
 	"github.com/toolshed/toolshed/gateway/config"
 	"github.com/toolshed/toolshed/internal/builtin"
+	"github.com/toolshed/toolshed/internal/testupstream"
 	"github.com/toolshed/toolshed/policy"
 	"github.com/toolshed/toolshed/tokens"
 )
@@ -61,7 +62,7 @@ func pipeClient(tb testing.TB, g *gateway.Gateway, profile string) *mcp.ClientSe
 
 func benchGateway(b *testing.B, mode policy.Mode) *gateway.Gateway {
 	b.Helper()
-	g, err := gateway.New(&config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: mode, Log: &syncBuffer{}})
+	g, err := gateway.New(&config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: mode, Log: &testupstream.SyncBuffer{}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -192,7 +193,7 @@ func TestConcurrentSessions(t *testing.T) {
 // BenchmarkConcurrentSessions reports the throughput and memory of 50 sessions making
 // 200 calls each.
 func BenchmarkConcurrentSessions(b *testing.B) {
-	g, err := gateway.New(concurrencyConfig(), gateway.Options{Mode: policy.On, Log: &syncBuffer{}})
+	g, err := gateway.New(concurrencyConfig(), gateway.Options{Mode: policy.On, Log: &testupstream.SyncBuffer{}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,11 +1,9 @@
 package gateway_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,31 +11,14 @@ import (
 
 	"github.com/toolshed/toolshed/gateway"
 	"github.com/toolshed/toolshed/gateway/config"
+	"github.com/toolshed/toolshed/internal/testupstream"
 )
-
-// syncBuffer is a log that tests read while the gateway writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // harness is a running gateway for one test.
 type harness struct {
 	t   *testing.T
 	g   *gateway.Gateway
-	log *syncBuffer
+	log *testupstream.SyncBuffer
 }
 
 // testServer returns the config of a test upstream (see serveTestUpstream).
@@ -50,7 +31,7 @@ func testServer(name, mode string) config.Server {
 // upstream has started or failed once.
 func startGateway(t *testing.T, cfg *config.Config, opts gateway.Options) *harness {
 	t.Helper()
-	log := &syncBuffer{}
+	log := &testupstream.SyncBuffer{}
 	opts.Log = log
 	if opts.BackoffMin == 0 {
 		opts.BackoffMin, opts.BackoffMax = 50*time.Millisecond, 200*time.Millisecond

@@ -11,6 +11,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/toolshed/toolshed/internal/fakellm"
+	"github.com/toolshed/toolshed/internal/testupstream"
 )
 
 // TestProxy runs the toolshed proxy binary in front of a scripted model of each wire
@@ -87,7 +88,7 @@ func TestProxy(t *testing.T) {
 }
 
 // startProxy runs toolshed proxy on a free port until the test ends.
-func startProxy(t *testing.T, bin string, env []string, args ...string) (string, *syncWriter) {
+func startProxy(t *testing.T, bin string, env []string, args ...string) (string, *testupstream.SyncBuffer) {
 	t.Helper()
 	addr := freeAddr(t)
 	stderr := startCommand(t, bin, env, append([]string{"proxy", "--listen", addr}, args...), func(log string) bool {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -203,11 +202,11 @@ func freeAddr(t *testing.T) string {
 
 // startCommand runs bin with args (and env added to the environment) until the test
 // ends, stopping it with SIGINT, and returns once ready accepts its stderr so far.
-func startCommand(t *testing.T, bin string, env, args []string, ready func(stderr string) bool) *syncWriter {
+func startCommand(t *testing.T, bin string, env, args []string, ready func(stderr string) bool) *testupstream.SyncBuffer {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
-	stderr := &syncWriter{}
+	stderr := &testupstream.SyncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -234,23 +233,6 @@ func startCommand(t *testing.T, bin string, env, args []string, ready func(stder
 		time.Sleep(20 * time.Millisecond)
 	}
 	return stderr
-}
-
-type syncWriter struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *syncWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *syncWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
 }
 
 // The conformance suite passes against toolshed in off mode in front of the go-sdk

@@ -264,7 +264,7 @@ func ConformanceHTTP(t testing.TB, extraArgs ...string) (url string) {
 		addr := freeAddr(t)
 		args := append([]string{"-http=" + addr, "-stateless=false"}, extraArgs...)
 		cmd := exec.Command(bin, args...)
-		log := new(syncBuffer)
+		log := new(SyncBuffer)
 		cmd.Stdout, cmd.Stderr = log, log
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("testupstream: starting %s: %v", bin, err)
@@ -322,18 +322,20 @@ func waitHTTP(url string, done <-chan struct{}, timeout time.Duration) bool {
 	return false
 }
 
-type syncBuffer struct {
+// SyncBuffer is output (a process's stderr, a gateway's log) that a test reads while
+// it is being written.
+type SyncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
+func (b *SyncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *syncBuffer) String() string {
+func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
