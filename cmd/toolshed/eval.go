@@ -22,12 +22,8 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "  for example: toolshed eval --catalog bench/bfcl/catalog.json --queries bench/bfcl/queries.jsonl")
 		fs.PrintDefaults()
 	}
-	rest, err := parseFlags(fs, args, stderr)
-	if err != nil {
+	if err := parseFlagsOnly(fs, args, stderr); err != nil {
 		return err
-	}
-	if len(rest) > 0 {
-		return usageErr("unexpected arguments %q", rest)
 	}
 	if len(catalogs) == 0 || *queries == "" {
 		return usageErr("give both --catalog FILE and --queries FILE (see bench/README.md for the format)")

@@ -83,6 +83,16 @@ func usageErr(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{errUsage}, args...)...)
 }
 
+// parseFlagsOnly parses fs from args for a command that takes no positional
+// arguments.
+func parseFlagsOnly(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	rest, err := parseFlags(fs, args, stderr)
+	if err == nil && len(rest) > 0 {
+		err = usageErr("unexpected arguments %q", rest)
+	}
+	return err
+}
+
 // parseFlags parses fs from args, allowing flags after positional arguments
 // ("toolshed search github issue --limit 3"), and returns the positional arguments.
 func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, error) {

@@ -28,12 +28,8 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "environment: ANTHROPIC_API_KEY, or OPENAI_API_KEY for openai. It is never logged.")
 		fs.PrintDefaults()
 	}
-	rest, err := parseFlags(fs, args, stderr)
-	if err != nil {
+	if err := parseFlagsOnly(fs, args, stderr); err != nil {
 		return err
-	}
-	if len(rest) > 0 {
-		return usageErr("unexpected arguments %q", rest)
 	}
 	if *maxIter < 0 {
 		return usageErr("--max-iterations must be a positive number, got %d", *maxIter)

@@ -36,12 +36,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "Without --config or --catalog, it serves the built-in catalog: the tool definitions of 21 real MCP servers.")
 		fs.PrintDefaults()
 	}
-	rest, err := parseFlags(fs, args, stderr)
-	if err != nil {
+	if err := parseFlagsOnly(fs, args, stderr); err != nil {
 		return err
-	}
-	if len(rest) > 0 {
-		return usageErr("unexpected arguments %q", rest)
 	}
 	opts := gateway.Options{NoPrefix: *noPrefix, ContextWindow: *window, Log: stderr}
 	if *mode != "" {
@@ -57,6 +53,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	cfg := &config.Config{}
 	if *configFile != "" {
 		var warns []config.Warning
+		var err error
 		cfg, warns, err = config.Load(*configFile)
 		if err != nil {
 			return err
