@@ -105,29 +105,41 @@ type Plan struct {
 	usable, deferred *catalog.Set
 }
 
+// Split sorts the tools of snap that are in scope and enabled into those that stay
+// listed (pinned, or not deferred by their server's rules) and those tool search may
+// hide, both in catalog order. deferByDefault is the global default of defer_loading
+// for tools their rules do not settle.
+func Split(snap *catalog.Snapshot, servers map[string]ServerRules, scope Scope, deferByDefault bool) (fixed, deferrable []*catalog.Tool) {
+	for _, t := range snap.Tools() {
+		if !scope.Allows(t) {
+			continue
+		}
+		enabled, deferLoading := servers[t.Server].Resolve(t.Name, deferByDefault)
+		switch {
+		case !enabled:
+		case deferLoading && !t.Pinned:
+			deferrable = append(deferrable, t)
+		default:
+			fixed = append(fixed, t)
+		}
+	}
+	return fixed, deferrable
+}
+
 // Decide computes the plan of snap under in.
 func Decide(snap *catalog.Snapshot, in Input) *Plan {
 	cfg := in.Config.withDefaults()
 	p := &Plan{Snapshot: snap, Config: cfg, usable: catalog.NewSet(snap), deferred: catalog.NewSet(snap)}
-	var deferrable []*catalog.Tool
-	var fixed []*catalog.Tool
-	for _, t := range snap.Tools() {
-		if !in.Scope.Allows(t) {
-			continue
-		}
-		enabled, deferLoading := in.Servers[t.Server].Resolve(t.Name, true)
-		if !enabled {
-			continue
-		}
+	fixed, deferrable := Split(snap, in.Servers, in.Scope, true)
+	for _, t := range fixed {
+		p.usable.Add(t.Index)
+		p.TotalTokens += snap.ToolTokens(t)
+	}
+	for _, t := range deferrable {
 		p.usable.Add(t.Index)
 		tokens := snap.ToolTokens(t)
 		p.TotalTokens += tokens
-		if deferLoading && !t.Pinned {
-			deferrable = append(deferrable, t)
-			p.DeferrableTokens += tokens
-		} else {
-			fixed = append(fixed, t)
-		}
+		p.DeferrableTokens += tokens
 	}
 	p.Threshold = UnknownWindowThreshold
 	if in.ContextWindow > 0 {

@@ -88,10 +88,10 @@ type plan struct {
 	sent, inDeferred *catalog.Set
 }
 
-// decide returns the plan of snap under opts. It follows policy.Decide with tool search
-// on, except that the global default is opts.DeferByDefault rather than "deferred"; it
-// does not call it because Decide also counts every tool's tokens, which costs far more
-// than the rest of a request's assembly and is not needed here.
+// decide returns the plan of snap under opts: policy.Split with opts.DeferByDefault as
+// the global default. It does not call policy.Decide, which also counts every tool's
+// tokens for the auto mode; that costs far more than the rest of a request's assembly
+// and is not needed here.
 func decide(snap *catalog.Snapshot, opts Options) (*plan, error) {
 	if snap == nil {
 		return nil, fmt.Errorf("%w: the catalog snapshot is nil; build one with catalog.Build (see SourceFromMCP for MCP servers)", ErrOptions)
@@ -100,21 +100,13 @@ func decide(snap *catalog.Snapshot, opts Options) (*plan, error) {
 		return nil, fmt.Errorf("%w: %w", ErrOptions, err)
 	}
 	p := &plan{sent: catalog.NewSet(snap), inDeferred: catalog.NewSet(snap)}
-	for _, t := range snap.Tools() {
-		if !opts.Scope.Allows(t) {
-			continue
-		}
-		enabled, deferLoading := opts.Servers[t.Server].Resolve(t.Name, opts.DeferByDefault)
-		if !enabled {
-			continue
-		}
+	p.visible, p.deferred = policy.Split(snap, opts.Servers, opts.Scope, opts.DeferByDefault)
+	for _, t := range p.visible {
 		p.sent.Add(t.Index)
-		if deferLoading && !t.Pinned {
-			p.deferred = append(p.deferred, t)
-			p.inDeferred.Add(t.Index)
-		} else {
-			p.visible = append(p.visible, t)
-		}
+	}
+	for _, t := range p.deferred {
+		p.sent.Add(t.Index)
+		p.inDeferred.Add(t.Index)
 	}
 	return p, nil
 }
