@@ -228,42 +228,49 @@ func isIdeograph(r rune) bool {
 	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) || unicode.Is(unicode.Katakana, r)
 }
 
-// stemCache remembers normalize's answers for the whole process. Stemming costs a
-// microsecond a word, catalogs share most of their vocabulary, and the gateway rebuilds
-// indexes as servers come and go; past stemCacheMax words it stops growing.
-var stemCache struct {
+// queryStems remembers normalize's answers for query words that no index build has
+// seen (see stems.go for the words of catalogs). Past stemCacheMax words it stops growing.
+var queryStems struct {
 	sync.RWMutex
 	m map[string]string
 }
 
+// stemCacheMax bounds each of the process-wide stem caches.
 const stemCacheMax = 1 << 18
 
-// stemBytes is normalize through stemCache, for a lowercased token in a buffer.
-func stemBytes(tok []byte) string {
-	stemCache.RLock()
-	t, ok := stemCache.m[string(tok)]
-	stemCache.RUnlock()
+// stemBytes is normalize through the stem caches, for a lowercased token in a buffer and
+// its hashToken.
+func stemBytes(tok []byte, h uint64) string {
+	if t, ok := cachedStem(h); ok {
+		return t
+	}
+	queryStems.RLock()
+	t, ok := queryStems.m[string(tok)]
+	queryStems.RUnlock()
 	if ok {
 		return t
 	}
 	key := string(tok)
 	t = normalize(key)
-	stemCache.Lock()
-	if stemCache.m == nil {
-		stemCache.m = map[string]string{}
+	queryStems.Lock()
+	if queryStems.m == nil {
+		queryStems.m = map[string]string{}
 	}
-	if len(stemCache.m) < stemCacheMax {
-		stemCache.m[key] = t
+	if len(queryStems.m) < stemCacheMax {
+		queryStems.m[key] = t
 	}
-	stemCache.Unlock()
+	queryStems.Unlock()
 	return t
 }
 
-// resetStemCache empties stemCache, so benchmarks can measure cold builds.
+// resetStemCache empties both stem caches, so benchmarks can measure cold builds.
 func resetStemCache() {
-	stemCache.Lock()
-	stemCache.m = nil
-	stemCache.Unlock()
+	queryStems.Lock()
+	queryStems.m = nil
+	queryStems.Unlock()
+	publishMu.Lock()
+	published.Store(nil)
+	publishMu.Unlock()
 }
 
 // normalize turns a lowercased token into its index term, or "" for a stop word.

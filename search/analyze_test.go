@@ -31,7 +31,7 @@ func tokensOf(s string) []string {
 func termsOf(s string) []string {
 	var out []string
 	for _, tok := range tokensOf(s) {
-		if term := stemBytes([]byte(tok)); term != "" {
+		if term := stemBytes([]byte(tok), hashToken([]byte(tok))); term != "" {
 			out = append(out, term)
 		}
 	}
@@ -201,7 +201,8 @@ func referenceTerms(tools []*catalog.Tool) []fieldTerms {
 // returns what it recorded, in terms.
 func workerTerms(tools []*catalog.Tool) []fieldTerms {
 	w := &worker{from: 0, to: len(tools)}
-	w.tokenize(tools, make([]string, len(tools)))
+	w.tokenize(tools, make([]string, len(tools)), make([]uint64, 2*len(tools)))
+	stemNew([]*worker{w})
 	out := make([]fieldTerms, len(tools))
 	for d := range tools {
 		ft := make(fieldTerms, numFields)

@@ -144,7 +144,7 @@ func (ix *Index) Search(query string, opts Options) ([]Result, error) {
 	}
 	limit := opts.limit()
 	var results []Result
-	exact := ix.exact[normalizeName(query)]
+	exact := ix.lookupExact(normalizeName(query))
 	for _, d := range exact {
 		if opts.Allow.Has(int(d)) && len(results) < limit {
 			results = append(results, Result{Tool: ix.snap.Tool(int(d)), Score: math.Inf(1), Match: MatchExact})
@@ -337,8 +337,8 @@ func containsTool(rs []Result, t *catalog.Tool) bool {
 func (ix *Index) queryTerms(query string, s *scratch) {
 	p := &ix.params
 	var unknown []string
-	s.buf = tokenize(query, s.buf, func(tok []byte, _ uint64) {
-		if term := stemBytes(tok); term != "" {
+	s.buf = tokenize(query, s.buf, func(tok []byte, h uint64) {
+		if term := stemBytes(tok, h); term != "" {
 			if !ix.addTerm(s, term, 1) && p.Synonyms > 0 {
 				unknown = append(unknown, term)
 			}

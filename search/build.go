@@ -39,6 +39,8 @@ type worker struct {
 	df       []int32 // per term, within this worker's tools
 	buf      []byte
 	emit     func([]byte, uint64)
+	fresh    []newWord // words no build had stemmed, waiting for stemNew
+	stemmed  []newWord // the words this worker stemmed in stemNew, and their terms
 
 	cut    [maxParts + 1]int32 // where the parts of the word being split start
 	doc    int32
@@ -54,11 +56,12 @@ func NewIndexParams(snap *catalog.Snapshot, p Params) *Index {
 		snap:   snap,
 		params: p,
 		terms:  make(map[string]int32, 4096),
-		exact:  make(map[string][]int32, 2*n),
 		names:  make([]string, n),
 	}
 	workers := splitWork(n)
-	parallel(workers, func(w *worker) { w.tokenize(tools, ix.names) })
+	nameHashes := make([]uint64, 2*n)
+	parallel(workers, func(_ int, w *worker) { w.tokenize(tools, ix.names, nameHashes) })
+	stemNew(workers)
 
 	// Step 2: global term ids, in order of first appearance.
 	for _, w := range workers {
@@ -74,7 +77,7 @@ func NewIndexParams(snap *catalog.Snapshot, p Params) *Index {
 		}
 	}
 	nt := len(ix.termText)
-	parallel(workers, func(w *worker) { w.remap(nt) })
+	parallel(workers, func(_ int, w *worker) { w.remap(nt) })
 
 	var sumLen [numFields]float64
 	df := make([]int32, nt)
@@ -112,13 +115,7 @@ func NewIndexParams(snap *catalog.Snapshot, p Params) *Index {
 			next[t] += c
 		}
 	}
-	parallel(workers, func(w *worker) {
-		i := 0
-		for workers[i] != w {
-			i++
-		}
-		w.postings(ix, fills[i], avgLen)
-	})
+	parallel(workers, func(i int, w *worker) { w.postings(ix, fills[i], avgLen) })
 
 	ix.idf = make([]float32, nt)
 	ix.maxScore = make([]float32, nt)
@@ -128,13 +125,7 @@ func NewIndexParams(snap *catalog.Snapshot, p Params) *Index {
 			ix.maxScore[t] = max(ix.maxScore[t], sc)
 		}
 	}
-	for d, t := range tools {
-		for _, key := range [2]string{normalizeName(t.Name), ix.names[d]} {
-			if docs := ix.exact[key]; len(docs) == 0 || docs[len(docs)-1] != int32(d) {
-				ix.exact[key] = append(docs, int32(d))
-			}
-		}
-	}
+	ix.exact = buildExact(nameHashes)
 	return ix
 }
 
@@ -148,25 +139,26 @@ func splitWork(n int) []*worker {
 	return ws
 }
 
-// parallel runs fn for every worker, each on its own goroutine, and waits.
-func parallel(ws []*worker, fn func(*worker)) {
+// parallel runs fn for every worker and its index, each on its own goroutine, and waits.
+func parallel(ws []*worker, fn func(int, *worker)) {
 	if len(ws) == 1 {
-		fn(ws[0])
+		fn(0, ws[0])
 		return
 	}
 	var wg sync.WaitGroup
-	for _, w := range ws {
+	for i, w := range ws {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			fn(w)
+			fn(i, w)
 		}()
 	}
 	wg.Wait()
 }
 
-// tokenize is step 1 for the worker's tools.
-func (w *worker) tokenize(tools []*catalog.Tool, names []string) {
+// tokenize is step 1 for the worker's tools. It also fills in their normalized qualified
+// names and the hashes of their normalized bare and qualified names (see exactNames).
+func (w *worker) tokenize(tools []*catalog.Tool, names []string, nameHashes []uint64) {
 	n := w.to - w.from
 	w.surface = newTermTable(4096)
 	w.docStart = make([]int32, n+1)
@@ -193,7 +185,10 @@ func (w *worker) tokenize(tools []*catalog.Tool, names []string) {
 		}
 		w.text(fieldServer, t.Server)
 		w.lens[i] = w.docLen
-		names[w.from+i] = normalizeName(t.Qualified)
+		d := w.from + i
+		names[d] = normalizeName(t.Qualified)
+		nameHashes[2*d] = nameHash(t.Name)
+		nameHashes[2*d+1] = hashToken([]byte(names[d]))
 	}
 	w.docStart[n] = int32(len(w.entries))
 }
@@ -297,24 +292,33 @@ func (w *worker) add(h uint64, tok string) {
 	w.docLen[w.field]++
 }
 
-// newSurface numbers a surface form the worker has not seen; stop words get -1.
+// newSurface numbers a surface form the worker has not seen; stop words get -1. A word
+// no build has stemmed before keeps an empty term until stemNew fills it in.
 func (w *worker) newSurface(h uint64, tok string) int32 {
-	var buf [64]byte
-	lower := buf[:0]
-	if len(tok) > len(buf) {
-		lower = make([]byte, 0, len(tok))
+	term, known := cachedStem(h)
+	stop := known && term == ""
+	if !known {
+		var buf [64]byte
+		lower := buf[:0]
+		if len(tok) > len(buf) {
+			lower = make([]byte, 0, len(tok))
+		}
+		for i := 0; i < len(tok); i++ {
+			lower = append(lower, lowerByte[tok[i]])
+		}
+		stop = stopWords[string(lower)]
+		if !stop {
+			w.fresh = append(w.fresh, newWord{id: int32(len(w.stems)), h: h, text: string(lower)})
+		}
 	}
-	for i := 0; i < len(tok); i++ {
-		lower = append(lower, lowerByte[tok[i]])
+	if stop {
+		w.surface.put(h, -1)
+		return -1
 	}
-	term := stemBytes(lower)
-	id := int32(-1)
-	if term != "" {
-		id = int32(len(w.stems))
-		w.stems = append(w.stems, term)
-		w.last = append(w.last, -1)
-		w.slot = append(w.slot, 0)
-	}
+	id := int32(len(w.stems))
+	w.stems = append(w.stems, term)
+	w.last = append(w.last, -1)
+	w.slot = append(w.slot, 0)
 	w.surface.put(h, id)
 	return id
 }
@@ -349,7 +353,7 @@ func (w *worker) remap(nt int) {
 	}
 	w.docStart[w.to-w.from] = int32(len(out))
 	w.entries = out
-	w.stems, w.last, w.slot, w.surface = nil, nil, nil, nil
+	w.stems, w.last, w.slot, w.surface, w.fresh = nil, nil, nil, nil, nil
 }
 
 // postings is step 3's second half: the BM25F weight of every (term, tool) pair of the

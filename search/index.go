@@ -78,8 +78,8 @@ type Index struct {
 	postScore []float32 // BM25F weight of the term in the doc, before idf
 	maxScore  []float32 // per term, the largest of its postScore values
 
-	exact map[string][]int32 // normalized bare and qualified names -> docs
-	names []string           // normalized qualified name per doc, for the substring fallback
+	exact exactNames // normalized bare and qualified names -> docs
+	names []string   // normalized qualified name per doc, for the substring fallback
 
 	// foldOnce builds, on the first regex search, every tool's text lowercased for the
 	// regex path's pre-check: folded[foldedAt[i]:foldedAt[i+1]] is tool i's.
@@ -122,15 +122,26 @@ func normalizeName(s string) string {
 // allocating more than the result.
 func normalizeASCIIName(s string) (string, bool) {
 	var buf [catalog.MaxNameLen]byte
-	b := buf[:0]
-	if len(s) > len(buf) {
-		b = make([]byte, 0, len(s))
+	b, ok := appendASCIIName(buf[:0], s)
+	return string(b), ok
+}
+
+// nameHash is hashToken of normalizeName(s), without allocating for ASCII names.
+func nameHash(s string) uint64 {
+	var buf [catalog.MaxNameLen]byte
+	if b, ok := appendASCIIName(buf[:0], s); ok {
+		return hashToken(b)
 	}
+	return hashToken([]byte(normalizeName(s)))
+}
+
+// appendASCIIName appends normalizeName(s) to b if s is ASCII, and reports whether it was.
+func appendASCIIName(b []byte, s string) ([]byte, bool) {
 	sep := false
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c >= utf8.RuneSelf {
-			return "", false
+			return b, false
 		}
 		cls := asciiClass[c]
 		if cls == 0 {
@@ -146,5 +157,5 @@ func normalizeASCIIName(s string) (string, bool) {
 		}
 		b = append(b, c)
 	}
-	return string(b), true
+	return b, true
 }

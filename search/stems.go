@@ -1,0 +1,155 @@
+package search
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// Stemming is the costliest step of analysis (a microsecond a word with the Snowball
+// stemmer), catalogs share most of their vocabulary, and the gateway rebuilds indexes as
+// servers come and go. So every word an index build stems is remembered for the whole
+// process, in a table keyed by the token hash the build computes anyway.
+//
+// The table is immutable once published: build workers read it with one atomic load and
+// no lock, and each build that met new words publishes a copy with them added.
+
+// stemTable maps the hashToken of a lowercased token to normalize's answer for it, ""
+// for a stop word. It is open addressing over flat arrays, as termTable is.
+type stemTable struct {
+	keys []uint64 // 0 marks an empty slot; hashes of 0 are stored as 1
+	vals []string
+	n    int
+}
+
+func (t *stemTable) get(h uint64) (string, bool) {
+	if h == 0 {
+		h = 1
+	}
+	mask := uint64(len(t.keys) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		switch t.keys[i] {
+		case h:
+			return t.vals[i], true
+		case 0:
+			return "", false
+		}
+	}
+}
+
+// put adds h unless it is there; the table must have a free slot.
+func (t *stemTable) put(h uint64, v string) {
+	if h == 0 {
+		h = 1
+	}
+	mask := uint64(len(t.keys) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		switch t.keys[i] {
+		case h:
+			return
+		case 0:
+			t.keys[i], t.vals[i] = h, v
+			t.n++
+			return
+		}
+	}
+}
+
+var (
+	published atomic.Pointer[stemTable] // nil until the first build
+	publishMu sync.Mutex                // serializes publishers
+)
+
+// cachedStem returns normalize's answer for the token with hash h if a build has seen it.
+func cachedStem(h uint64) (string, bool) {
+	if t := published.Load(); t != nil {
+		return t.get(h)
+	}
+	return "", false
+}
+
+// newWord is a surface form a build worker met that the published table lacks: its
+// local number, hash and lowercased text.
+type newWord struct {
+	id   int32
+	h    uint64
+	text string
+}
+
+// stemNew stems the words the workers met that no build had seen, and publishes them.
+//
+// A word is often new to several workers at once (their tools share vocabulary), so the
+// work is split by hash rather than by worker: worker k stems every new word, from
+// whichever worker, whose hash falls in its share, once, and writes the stem into every
+// worker that met it. The writes go to distinct entries of the workers' stems, so the
+// workers need no lock.
+func stemNew(workers []*worker) {
+	total := 0
+	for _, w := range workers {
+		total += len(w.fresh)
+	}
+	if total == 0 {
+		return
+	}
+	k := uint64(len(workers))
+	parallel(workers, func(i int, w *worker) {
+		seen := newTermTable(total/int(k) + 16) // hash -> index in w.stemmed
+		w.stemmed = w.stemmed[:0]
+		for _, v := range workers {
+			for _, nw := range v.fresh {
+				if (nw.h>>40)%k != uint64(i) {
+					continue
+				}
+				j, ok := seen.get(nw.h)
+				if !ok {
+					j = int32(len(w.stemmed))
+					seen.put(nw.h, j)
+					w.stemmed = append(w.stemmed, newWord{h: nw.h, text: normalize(nw.text)})
+				}
+				v.stems[nw.id] = w.stemmed[j].text
+			}
+		}
+	})
+	publish(workers)
+}
+
+// publish adds the workers' stemmed words to a copy of the published table and publishes
+// it. Past stemCacheMax words the table stops growing.
+func publish(workers []*worker) {
+	publishMu.Lock()
+	defer publishMu.Unlock()
+	old := published.Load()
+	n := 0
+	if old != nil {
+		n = old.n
+	}
+	add := 0
+	for _, w := range workers {
+		add += len(w.stemmed)
+	}
+	add = min(add, stemCacheMax-n)
+	if add <= 0 {
+		return
+	}
+	size := 1024
+	for size < 2*(n+add) {
+		size <<= 1
+	}
+	t := &stemTable{keys: make([]uint64, size), vals: make([]string, size)}
+	if old != nil {
+		for i, h := range old.keys {
+			if h != 0 {
+				t.put(h, old.vals[i])
+			}
+		}
+	}
+	for _, w := range workers {
+		for _, s := range w.stemmed {
+			if t.n == n+add {
+				break
+			}
+			t.put(s.h, s.text)
+		}
+		w.stemmed = nil
+	}
+	published.Store(t)
+}
