@@ -29,10 +29,9 @@ type posting struct {
 type worker struct {
 	from, to int
 
-	surface  *termTable // hash of a lowercased token -> local surface number
-	stems    []string   // local surface number -> its term, "" for a stop word
-	last     []int32    // per local number (then per term): the last tool it was seen in
-	slot     []int32    // per local number (then per term): its entry in that tool
+	surface  *termTable // hash of a lowercased token -> local surface number, -1 for a stop word
+	stems    []string   // local surface number -> its term
+	termOf   []int32    // local surface number -> global term id, from step 2
 	entries  []posting  // per tool, by docStart
 	docStart []int32    // tool from+i's entries are entries[docStart[i]:docStart[i+1]]
 	lens     [][numFields]uint32
@@ -44,6 +43,7 @@ type worker struct {
 
 	cut    [maxParts + 1]int32 // where the parts of the word being split start
 	doc    int32
+	start  int32 // where the current tool's entries start
 	field  int
 	docLen [numFields]uint32 // the current tool's field lengths
 }
@@ -65,15 +65,15 @@ func NewIndexParams(snap *catalog.Snapshot, p Params) *Index {
 
 	// Step 2: global term ids, in order of first appearance.
 	for _, w := range workers {
+		w.termOf = make([]int32, len(w.stems))
 		for i, stem := range w.stems {
-			// w.last is reused as the map from local numbers to terms in step 3.
 			id, ok := ix.terms[stem]
 			if !ok {
 				id = int32(len(ix.termText))
 				ix.terms[stem] = id
 				ix.termText = append(ix.termText, stem)
 			}
-			w.last[i] = id
+			w.termOf[i] = id
 		}
 	}
 	nt := len(ix.termText)
@@ -174,7 +174,8 @@ func (w *worker) tokenize(tools []*catalog.Tool, names []string, nameHashes []ui
 	w.emit = w.emitToken
 	for i, t := range tools[w.from:w.to] {
 		w.doc = int32(i)
-		w.docStart[i] = int32(len(w.entries))
+		w.start = int32(len(w.entries))
+		w.docStart[i] = w.start
 		w.docLen = [numFields]uint32{}
 		w.text(fieldName, t.Name)
 		w.text(fieldTitle, t.Title)
@@ -217,6 +218,9 @@ func (w *worker) text(f int, s string) {
 		prev := cls
 		for i++; i < len(s); i++ {
 			next := byteClass[s[i]]
+			if next == prev && next != clsUpper {
+				continue // within a run of lowercase letters or of digits: no boundary
+			}
 			if next == 0 || next == clsHigh {
 				break
 			}
@@ -273,19 +277,19 @@ func (w *worker) emitToken(tok []byte, h uint64) { w.add(h, string(tok)) }
 // add records one token of the current tool and field, given the hash of its lowercased
 // text and the text itself in any case.
 func (w *worker) add(h uint64, tok string) {
-	id, ok := w.surface.get(h)
-	if !ok {
-		id = w.newSurface(h, tok)
+	s, seen := w.surface.find(h)
+	if !seen {
+		s.id = w.newSurface(h, tok)
 	}
-	if id < 0 {
+	if s.id < 0 {
 		return // a stop word: not a term, and not counted in the field's length
 	}
-	if w.last[id] != w.doc {
-		w.last[id] = w.doc
-		w.slot[id] = int32(len(w.entries))
-		w.entries = append(w.entries, posting{term: id})
+	if s.at < w.start {
+		// The token's first time in this tool: entries before w.start are earlier tools'.
+		s.at = int32(len(w.entries))
+		w.entries = append(w.entries, posting{term: s.id})
 	}
-	e := &w.entries[w.slot[id]]
+	e := &w.entries[s.at]
 	if e.tf[w.field] < math.MaxUint16 {
 		e.tf[w.field]++
 	}
@@ -312,21 +316,16 @@ func (w *worker) newSurface(h uint64, tok string) int32 {
 		}
 	}
 	if stop {
-		w.surface.put(h, -1)
 		return -1
 	}
-	id := int32(len(w.stems))
 	w.stems = append(w.stems, term)
-	w.last = append(w.last, -1)
-	w.slot = append(w.slot, 0)
-	w.surface.put(h, id)
-	return id
+	return int32(len(w.stems) - 1)
 }
 
-// remap is step 3's first half: entries in term ids (w.last maps local numbers to
-// terms), surface forms of one stem merged, and per-term tool counts.
+// remap is step 3's first half: entries in term ids, surface forms of one stem merged,
+// and per-term tool counts.
 func (w *worker) remap(nt int) {
-	local := w.last
+	local := w.termOf
 	w.df = make([]int32, nt)
 	last := make([]int32, nt)
 	slot := make([]int32, nt)
@@ -353,7 +352,7 @@ func (w *worker) remap(nt int) {
 	}
 	w.docStart[w.to-w.from] = int32(len(out))
 	w.entries = out
-	w.stems, w.last, w.slot, w.surface, w.fresh = nil, nil, nil, nil, nil
+	w.stems, w.termOf, w.surface, w.fresh = nil, nil, nil, nil
 }
 
 // postings is step 3's second half: the BM25F weight of every (term, tool) pair of the

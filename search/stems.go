@@ -5,16 +5,16 @@ import (
 	"sync/atomic"
 )
 
-// Stemming is the costliest step of analysis (a microsecond a word with the Snowball
-// stemmer), catalogs share most of their vocabulary, and the gateway rebuilds indexes as
-// servers come and go. So every word an index build stems is remembered for the whole
+// Stemming is the costliest step of analysis (close to a microsecond a word), catalogs
+// share most of their vocabulary, and the gateway rebuilds indexes as servers come and
+// go. So every word an index build stems is remembered for the whole
 // process, in a table keyed by the token hash the build computes anyway.
 //
 // The table is immutable once published: build workers read it with one atomic load and
 // no lock, and each build that met new words publishes a copy with them added.
 
 // stemTable maps the hashToken of a lowercased token to normalize's answer for it, ""
-// for a stop word. It is open addressing over flat arrays, as termTable is.
+// for a stop word. It is open addressing over flat arrays.
 type stemTable struct {
 	keys []uint64 // 0 marks an empty slot; hashes of 0 are stored as 1
 	vals []string
@@ -99,13 +99,12 @@ func stemNew(workers []*worker) {
 				if (nw.h>>40)%k != uint64(i) {
 					continue
 				}
-				j, ok := seen.get(nw.h)
+				s, ok := seen.find(nw.h)
 				if !ok {
-					j = int32(len(w.stemmed))
-					seen.put(nw.h, j)
+					s.id = int32(len(w.stemmed))
 					w.stemmed = append(w.stemmed, newWord{h: nw.h, text: normalize(nw.text)})
 				}
-				v.stems[nw.id] = w.stemmed[j].text
+				v.stems[nw.id] = w.stemmed[s.id].text
 			}
 		}
 	})

@@ -1,15 +1,23 @@
 package search
 
-// termTable maps the 64-bit hash of a token to its term id during an index build. It is
-// the build's hottest data structure: every token of every tool goes through it. Open
-// addressing over two flat arrays makes a lookup one or two cache lines, several times
-// faster than a map keyed by string. Tokens are identified by hash alone; with 64 bits, a
-// collision among even a million distinct tokens has a probability near 10^-8, and its
-// only effect would be two rare words sharing a term.
+// termTable maps the 64-bit hash of a token to a number during an index build. It is the
+// build's hottest data structure: every token of every tool goes through it. Open
+// addressing over one flat array makes a lookup one cache line, several times faster
+// than a map keyed by string, and the slot also holds what the build needs next about
+// the token (where its entry for the current tool is), so a token costs one cache miss
+// at most. Tokens are identified by hash alone; with 64 bits, a collision among even a
+// million distinct tokens has a probability near 10^-8, and its only effect would be two
+// rare words sharing a term.
 type termTable struct {
-	keys []uint64 // 0 marks an empty slot; hashes of 0 are stored as 1
-	vals []int32
-	n    int
+	slots []termSlot
+	n     int
+}
+
+// termSlot is one entry of a termTable.
+type termSlot struct {
+	key uint64 // the token's hash; 0 marks an empty slot, and hashes of 0 are stored as 1
+	id  int32  // the number the table maps the token to
+	at  int32  // for the build worker: the token's entry in worker.entries, -1 for none yet
 }
 
 func newTermTable(capacity int) *termTable {
@@ -17,51 +25,45 @@ func newTermTable(capacity int) *termTable {
 	for size < capacity*2 {
 		size <<= 1
 	}
-	return &termTable{keys: make([]uint64, size), vals: make([]int32, size)}
+	return &termTable{slots: make([]termSlot, size)}
 }
 
-func (t *termTable) get(h uint64) (int32, bool) {
+// find returns h's slot, and whether h was there before. A new slot has id and at -1.
+// The pointer is valid until the next call.
+func (t *termTable) find(h uint64) (*termSlot, bool) {
 	if h == 0 {
 		h = 1
 	}
-	mask := uint64(len(t.keys) - 1)
+	mask := uint64(len(t.slots) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
-		switch t.keys[i] {
-		case h:
-			return t.vals[i], true
-		case 0:
-			return 0, false
+		s := &t.slots[i]
+		if s.key == h {
+			return s, true
 		}
-	}
-}
-
-func (t *termTable) put(h uint64, v int32) {
-	if h == 0 {
-		h = 1
-	}
-	if 2*(t.n+1) > len(t.keys) {
-		t.grow()
-	}
-	mask := uint64(len(t.keys) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
-		if t.keys[i] == 0 || t.keys[i] == h {
-			if t.keys[i] == 0 {
-				t.n++
+		if s.key == 0 {
+			if 2*(t.n+1) > len(t.slots) {
+				t.grow()
+				return t.find(h)
 			}
-			t.keys[i], t.vals[i] = h, v
-			return
+			t.n++
+			*s = termSlot{key: h, id: -1, at: -1}
+			return s, false
 		}
 	}
 }
 
 func (t *termTable) grow() {
-	old := *t
-	t.keys = make([]uint64, 2*len(old.keys))
-	t.vals = make([]int32, 2*len(old.vals))
-	t.n = 0
-	for i, k := range old.keys {
-		if k != 0 {
-			t.put(k, old.vals[i])
+	old := t.slots
+	t.slots = make([]termSlot, 2*len(old))
+	mask := uint64(len(t.slots) - 1)
+	for _, s := range old {
+		if s.key == 0 {
+			continue
 		}
+		i := s.key & mask
+		for t.slots[i].key != 0 {
+			i = (i + 1) & mask
+		}
+		t.slots[i] = s
 	}
 }
