@@ -83,7 +83,7 @@ var splits = func() (t [64]bool) {
 }()
 
 // Tokens are identified during a build by a 64-bit hash of their lowercased text.
-// hashToken is the definition; hashASCIIWord computes the same value straight from an
+// hashToken is the definition; hashIn computes the same value straight from an
 // ASCII word in any case, eight bytes at a time: OR-ing 0x20 into each byte lowercases
 // letters and leaves digits as they are.
 const (
@@ -115,21 +115,31 @@ func hashToken(b []byte) uint64 {
 	return hashMix(h)
 }
 
-// hashASCIIWord is hashToken of w lowercased, for w made of ASCII letters and digits.
-func hashASCIIWord(w string) uint64 {
-	h := uint64(len(w)) * hashK0
-	for len(w) >= 8 {
-		h = hashMix(h ^ (binary.LittleEndian.Uint64([]byte(w[:8])) | lower8))
-		w = w[8:]
+// hashIn is hashToken of s[i:j] lowercased, for s[i:j] made of ASCII letters and
+// digits. It reads whole 8-byte words of s, even around the
+// word, and masks or shifts away the bytes outside it, so a word's last partial
+// chunk costs one load instead of a loop over its bytes.
+func hashIn(s string, i, j int) uint64 {
+	h := uint64(j-i) * hashK0
+	for ; j-i >= 8; i += 8 {
+		h = hashMix(h ^ (binary.LittleEndian.Uint64([]byte(s[i:i+8])) | lower8))
 	}
-	if len(w) > 0 {
-		var x uint64
-		for i := 0; i < len(w); i++ {
-			x |= uint64(w[i]|0x20) << (8 * i)
+	r := uint(j - i)
+	if r == 0 {
+		return hashMix(h)
+	}
+	var x uint64
+	switch {
+	case i+8 <= len(s):
+		x = (binary.LittleEndian.Uint64([]byte(s[i:i+8])) | lower8) & (1<<(8*r) - 1)
+	case j >= 8:
+		x = (binary.LittleEndian.Uint64([]byte(s[j-8:j])) | lower8) >> (64 - 8*r)
+	default:
+		for k := uint(0); k < r; k++ {
+			x |= uint64(s[i+int(k)]|0x20) << (8 * k)
 		}
-		h = hashMix(h ^ x)
 	}
-	return hashMix(h)
+	return hashMix(hashMix(h ^ x))
 }
 
 // tokenize calls emit with each token of s, lowercased, and its FNV-1a hash, in order.

@@ -201,7 +201,7 @@ func referenceTerms(tools []*catalog.Tool) []fieldTerms {
 // returns what it recorded, in terms.
 func workerTerms(tools []*catalog.Tool) []fieldTerms {
 	w := &worker{from: 0, to: len(tools)}
-	w.tokenize(tools, make([]string, len(tools)), make([]uint64, 2*len(tools)))
+	w.tokenize(tools, make([]uint64, 2*len(tools)))
 	stemNew([]*worker{w})
 	out := make([]fieldTerms, len(tools))
 	for d := range tools {
@@ -457,4 +457,22 @@ func FuzzTokenize(f *testing.F) {
 			t.Fatalf("%q: %d terms in the name, %d from the query path", s, n, len(terms))
 		}
 	})
+}
+
+// TestHashIn checks that the build's hash of a word inside a text, which reads the bytes
+// around the word, is hashToken of the word lowercased, wherever the word sits.
+func TestHashIn(t *testing.T) {
+	for _, s := range []string{"", "a", "Ab9", "createIssue", "get_HTTP_response_v2", "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdefghij", "x-y.z", "0123456", "01234567", "012345678"} {
+		for i := 0; i <= len(s); i++ {
+			for j := i + 1; j <= len(s); j++ {
+				w := s[i:j]
+				if strings.IndexFunc(w, func(r rune) bool { return !isASCIIAlnum(byte(r)) || r >= utf8.RuneSelf }) >= 0 {
+					continue
+				}
+				if got, want := hashIn(s, i, j), hashToken([]byte(strings.ToLower(w))); got != want {
+					t.Errorf("hashIn(%q, %d, %d) = %x, want hashToken(%q) = %x", s, i, j, got, strings.ToLower(w), want)
+				}
+			}
+		}
+	}
 }

@@ -476,7 +476,8 @@ func (ix *Index) substring(query string, allow *catalog.Set, limit int) []Result
 		doc, hits int
 	}
 	var cands []cand
-	for d, name := range ix.names {
+	names := ix.qualifiedNames()
+	for d, name := range names {
 		if !allow.Has(d) {
 			continue
 		}
@@ -498,7 +499,7 @@ func (ix *Index) substring(query string, allow *catalog.Set, limit int) []Result
 		if cands[i].hits != cands[j].hits {
 			return cands[i].hits > cands[j].hits
 		}
-		return len(ix.names[cands[i].doc]) < len(ix.names[cands[j].doc])
+		return len(names[cands[i].doc]) < len(names[cands[j].doc])
 	})
 	var out []Result
 	for _, c := range cands {

@@ -56,11 +56,10 @@ func NewIndexParams(snap *catalog.Snapshot, p Params) *Index {
 		snap:   snap,
 		params: p,
 		terms:  make(map[string]int32, 4096),
-		names:  make([]string, n),
 	}
 	workers := splitWork(n)
 	nameHashes := make([]uint64, 2*n)
-	parallel(workers, func(_ int, w *worker) { w.tokenize(tools, ix.names, nameHashes) })
+	parallel(workers, func(_ int, w *worker) { w.tokenize(tools, nameHashes) })
 	stemNew(workers)
 
 	// Step 2: global term ids, in order of first appearance.
@@ -156,9 +155,9 @@ func parallel(ws []*worker, fn func(int, *worker)) {
 	wg.Wait()
 }
 
-// tokenize is step 1 for the worker's tools. It also fills in their normalized qualified
-// names and the hashes of their normalized bare and qualified names (see exactNames).
-func (w *worker) tokenize(tools []*catalog.Tool, names []string, nameHashes []uint64) {
+// tokenize is step 1 for the worker's tools. It also fills in the hashes of their
+// normalized bare and qualified names (see exactNames).
+func (w *worker) tokenize(tools []*catalog.Tool, nameHashes []uint64) {
 	n := w.to - w.from
 	w.surface = newTermTable(4096)
 	w.docStart = make([]int32, n+1)
@@ -187,9 +186,8 @@ func (w *worker) tokenize(tools []*catalog.Tool, names []string, nameHashes []ui
 		w.text(fieldServer, t.Server)
 		w.lens[i] = w.docLen
 		d := w.from + i
-		names[d] = normalizeName(t.Qualified)
 		nameHashes[2*d] = nameHash(t.Name)
-		nameHashes[2*d+1] = hashToken([]byte(names[d]))
+		nameHashes[2*d+1] = nameHash(t.Qualified)
 	}
 	w.docStart[n] = int32(len(w.entries))
 }
@@ -240,15 +238,15 @@ func (w *worker) text(f int, s string) {
 			continue
 		}
 		if np == 0 {
-			w.add(hashASCIIWord(s[start:i]), s[start:i])
+			w.add(hashIn(s, start, i), s[start:i])
 			continue
 		}
 		w.cut[0], w.cut[np+1] = int32(start), int32(i)
 		for k := 0; k <= np; k++ {
-			part := s[w.cut[k]:w.cut[k+1]]
-			w.add(hashASCIIWord(part), part)
+			from, to := int(w.cut[k]), int(w.cut[k+1])
+			w.add(hashIn(s, from, to), s[from:to])
 		}
-		w.add(hashASCIIWord(s[start:i]), s[start:i])
+		w.add(hashIn(s, start, i), s[start:i])
 	}
 }
 

@@ -63,8 +63,8 @@ func (ix *Index) lookupExact(name string) []int32 {
 		if len(docs) > 0 && docs[len(docs)-1] == d {
 			continue
 		}
-		qualified := ix.names[d]
-		if i%2 == 1 && qualified == name || i%2 == 0 && normalizeName(ix.snap.Tool(int(d)).Name) == name {
+		t := ix.snap.Tool(int(d))
+		if i%2 == 1 && normalizeName(t.Qualified) == name || i%2 == 0 && normalizeName(t.Name) == name {
 			docs = append(docs, d)
 		}
 	}

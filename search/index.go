@@ -79,7 +79,11 @@ type Index struct {
 	maxScore  []float32 // per term, the largest of its postScore values
 
 	exact exactNames // normalized bare and qualified names -> docs
-	names []string   // normalized qualified name per doc, for the substring fallback
+
+	// namesOnce makes, on the first substring fallback, names: each tool's normalized
+	// qualified name. The fallback is rare, so builds do not pay for it.
+	namesOnce sync.Once
+	names     []string
 
 	// foldOnce builds, on the first regex search, every tool's text lowercased for the
 	// regex path's pre-check: folded[foldedAt[i]:foldedAt[i+1]] is tool i's.
@@ -90,6 +94,17 @@ type Index struct {
 
 // Snapshot returns the catalog the index was built from.
 func (ix *Index) Snapshot() *catalog.Snapshot { return ix.snap }
+
+// qualifiedNames returns each tool's normalized qualified name.
+func (ix *Index) qualifiedNames() []string {
+	ix.namesOnce.Do(func() {
+		ix.names = make([]string, ix.snap.Len())
+		for d, t := range ix.snap.Tools() {
+			ix.names[d] = normalizeName(t.Qualified)
+		}
+	})
+	return ix.names
+}
 
 // NewIndex builds an index over snap with DefaultParams.
 func NewIndex(snap *catalog.Snapshot) *Index { return NewIndexParams(snap, DefaultParams) }

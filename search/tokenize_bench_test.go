@@ -40,12 +40,11 @@ func BenchmarkWorkerTokenize(b *testing.B) {
 	real, _ := scale.Real("../bench")
 	snap, _ := catalog.Build(scale.Catalog(real, 10000))
 	tools := snap.Tools()
-	names := make([]string, len(tools))
 	hashes := make([]uint64, 2*len(tools))
 	NewIndex(snap)
 	b.ResetTimer()
 	for range b.N {
 		w := &worker{from: 0, to: len(tools)}
-		w.tokenize(tools, names, hashes)
+		w.tokenize(tools, hashes)
 	}
 }
