@@ -277,8 +277,10 @@ func stemBytes(tok []byte, h uint64) string {
 	return t
 }
 
-// resetStemCache empties both stem caches, so benchmarks can measure cold builds.
-func resetStemCache() {
+// resetCaches empties both stem caches and the pool of build buffers, so benchmarks can
+// measure a build in a process that has never built an index.
+func resetCaches() {
+	entryPool = sync.Pool{}
 	queryStems.Lock()
 	queryStems.m = nil
 	queryStems.Unlock()

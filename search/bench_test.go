@@ -51,8 +51,8 @@ func reportLatency(b *testing.B, lat []time.Duration) {
 	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1000, "p99-µs")
 }
 
-// BenchmarkIndexBuild measures cold builds: the process-wide stem cache is emptied
-// before each, as in a process that has never seen these words.
+// BenchmarkIndexBuild measures cold builds: the process-wide stem cache and build
+// buffers are emptied before each, as in a process that has never built an index.
 func BenchmarkIndexBuild(b *testing.B) {
 	for _, n := range benchSizes {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
@@ -61,7 +61,7 @@ func BenchmarkIndexBuild(b *testing.B) {
 			b.ResetTimer()
 			for range b.N {
 				b.StopTimer()
-				search.ResetStemCache()
+				search.ResetCaches()
 				b.StartTimer()
 				search.NewIndex(snap)
 			}

@@ -114,7 +114,11 @@ func NewIndexParams(snap *catalog.Snapshot, p Params) *Index {
 			next[t] += c
 		}
 	}
-	parallel(workers, func(i int, w *worker) { w.postings(ix, fills[i], avgLen) })
+	parallel(workers, func(i int, w *worker) {
+		w.postings(ix, fills[i], avgLen)
+		putEntries(w.entries)
+		w.entries = nil
+	})
 
 	ix.idf = make([]float32, nt)
 	ix.maxScore = make([]float32, nt)
@@ -127,6 +131,20 @@ func NewIndexParams(snap *catalog.Snapshot, p Params) *Index {
 	ix.exact = buildExact(nameHashes)
 	return ix
 }
+
+// entryPool keeps the workers' entries between builds: they are the largest transient
+// allocation of a build (a few megabytes at 10,000 tools), and the gateway rebuilds.
+var entryPool sync.Pool
+
+// getEntries returns an empty entries slice with room for at least n.
+func getEntries(n int) []posting {
+	if p, ok := entryPool.Get().(*[]posting); ok && cap(*p) >= n {
+		return (*p)[:0]
+	}
+	return make([]posting, 0, n)
+}
+
+func putEntries(e []posting) { entryPool.Put(&e) }
 
 // splitWork divides n tools among up to GOMAXPROCS workers; small catalogs get one.
 func splitWork(n int) []*worker {
@@ -169,7 +187,7 @@ func (w *worker) tokenize(tools []*catalog.Tool, nameHashes []uint64) {
 			size += len(p.Name) + len(p.Description)
 		}
 	}
-	w.entries = make([]posting, 0, size/10+16)
+	w.entries = getEntries(size/10 + 16)
 	w.emit = w.emitToken
 	for i, t := range tools[w.from:w.to] {
 		w.doc = int32(i)
@@ -270,15 +288,27 @@ func (w *worker) unicodeText(s string, i int) int {
 	return j
 }
 
-func (w *worker) emitToken(tok []byte, h uint64) { w.add(h, string(tok)) }
+// emitToken is add for the general tokenizer's tokens, which live in a buffer.
+func (w *worker) emitToken(tok []byte, h uint64) {
+	s, seen := w.surface.find(h)
+	if !seen {
+		s.id = newSurface(w, h, tok)
+	}
+	w.count(s)
+}
 
 // add records one token of the current tool and field, given the hash of its lowercased
 // text and the text itself in any case.
 func (w *worker) add(h uint64, tok string) {
 	s, seen := w.surface.find(h)
 	if !seen {
-		s.id = w.newSurface(h, tok)
+		s.id = newSurface(w, h, tok)
 	}
+	w.count(s)
+}
+
+// count counts the token of slot s in the current tool and field.
+func (w *worker) count(s *termSlot) {
 	if s.id < 0 {
 		return // a stop word: not a term, and not counted in the field's length
 	}
@@ -295,8 +325,9 @@ func (w *worker) add(h uint64, tok string) {
 }
 
 // newSurface numbers a surface form the worker has not seen; stop words get -1. A word
-// no build has stemmed before keeps an empty term until stemNew fills it in.
-func (w *worker) newSurface(h uint64, tok string) int32 {
+// no build has stemmed before keeps an empty term until stemNew fills it in. The text is
+// copied only then, and only when it lives in a buffer.
+func newSurface[T string | []byte](w *worker, h uint64, tok T) int32 {
 	term, known := cachedStem(h)
 	stop := known && term == ""
 	if !known {
@@ -310,7 +341,9 @@ func (w *worker) newSurface(h uint64, tok string) int32 {
 		}
 		stop = stopWords[string(lower)]
 		if !stop {
-			w.fresh = append(w.fresh, newWord{id: int32(len(w.stems)), h: h, text: string(lower)})
+			// A string tok is part of the tool's text, so keeping it costs no copy;
+			// stemNew lowercases the words it stems, each once.
+			w.fresh = append(w.fresh, newWord{id: int32(len(w.stems)), h: h, text: string(tok)})
 		}
 	}
 	if stop {

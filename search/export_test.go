@@ -1,5 +1,5 @@
 package search
 
-// ResetStemCache empties the process-wide stem cache, so that a benchmark measures a
-// cold build.
-var ResetStemCache = resetStemCache
+// ResetCaches empties the process-wide stem caches and build buffers, so that a
+// benchmark measures a cold build.
+var ResetCaches = resetCaches

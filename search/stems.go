@@ -68,7 +68,7 @@ func cachedStem(h uint64) (string, bool) {
 }
 
 // newWord is a surface form a build worker met that the published table lacks: its
-// local number, hash and lowercased text.
+// local number, hash and text, lowercased except for ASCII letters.
 type newWord struct {
 	id   int32
 	h    uint64
@@ -102,7 +102,7 @@ func stemNew(workers []*worker) {
 				s, ok := seen.find(nw.h)
 				if !ok {
 					s.id = int32(len(w.stemmed))
-					w.stemmed = append(w.stemmed, newWord{h: nw.h, text: normalize(nw.text)})
+					w.stemmed = append(w.stemmed, newWord{h: nw.h, text: normalize(lowerASCII(nw.text))})
 				}
 				v.stems[nw.id] = w.stemmed[s.id].text
 			}
@@ -151,4 +151,18 @@ func publish(workers []*worker) {
 		w.stemmed = nil
 	}
 	published.Store(t)
+}
+
+// lowerASCII lowercases the ASCII letters of s, returning s itself when it has none.
+func lowerASCII(s string) string {
+	for i := 0; i < len(s); i++ {
+		if isUpper(s[i]) {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				b[j] = lowerByte[b[j]]
+			}
+			return string(b)
+		}
+	}
+	return s
 }
