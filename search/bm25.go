@@ -367,8 +367,8 @@ func (ix *Index) queryTerms(query string, s *scratch) {
 			ix.addTerm(s, syn, float32(p.Synonyms))
 		}
 	}
-	if p.PathWords > 0 {
-		for _, w := range strings.Fields(query) {
+	if p.PathWords > 0 && strings.ContainsAny(query, `./\`) {
+		for w := range strings.FieldsSeq(query) {
 			if looksLikePath(strings.Trim(w, ".,;:!?()[]{}'\"`")) {
 				for _, t := range pathWords {
 					ix.addTerm(s, t, float32(p.PathWords))
