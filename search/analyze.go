@@ -246,15 +246,15 @@ func isIdeograph(r rune) bool {
 // seen (see stems.go for the words of catalogs). Past stemCacheMax words it stops growing.
 var queryStems struct {
 	sync.RWMutex
-	m map[string]string
+	m map[string]stem
 }
 
 // stemCacheMax bounds each of the process-wide stem caches.
 const stemCacheMax = 1 << 18
 
-// stemBytes is normalize through the stem caches, for a lowercased token in a buffer and
+// stemOf is normalize through the stem caches, for a lowercased token in a buffer and
 // its hashToken.
-func stemBytes(tok []byte, h uint64) string {
+func stemOf(tok []byte, h uint64) stem {
 	if t, ok := cachedStem(h); ok {
 		return t
 	}
@@ -265,10 +265,10 @@ func stemBytes(tok []byte, h uint64) string {
 		return t
 	}
 	key := string(tok)
-	t = normalize(key)
+	t = stemOfText(normalize(key))
 	queryStems.Lock()
 	if queryStems.m == nil {
-		queryStems.m = map[string]string{}
+		queryStems.m = map[string]stem{}
 	}
 	if len(queryStems.m) < stemCacheMax {
 		queryStems.m[key] = t

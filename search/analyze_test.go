@@ -31,8 +31,8 @@ func tokensOf(s string) []string {
 func termsOf(s string) []string {
 	var out []string
 	for _, tok := range tokensOf(s) {
-		if term := stemBytes([]byte(tok), hashToken([]byte(tok))); term != "" {
-			out = append(out, term)
+		if term := stemOf([]byte(tok), hashToken([]byte(tok))); term.text != "" {
+			out = append(out, term.text)
 		}
 	}
 	return out
@@ -212,7 +212,7 @@ func workerTerms(tools []*catalog.Tool) []fieldTerms {
 		for _, e := range w.entries[w.docStart[d]:w.docStart[d+1]] {
 			for f := range numFields {
 				if e.tf[f] > 0 {
-					ft[f][w.stems[e.term]] += int(e.tf[f])
+					ft[f][w.stems[e.term].text] += int(e.tf[f])
 				}
 			}
 		}
@@ -244,12 +244,12 @@ func indexTerms(t *testing.T, snap *catalog.Snapshot) (vocab []string, out []fie
 		} else if !slices.Equal(vocab, ix.termText) {
 			t.Fatalf("the vocabulary depends on the ranking parameters")
 		}
-		if len(ix.terms) != len(ix.termText) {
-			t.Fatalf("%d terms in the map, %d in the list", len(ix.terms), len(ix.termText))
+		if ix.terms.n != len(ix.termText) {
+			t.Fatalf("%d terms in the table, %d in the list", ix.terms.n, len(ix.termText))
 		}
 		for id, term := range ix.termText {
-			if ix.terms[term] != int32(id) {
-				t.Fatalf("term %q has id %d in the map and %d in the list", term, ix.terms[term], id)
+			if got, _ := ix.termID(stemOfText(term)); got != int32(id) {
+				t.Fatalf("term %q has id %d in the table and %d in the list", term, got, id)
 			}
 			docs := ix.postDoc[ix.postStart[id]:ix.postStart[id+1]]
 			if len(docs) == 0 {

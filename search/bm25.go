@@ -338,9 +338,9 @@ func (ix *Index) queryTerms(query string, s *scratch) {
 	p := &ix.params
 	var unknown []string
 	s.buf = tokenize(query, s.buf, func(tok []byte, h uint64) {
-		if term := stemBytes(tok, h); term != "" {
-			if !ix.addTerm(s, term, 1) && p.Synonyms > 0 {
-				unknown = append(unknown, term)
+		if term := stemOf(tok, h); term.text != "" {
+			if !ix.addStem(s, term, 1) && p.Synonyms > 0 {
+				unknown = append(unknown, term.text)
 			}
 		} else if p.Questions > 0 {
 			for _, term := range questionWords[string(tok)] {
@@ -383,7 +383,12 @@ func (ix *Index) queryTerms(query string, s *scratch) {
 // already present keeps its larger weight when it comes again from the thesaurus, and
 // adds up when the query itself repeats it.
 func (ix *Index) addTerm(s *scratch, term string, f float32) bool {
-	id, ok := ix.terms[term]
+	return ix.addStem(s, stemOfText(term), f)
+}
+
+// addStem is addTerm for a term whose hash is known.
+func (ix *Index) addStem(s *scratch, term stem, f float32) bool {
+	id, ok := ix.termID(term)
 	if !ok {
 		return false
 	}

@@ -30,7 +30,7 @@ type worker struct {
 	from, to int
 
 	surface  *termTable // hash of a lowercased token -> local surface number, -1 for a stop word
-	stems    []string   // local surface number -> its term
+	stems    []stem     // local surface number -> its term
 	termOf   []int32    // local surface number -> global term id, from step 2
 	entries  []posting  // per tool, by docStart
 	docStart []int32    // tool from+i's entries are entries[docStart[i]:docStart[i+1]]
@@ -38,8 +38,8 @@ type worker struct {
 	df       []int32 // per term, within this worker's tools
 	buf      []byte
 	emit     func([]byte, uint64)
-	fresh    []newWord // words no build had stemmed, waiting for stemNew
-	stemmed  []newWord // the words this worker stemmed in stemNew, and their terms
+	fresh    []newWord     // words no build had stemmed, waiting for stemNew
+	stemmed  []stemmedWord // the words this worker stemmed in stemNew
 
 	cut    [maxParts + 1]int32 // where the parts of the word being split start
 	doc    int32
@@ -52,27 +52,23 @@ type worker struct {
 func NewIndexParams(snap *catalog.Snapshot, p Params) *Index {
 	n := snap.Len()
 	tools := snap.Tools()
-	ix := &Index{
-		snap:   snap,
-		params: p,
-		terms:  make(map[string]int32, 4096),
-	}
+	ix := &Index{snap: snap, params: p}
 	workers := splitWork(n)
 	nameHashes := make([]uint64, 2*n)
 	parallel(workers, func(_ int, w *worker) { w.tokenize(tools, nameHashes) })
 	stemNew(workers)
 
 	// Step 2: global term ids, in order of first appearance.
+	ix.terms = newTermTable(len(workers[0].stems) + len(workers[0].stems)/2)
 	for _, w := range workers {
 		w.termOf = make([]int32, len(w.stems))
-		for i, stem := range w.stems {
-			id, ok := ix.terms[stem]
-			if !ok {
-				id = int32(len(ix.termText))
-				ix.terms[stem] = id
-				ix.termText = append(ix.termText, stem)
+		for i, st := range w.stems {
+			slot, seen := ix.terms.find(st.hash)
+			if !seen {
+				slot.id = int32(len(ix.termText))
+				ix.termText = append(ix.termText, st.text)
 			}
-			w.termOf[i] = id
+			w.termOf[i] = slot.id
 		}
 	}
 	nt := len(ix.termText)
@@ -329,7 +325,7 @@ func (w *worker) count(s *termSlot) {
 // copied only then, and only when it lives in a buffer.
 func newSurface[T string | []byte](w *worker, h uint64, tok T) int32 {
 	term, known := cachedStem(h)
-	stop := known && term == ""
+	stop := known && term.text == ""
 	if !known {
 		var buf [64]byte
 		lower := buf[:0]

@@ -70,8 +70,8 @@ type Index struct {
 	snap   *catalog.Snapshot
 	params Params
 
-	terms     map[string]int32 // index term -> term id
-	termText  []string         // term id -> index term
+	terms     *termTable // hashToken of an index term -> term id
+	termText  []string   // term id -> index term
 	idf       []float32
 	postStart []int32 // postings of term t are postDoc[postStart[t]:postStart[t+1]]
 	postDoc   []int32
@@ -94,6 +94,17 @@ type Index struct {
 
 // Snapshot returns the catalog the index was built from.
 func (ix *Index) Snapshot() *catalog.Snapshot { return ix.snap }
+
+// termID returns the id of an index term, if the index has it.
+func (ix *Index) termID(t stem) (int32, bool) {
+	id, ok := ix.terms.lookup(t.hash)
+	// Terms are told apart by hash alone, as in the build; the comparison only keeps
+	// a query word whose hash collides with another term from taking its place.
+	if !ok || ix.termText[id] != t.text {
+		return 0, false
+	}
+	return id, true
+}
 
 // qualifiedNames returns each tool's normalized qualified name.
 func (ix *Index) qualifiedNames() []string {

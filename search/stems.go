@@ -13,15 +13,24 @@ import (
 // The table is immutable once published: build workers read it with one atomic load and
 // no lock, and each build that met new words publishes a copy with them added.
 
-// stemTable maps the hashToken of a lowercased token to normalize's answer for it, ""
-// for a stop word. It is open addressing over flat arrays.
+// stem is an index term with its hashToken, which the index's term table is keyed by.
+type stem struct {
+	text string // "" for a stop word
+	hash uint64
+}
+
+// stemOfText returns the stem of a term known only by its text.
+func stemOfText(term string) stem { return stem{term, hashToken([]byte(term))} }
+
+// stemTable maps the hashToken of a lowercased token to normalize's answer for it. It is
+// open addressing over flat arrays.
 type stemTable struct {
 	keys []uint64 // 0 marks an empty slot; hashes of 0 are stored as 1
-	vals []string
+	vals []stem
 	n    int
 }
 
-func (t *stemTable) get(h uint64) (string, bool) {
+func (t *stemTable) get(h uint64) (stem, bool) {
 	if h == 0 {
 		h = 1
 	}
@@ -31,13 +40,13 @@ func (t *stemTable) get(h uint64) (string, bool) {
 		case h:
 			return t.vals[i], true
 		case 0:
-			return "", false
+			return stem{}, false
 		}
 	}
 }
 
 // put adds h unless it is there; the table must have a free slot.
-func (t *stemTable) put(h uint64, v string) {
+func (t *stemTable) put(h uint64, v stem) {
 	if h == 0 {
 		h = 1
 	}
@@ -60,11 +69,11 @@ var (
 )
 
 // cachedStem returns normalize's answer for the token with hash h if a build has seen it.
-func cachedStem(h uint64) (string, bool) {
+func cachedStem(h uint64) (stem, bool) {
 	if t := published.Load(); t != nil {
 		return t.get(h)
 	}
-	return "", false
+	return stem{}, false
 }
 
 // newWord is a surface form a build worker met that the published table lacks: its
@@ -73,6 +82,12 @@ type newWord struct {
 	id   int32
 	h    uint64
 	text string
+}
+
+// stemmedWord is a new word's hash and stem.
+type stemmedWord struct {
+	h    uint64
+	stem stem
 }
 
 // stemNew stems the words the workers met that no build had seen, and publishes them.
@@ -102,9 +117,9 @@ func stemNew(workers []*worker) {
 				s, ok := seen.find(nw.h)
 				if !ok {
 					s.id = int32(len(w.stemmed))
-					w.stemmed = append(w.stemmed, newWord{h: nw.h, text: normalize(lowerASCII(nw.text))})
+					w.stemmed = append(w.stemmed, stemmedWord{nw.h, stemOfText(normalize(lowerASCII(nw.text)))})
 				}
-				v.stems[nw.id] = w.stemmed[s.id].text
+				v.stems[nw.id] = w.stemmed[s.id].stem
 			}
 		}
 	})
@@ -133,7 +148,7 @@ func publish(workers []*worker) {
 	for size < 2*(n+add) {
 		size <<= 1
 	}
-	t := &stemTable{keys: make([]uint64, size), vals: make([]string, size)}
+	t := &stemTable{keys: make([]uint64, size), vals: make([]stem, size)}
 	if old != nil {
 		for i, h := range old.keys {
 			if h != 0 {
@@ -146,7 +161,7 @@ func publish(workers []*worker) {
 			if t.n == n+add {
 				break
 			}
-			t.put(s.h, s.text)
+			t.put(s.h, s.stem)
 		}
 		w.stemmed = nil
 	}

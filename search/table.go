@@ -67,3 +67,19 @@ func (t *termTable) grow() {
 		t.slots[i] = s
 	}
 }
+
+// lookup returns the number h maps to, without adding h.
+func (t *termTable) lookup(h uint64) (int32, bool) {
+	if h == 0 {
+		h = 1
+	}
+	mask := uint64(len(t.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		switch t.slots[i].key {
+		case h:
+			return t.slots[i].id, true
+		case 0:
+			return 0, false
+		}
+	}
+}
