@@ -273,13 +273,23 @@ func (ix *Index) postingLen(t int32) int32 { return ix.postStart[t+1] - ix.postS
 func (ix *Index) coordTable(s *scratch, nq int) {
 	nq = min(nq, math.MaxUint8)
 	s.coord = s.coord[:0]
+	if nq < len(ix.coords) {
+		s.coord = append(s.coord, ix.coords[nq]...)
+		return
+	}
+	s.coord = appendCoord(s.coord, nq, ix.params.Coord)
+}
+
+// appendCoord appends the coordination factors of 0 to nq matched terms out of nq.
+func appendCoord(dst []float32, nq int, c float64) []float32 {
 	for h := 0; h <= nq; h++ {
 		f := float32(1)
-		if c := ix.params.Coord; c != 0 && nq > 1 {
+		if c != 0 && nq > 1 {
 			f = float32(math.Pow(float64(h)/float64(nq), c))
 		}
-		s.coord = append(s.coord, f)
+		dst = append(dst, f)
 	}
+	return dst
 }
 
 // kthScore returns the k-th best current final score among the touched tools that allow
@@ -369,7 +379,7 @@ func (ix *Index) queryTerms(query string, s *scratch) {
 	}
 	if p.PathWords > 0 && strings.ContainsAny(query, `./\`) {
 		for w := range strings.FieldsSeq(query) {
-			if looksLikePath(strings.Trim(w, ".,;:!?()[]{}'\"`")) {
+			if looksLikePath(strings.TrimFunc(w, isPunct)) {
 				for _, t := range pathWords {
 					ix.addTerm(s, t, float32(p.PathWords))
 				}

@@ -52,7 +52,10 @@ type worker struct {
 func NewIndexParams(snap *catalog.Snapshot, p Params) *Index {
 	n := snap.Len()
 	tools := snap.Tools()
-	ix := &Index{snap: snap, params: p}
+	ix := &Index{snap: snap, params: p, coords: make([][]float32, 64)}
+	for nq := range ix.coords {
+		ix.coords[nq] = appendCoord(nil, nq, p.Coord)
+	}
 	workers := splitWork(n)
 	nameHashes := make([]uint64, 2*n)
 	parallel(workers, func(_ int, w *worker) { w.tokenize(tools, nameHashes) })

@@ -70,8 +70,9 @@ type Index struct {
 	snap   *catalog.Snapshot
 	params Params
 
-	terms     *termTable // hashToken of an index term -> term id
-	termText  []string   // term id -> index term
+	terms     *termTable  // hashToken of an index term -> term id
+	coords    [][]float32 // coords[nq] are the coordination factors of queries of nq terms
+	termText  []string    // term id -> index term
 	idf       []float32
 	postStart []int32 // postings of term t are postDoc[postStart[t]:postStart[t+1]]
 	postDoc   []int32

@@ -1,6 +1,9 @@
 package search
 
-import "strings"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // The thesaurus bridges the words people use in requests and the words tool authors use in
 // definitions: a user saves a report, the tool writes a file; a user wants a picture, the
@@ -157,6 +160,17 @@ func contains(list []string, s string) bool {
 
 // looksLikePath reports a query word that names a file: it has a '/' or '\', or ends in a
 // dot and a short alphanumeric extension after a name ("report.md", "/root/a/b").
+// isPunct reports the punctuation around a word in a sentence, which looksLikePath
+// ignores: ".,;:!?()[]{}" and quotes.
+func isPunct(r rune) bool { return r < utf8.RuneSelf && punct[r] }
+
+var punct = func() (t [utf8.RuneSelf]bool) {
+	for _, c := range ".,;:!?()[]{}'\"`" {
+		t[c] = true
+	}
+	return t
+}()
+
 func looksLikePath(word string) bool {
 	if strings.ContainsAny(word, `/\`) && len(strings.Trim(word, `/\.`)) > 0 {
 		return true
