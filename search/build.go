@@ -3,6 +3,7 @@ package search
 import (
 	"math"
 	"runtime"
+	"sort"
 	"sync"
 	"unicode/utf8"
 
@@ -121,14 +122,33 @@ func NewIndexParams(snap *catalog.Snapshot, p Params) *Index {
 
 	ix.idf = make([]float32, nt)
 	ix.maxScore = make([]float32, nt)
-	for t, c := range df {
-		ix.idf[t] = float32(math.Log(1 + (float64(n)-float64(c)+0.5)/(float64(c)+0.5)))
-		for _, sc := range ix.postScore[ix.postStart[t]:ix.postStart[t+1]] {
-			ix.maxScore[t] = max(ix.maxScore[t], sc)
+	// Each worker takes a share of the terms, cut where the postings divide evenly.
+	parallel(workers, func(i int, _ *worker) {
+		from := termAt(ix.postStart, i, len(workers))
+		to := termAt(ix.postStart, i+1, len(workers))
+		for t := from; t < to; t++ {
+			c := float64(df[t])
+			ix.idf[t] = float32(math.Log(1 + (float64(n)-c+0.5)/(c+0.5)))
+			best := float32(0)
+			for _, sc := range ix.postScore[ix.postStart[t]:ix.postStart[t+1]] {
+				best = max(best, sc)
+			}
+			ix.maxScore[t] = best
 		}
-	}
+	})
 	ix.exact = buildExact(nameHashes)
 	return ix
+}
+
+// termAt returns the first term of share i of k, cutting the terms so that each share
+// has about as many postings: the first term whose postings start at or after i/k of all.
+func termAt(postStart []int32, i, k int) int {
+	nt := len(postStart) - 1
+	if i >= k {
+		return nt
+	}
+	want := int32(int64(postStart[nt]) * int64(i) / int64(k))
+	return sort.Search(nt, func(t int) bool { return postStart[t] >= want })
 }
 
 // entryPool keeps the workers' entries between builds: they are the largest transient

@@ -1,0 +1,95 @@
+package search
+
+import (
+	"sort"
+	"testing"
+
+	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/internal/scale"
+)
+
+// exhaustive scores every posting of every query term, with no skipping, and returns
+// the best k tools as ranked orders them: score descending, then catalog order.
+func (ix *Index) exhaustive(query string, k int) []Result {
+	s := ix.scratch()
+	ix.queryTerms(query, s)
+	terms := append([]queryTerm(nil), s.terms...)
+	ix.release(s)
+	// ranked adds terms rarest first; float sums depend on the order, so use the same.
+	sort.SliceStable(terms, func(i, j int) bool { return ix.postingLen(terms[i].id) < ix.postingLen(terms[j].id) })
+	score := map[int32]float32{}
+	hits := map[int32]int{}
+	for _, qt := range terms {
+		start, end := ix.postStart[qt.id], ix.postStart[qt.id+1]
+		for j, d := range ix.postDoc[start:end] {
+			score[d] += qt.weight * ix.postScore[int(start)+j]
+			hits[d]++
+		}
+	}
+	coord := appendCoord(nil, min(len(terms), 255), ix.params.Coord)
+	type cand struct {
+		doc   int32
+		score float32
+	}
+	var all []cand
+	for d, sc := range score {
+		if f := sc * coord[hits[d]]; f > 0 {
+			all = append(all, cand{d, f})
+		}
+	}
+	sort.Slice(all, func(i, j int) bool {
+		return all[i].score > all[j].score || all[i].score == all[j].score && all[i].doc < all[j].doc
+	})
+	var out []Result
+	for _, c := range all[:min(k, len(all))] {
+		out = append(out, Result{Tool: ix.snap.Tool(int(c.doc)), Score: float64(c.score), Match: MatchBM25})
+	}
+	return out
+}
+
+// TestRankedIsExhaustive checks that ranked's skipping (MaxScore bounds, candidate
+// pruning, binary search in long posting lists) returns exactly what scoring every
+// posting returns, on real queries over a catalog large enough for long lists.
+func TestRankedIsExhaustive(t *testing.T) {
+	real, err := scale.Real("../bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, problems := catalog.Build(scale.Catalog(real, 4000))
+	if len(problems) != 0 {
+		t.Fatal(problems[0])
+	}
+	queries, err := scale.Queries("../bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ix := NewIndex(snap)
+	long := 0
+	for term := range ix.termText {
+		if ix.postingLen(int32(term)) >= longPostings {
+			long++
+		}
+	}
+	if long == 0 {
+		t.Fatal("no posting list is long enough to be skipped; the test needs a larger catalog")
+	}
+	for i, q := range queries {
+		if i%8 != 0 {
+			continue // a sample keeps the test quick, and under -race
+		}
+		q = Truncate(q, MaxQueryLen)
+		for _, k := range []int{1, 5, 20} {
+			got := ix.ranked(q, nil, k)
+			want := ix.exhaustive(q, k)
+			if len(got) != len(want) {
+				t.Fatalf("%q, k=%d: ranked returned %d tools, exhaustive %d", q, k, len(got), len(want))
+			}
+			for i := range got {
+				if got[i].Tool != want[i].Tool || got[i].Score != want[i].Score {
+					t.Fatalf("%q, k=%d: result %d is %s (%v), exhaustive has %s (%v)", q, k, i,
+						got[i].Tool.Qualified, got[i].Score, want[i].Tool.Qualified, want[i].Score)
+				}
+			}
+		}
+	}
+}
