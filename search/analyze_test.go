@@ -339,7 +339,7 @@ func trickyCatalog(t testing.TB, n int) *catalog.Snapshot {
 func TestBuildMatchesTokenize(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	snap := trickyCatalog(t, 2100)
-	if w := splitWork(snap.Len()); len(w) < 2 {
+	if w := splitWork(snap.Tools()); len(w) < 2 {
 		t.Fatalf("only %d build worker; the test needs several", len(w))
 	}
 	want := referenceTerms(snap.Tools())

@@ -29,6 +29,7 @@ type posting struct {
 // worker is the state of one build worker over tools [from, to).
 type worker struct {
 	from, to int
+	size     int // bytes of text in the worker's tools
 
 	surface  *termTable // hash of a lowercased token -> local surface number, -1 for a stop word
 	stems    []stem     // local surface number -> its term
@@ -57,7 +58,7 @@ func NewIndexParams(snap *catalog.Snapshot, p Params) *Index {
 	for nq := range ix.coords {
 		ix.coords[nq] = appendCoord(nil, nq, p.Coord)
 	}
-	workers := splitWork(n)
+	workers := splitWork(tools)
 	nameHashes := make([]uint64, 2*n)
 	parallel(workers, func(_ int, w *worker) { w.tokenize(tools, nameHashes) })
 	stemNew(workers)
@@ -165,14 +166,36 @@ func getEntries(n int) []posting {
 
 func putEntries(e []posting) { entryPool.Put(&e) }
 
-// splitWork divides n tools among up to GOMAXPROCS workers; small catalogs get one.
-func splitWork(n int) []*worker {
+// splitWork divides tools among up to GOMAXPROCS workers, each a run of tools with about
+// the same amount of text; small catalogs get one worker.
+func splitWork(tools []*catalog.Tool) []*worker {
+	n := len(tools)
 	k := min(runtime.GOMAXPROCS(0), max(1, n/500), 16)
+	sizes := make([]int, n+1) // sizes[i] is the text of tools[:i]
+	for i, t := range tools {
+		sizes[i+1] = sizes[i] + textSize(t)
+	}
 	ws := make([]*worker, k)
+	from := 0
 	for i := range ws {
-		ws[i] = &worker{from: i * n / k, to: (i + 1) * n / k}
+		to := n
+		if i < k-1 {
+			want := sizes[n] / k * (i + 1)
+			to = max(from, sort.SearchInts(sizes, want))
+		}
+		ws[i] = &worker{from: from, to: to, size: sizes[to] - sizes[from]}
+		from = to
 	}
 	return ws
+}
+
+// textSize is the length of the text of t that a build analyzes.
+func textSize(t *catalog.Tool) int {
+	size := len(t.Name) + len(t.Title) + len(t.Description) + len(t.Server)
+	for i := range t.Params {
+		size += len(t.Params[i].Name) + len(t.Params[i].Description)
+	}
+	return size
 }
 
 // parallel runs fn for every worker and its index, each on its own goroutine, and waits.
@@ -199,14 +222,7 @@ func (w *worker) tokenize(tools []*catalog.Tool, nameHashes []uint64) {
 	w.surface = newTermTable(4096)
 	w.docStart = make([]int32, n+1)
 	w.lens = make([][numFields]uint32, n)
-	size := 0
-	for _, t := range tools[w.from:w.to] {
-		size += len(t.Name) + len(t.Description)
-		for _, p := range t.Params {
-			size += len(p.Name) + len(p.Description)
-		}
-	}
-	w.entries = getEntries(size/10 + 16)
+	w.entries = getEntries(w.size/10 + 16)
 	w.emit = w.emitToken
 	for i, t := range tools[w.from:w.to] {
 		w.doc = int32(i)
