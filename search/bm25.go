@@ -348,7 +348,10 @@ func (ix *Index) queryTerms(query string, s *scratch) {
 	p := &ix.params
 	var unknown []string
 	s.buf = tokenize(query, s.buf, func(tok []byte, h uint64) {
-		if term := stemOf(tok, h); term.text != "" {
+		if id, ok := ix.surfaces.lookup(h); ok && id >= 0 {
+			// A word the catalog uses, as the build analyzed it: no stemming needed.
+			ix.addID(s, id, 1)
+		} else if term := stemOf(tok, h); term.text != "" {
 			if !ix.addStem(s, term, 1) && p.Synonyms > 0 {
 				unknown = append(unknown, term.text)
 			}
@@ -399,9 +402,14 @@ func (ix *Index) addTerm(s *scratch, term string, f float32) bool {
 // addStem is addTerm for a term whose hash is known.
 func (ix *Index) addStem(s *scratch, term stem, f float32) bool {
 	id, ok := ix.termID(term)
-	if !ok {
-		return false
+	if ok {
+		ix.addID(s, id, f)
 	}
+	return ok
+}
+
+// addID is addTerm for a term of the index known by its id.
+func (ix *Index) addID(s *scratch, id int32, f float32) {
 	w := f * ix.idf[id]
 	for i := range s.terms {
 		if s.terms[i].id == id {
@@ -410,11 +418,10 @@ func (ix *Index) addStem(s *scratch, term stem, f float32) bool {
 			} else if w > s.terms[i].weight {
 				s.terms[i].weight = w
 			}
-			return true
+			return
 		}
 	}
 	s.terms = append(s.terms, queryTerm{id: id, weight: w})
-	return true
 }
 
 // topK returns the best limit scored documents that allow admits, best first; ties go to

@@ -77,7 +77,15 @@ func NewIndexParams(snap *catalog.Snapshot, p Params) *Index {
 		}
 	}
 	nt := len(ix.termText)
-	parallel(workers, func(_ int, w *worker) { w.remap(nt) })
+	parallel(workers, func(i int, w *worker) {
+		if i == 0 {
+			ix.surfaces = mergeSurfaces(workers)
+		}
+		w.remap(nt)
+	})
+	for _, w := range workers {
+		w.stems, w.termOf, w.surface, w.fresh = nil, nil, nil, nil
+	}
 
 	var sumLen [numFields]float64
 	df := make([]int32, nt)
@@ -388,6 +396,33 @@ func newSurface[T string | []byte](w *worker, h uint64, tok T) int32 {
 	return int32(len(w.stems) - 1)
 }
 
+// mergeSurfaces turns the workers' surface tables into one table from the hash of every
+// lowercased token the catalog uses to its term id, -1 for a stop word, so that a query
+// word the catalog uses costs one lookup instead of stemming. The first worker's table
+// becomes it; the others' tokens are added to it.
+func mergeSurfaces(workers []*worker) *termTable {
+	base, w0 := workers[0].surface, workers[0]
+	for i := range base.slots {
+		if s := &base.slots[i]; s.key != 0 && s.id >= 0 {
+			s.id = w0.termOf[s.id]
+		}
+	}
+	for _, w := range workers[1:] {
+		for _, s := range w.surface.slots {
+			if s.key == 0 {
+				continue
+			}
+			if slot, seen := base.find(s.key); !seen {
+				slot.id = s.id
+				if s.id >= 0 {
+					slot.id = w.termOf[s.id]
+				}
+			}
+		}
+	}
+	return base
+}
+
 // remap is step 3's first half: entries in term ids, surface forms of one stem merged,
 // and per-term tool counts.
 func (w *worker) remap(nt int) {
@@ -418,7 +453,6 @@ func (w *worker) remap(nt int) {
 	}
 	w.docStart[w.to-w.from] = int32(len(out))
 	w.entries = out
-	w.stems, w.termOf, w.surface, w.fresh = nil, nil, nil, nil
 }
 
 // postings is step 3's second half: the BM25F weight of every (term, tool) pair of the

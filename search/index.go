@@ -71,6 +71,7 @@ type Index struct {
 	params Params
 
 	terms     *termTable  // hashToken of an index term -> term id
+	surfaces  *termTable  // hashToken of a lowercased token of the catalog -> term id, -1 for a stop word
 	coords    [][]float32 // coords[nq] are the coordination factors of queries of nq terms
 	termText  []string    // term id -> index term
 	idf       []float32

@@ -1,6 +1,7 @@
 package search
 
 import (
+	"slices"
 	"sort"
 	"testing"
 
@@ -90,6 +91,33 @@ func TestRankedIsExhaustive(t *testing.T) {
 						got[i].Tool.Qualified, got[i].Score, want[i].Tool.Qualified, want[i].Score)
 				}
 			}
+		}
+	}
+}
+
+// TestQuerySurfaces checks that reading a query word's term from the catalog's surface
+// table gives exactly the terms that stemming the word gives.
+func TestQuerySurfaces(t *testing.T) {
+	snap := trickyCatalog(t, 1200)
+	ix := NewIndex(snap)
+	if ix.surfaces.n == 0 {
+		t.Fatal("the surface table is empty")
+	}
+	plain := NewIndex(snap) // term ids are the same in both: the build is deterministic
+	plain.surfaces = newTermTable(0)
+	for _, tool := range snap.Tools() {
+		for _, q := range []string{tool.Name, tool.Title, tool.Description, tool.Server + " " + tool.Name} {
+			if q == "" {
+				continue
+			}
+			a, b := ix.scratch(), plain.scratch()
+			ix.queryTerms(q, a)
+			plain.queryTerms(q, b)
+			if !slices.Equal(a.terms, b.terms) {
+				t.Fatalf("%q: terms %v through the surface table, %v by stemming", q, a.terms, b.terms)
+			}
+			ix.release(a)
+			plain.release(b)
 		}
 	}
 }
