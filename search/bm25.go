@@ -50,6 +50,7 @@ func (o Options) limit() int {
 // How a result was found.
 const (
 	MatchExact     = "exact"     // the query is the tool's name
+	MatchNamed     = "named"     // the query names the tool among other words
 	MatchBM25      = "bm25"      // ranked by BM25F
 	MatchSubstring = "substring" // fallback: the query is part of the tool's name
 	MatchRegex     = "regex"     // the pattern matched one of the tool's fields
@@ -136,7 +137,9 @@ func checkQuery(query string) error {
 
 // Search ranks tools against a natural-language query with BM25F. A query that is a
 // tool's exact name (bare or qualified; case, spaces, '-' and '_' ignored) puts that tool
-// first. When no tool scores, it falls back to tools whose name contains the query or one
+// first; so does a word of the query written as an identifier (sort_list, getWeather,
+// github.create-issue) that is a tool's exact name, in the order the query names them.
+// When no tool scores, it falls back to tools whose name contains the query or one
 // of its words. An empty or over-long query is an InvalidToolInput error.
 func (ix *Index) Search(query string, opts Options) ([]Result, error) {
 	if err := checkQuery(query); err != nil {
@@ -148,6 +151,11 @@ func (ix *Index) Search(query string, opts Options) ([]Result, error) {
 	for _, d := range exact {
 		if opts.Allow.Has(int(d)) && len(results) < limit {
 			results = append(results, Result{Tool: ix.snap.Tool(int(d)), Score: math.Inf(1), Match: MatchExact})
+		}
+	}
+	for _, d := range ix.named(query) {
+		if opts.Allow.Has(int(d)) && len(results) < limit && !containsTool(results, ix.snap.Tool(int(d))) {
+			results = append(results, Result{Tool: ix.snap.Tool(int(d)), Score: math.Inf(1), Match: MatchNamed})
 		}
 	}
 	nExact := len(results)
@@ -163,6 +171,79 @@ func (ix *Index) Search(query string, opts Options) ([]Result, error) {
 		results = ix.substring(query, opts.Allow, limit)
 	}
 	return results, nil
+}
+
+// named returns the tools a query names among its words: each word that is written as
+// an identifier and is, normalized, a tool's bare or qualified name. A plain word such
+// as "translate" does not count, even when a tool has that name: in a sentence it is far
+// more often just the word.
+func (ix *Index) named(query string) []int32 {
+	if !strings.ContainsAny(query, "_.-") && !hasCamel(query) {
+		return nil
+	}
+	var docs []int32
+	for w := range strings.FieldsSeq(query) {
+		w = strings.TrimFunc(w, isPunct)
+		if len(w) < 3 || !isIdentifier(w) {
+			continue
+		}
+		forms := [2]string{normalizeName(w), ""}
+		if hasCamel(w) {
+			forms[1] = normalizeName(snakeCase(w)) // getForecast names get_forecast too
+		}
+		for _, form := range forms {
+			for _, d := range ix.lookupExact(form) {
+				if !slices.Contains(docs, d) {
+					docs = append(docs, d)
+				}
+			}
+		}
+	}
+	return docs
+}
+
+// isIdentifier reports whether w is written as a programmer writes a name: letters and
+// digits joined by '_', '.' or '-', or in camelCase, and starting with a letter.
+func isIdentifier(w string) bool {
+	if !isLower(w[0]) && !isUpper(w[0]) {
+		return false
+	}
+	joined := false
+	for i := 0; i < len(w); i++ {
+		switch c := w[i]; {
+		case c == '_' || c == '.' || c == '-':
+			if i == len(w)-1 {
+				return false
+			}
+			joined = true
+		case !isASCIIAlnum(c):
+			return false
+		}
+	}
+	return joined || hasCamel(w)
+}
+
+// snakeCase writes a camelCase identifier in snake_case: getHTTPResponse becomes
+// get_HTTP_Response (normalizeName then lowercases it).
+func snakeCase(w string) string {
+	var b strings.Builder
+	for i := 0; i < len(w); i++ {
+		if i > 0 && splitsAt(w, i) {
+			b.WriteByte('_')
+		}
+		b.WriteByte(w[i])
+	}
+	return b.String()
+}
+
+// hasCamel reports whether s has a lowercase letter followed by an uppercase one.
+func hasCamel(s string) bool {
+	for i := 1; i < len(s); i++ {
+		if isUpper(s[i]) && isLower(s[i-1]) {
+			return true
+		}
+	}
+	return false
 }
 
 // longPostings is the posting-list length from which ranked considers skipping a term's

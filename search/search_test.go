@@ -341,3 +341,46 @@ func TestErrorIs(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchNamedInQuery checks that a tool a query names as an identifier among other
+// words comes first, in the order named, and that plain words do not count as names.
+func TestSearchNamedInQuery(t *testing.T) {
+	ix := smallIndex(t)
+	tests := []struct {
+		query string
+		named []string // the tools that must come first, as MatchNamed
+	}{
+		{"use the 'get_forecast' function for Paris", []string{"weather__get_forecast"}},
+		{"first call write_file, then read_file().", []string{"files__write_file", "files__read_file"}},
+		{"run weather__get_alerts for Texas", []string{"weather__get_alerts"}},
+		{"call getForecast with the coordinates", []string{"weather__get_forecast"}},
+		{"getForecast", []string{"weather__get_forecast"}},
+		{"solve.quadratic_equation for x", []string{"calc__solve_quadratic_equation"}},
+		{"file a create-issue on both trackers", []string{"github__create_issue", "gitlab__create_issue"}},
+		// Not identifiers, or no such tool: ranked as usual.
+		{"get forecast for Paris", nil},
+		{"read the file then write it", nil},
+		{"use the get_weather_now function", nil},
+		{"the _private name and trailing_ one", nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.query, func(t *testing.T) {
+			results, err := ix.Search(tc.query, search.Options{Limit: 8})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var named []string
+			for i, r := range results {
+				if r.Match == search.MatchNamed {
+					if i != len(named) {
+						t.Errorf("named tool %s at %d, after a ranked one", r.Tool.Qualified, i)
+					}
+					named = append(named, r.Tool.Qualified)
+				}
+			}
+			if !reflect.DeepEqual(named, tc.named) {
+				t.Errorf("named %v, want %v (results %v)", named, tc.named, names(results))
+			}
+		})
+	}
+}
