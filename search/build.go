@@ -40,8 +40,7 @@ type worker struct {
 	df       []int32 // per term, within this worker's tools
 	buf      []byte
 	emit     func([]byte, uint64)
-	fresh    []newWord     // words no build had stemmed, waiting for stemNew
-	stemmed  []stemmedWord // the words this worker stemmed in stemNew
+	fresh    []newWord // words no build had stemmed, waiting for stemNew
 
 	cut    [maxParts + 1]int32 // where the parts of the word being split start
 	doc    int32
@@ -178,7 +177,7 @@ func putEntries(e []posting) { entryPool.Put(&e) }
 // the same amount of text; small catalogs get one worker.
 func splitWork(tools []*catalog.Tool) []*worker {
 	n := len(tools)
-	k := min(runtime.GOMAXPROCS(0), max(1, n/500), 16)
+	k := min(runtime.GOMAXPROCS(0), max(1, n/250), 16)
 	sizes := make([]int, n+1) // sizes[i] is the text of tools[:i]
 	for i, t := range tools {
 		sizes[i+1] = sizes[i] + textSize(t)

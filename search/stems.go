@@ -1,6 +1,7 @@
 package search
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 )
@@ -23,22 +24,26 @@ type stem struct {
 func stemOfText(term string) stem { return stem{term, hashToken([]byte(term))} }
 
 // stemTable maps the hashToken of a lowercased token to normalize's answer for it. It is
-// open addressing over flat arrays.
+// open addressing over one flat array, so a lookup touches one slot.
 type stemTable struct {
-	keys []uint64 // 0 marks an empty slot; hashes of 0 are stored as 1
-	vals []stem
-	n    int
+	slots []stemSlot
+	n     int
+}
+
+type stemSlot struct {
+	key uint64 // 0 marks an empty slot; hashes of 0 are stored as 1
+	val stem
 }
 
 func (t *stemTable) get(h uint64) (stem, bool) {
 	if h == 0 {
 		h = 1
 	}
-	mask := uint64(len(t.keys) - 1)
+	mask := uint64(len(t.slots) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
-		switch t.keys[i] {
+		switch t.slots[i].key {
 		case h:
-			return t.vals[i], true
+			return t.slots[i].val, true
 		case 0:
 			return stem{}, false
 		}
@@ -50,13 +55,13 @@ func (t *stemTable) put(h uint64, v stem) {
 	if h == 0 {
 		h = 1
 	}
-	mask := uint64(len(t.keys) - 1)
+	mask := uint64(len(t.slots) - 1)
 	for i := h & mask; ; i = (i + 1) & mask {
-		switch t.keys[i] {
+		switch t.slots[i].key {
 		case h:
 			return
 		case 0:
-			t.keys[i], t.vals[i] = h, v
+			t.slots[i] = stemSlot{h, v}
 			t.n++
 			return
 		}
@@ -93,10 +98,11 @@ type stemmedWord struct {
 // stemNew stems the words the workers met that no build had seen, and publishes them.
 //
 // A word is often new to several workers at once (their tools share vocabulary), so the
-// work is split by hash rather than by worker: worker k stems every new word, from
-// whichever worker, whose hash falls in its share, once, and writes the stem into every
-// worker that met it. The writes go to distinct entries of the workers' stems, so the
-// workers need no lock.
+// work is split by hash rather than by worker, among as many stemmers as there are
+// cores and words to keep them busy: stemmer k stems every new word, from whichever
+// worker, whose hash falls in its share, once, and writes the stem into every worker
+// that met it. The writes go to distinct entries of the workers' stems, so no lock is
+// needed.
 func stemNew(workers []*worker) {
 	total := 0
 	for _, w := range workers {
@@ -105,30 +111,38 @@ func stemNew(workers []*worker) {
 	if total == 0 {
 		return
 	}
-	k := uint64(len(workers))
-	parallel(workers, func(i int, w *worker) {
-		seen := newTermTable(total/int(k) + 16) // hash -> index in w.stemmed
-		w.stemmed = w.stemmed[:0]
-		for _, v := range workers {
-			for _, nw := range v.fresh {
-				if (nw.h>>40)%k != uint64(i) {
-					continue
+	k := min(runtime.GOMAXPROCS(0), max(1, total/500), 16)
+	stemmed := make([][]stemmedWord, k)
+	var wg sync.WaitGroup
+	for i := range k {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			seen := newTermTable(total/k + 16) // hash -> index in mine
+			var mine []stemmedWord
+			for _, v := range workers {
+				for _, nw := range v.fresh {
+					if (nw.h>>40)%uint64(k) != uint64(i) {
+						continue
+					}
+					s, ok := seen.find(nw.h)
+					if !ok {
+						s.id = int32(len(mine))
+						mine = append(mine, stemmedWord{nw.h, stemOfText(normalize(lowerASCII(nw.text)))})
+					}
+					v.stems[nw.id] = mine[s.id].stem
 				}
-				s, ok := seen.find(nw.h)
-				if !ok {
-					s.id = int32(len(w.stemmed))
-					w.stemmed = append(w.stemmed, stemmedWord{nw.h, stemOfText(normalize(lowerASCII(nw.text)))})
-				}
-				v.stems[nw.id] = w.stemmed[s.id].stem
 			}
-		}
-	})
-	publish(workers)
+			stemmed[i] = mine
+		}()
+	}
+	wg.Wait()
+	publish(stemmed)
 }
 
-// publish adds the workers' stemmed words to a copy of the published table and publishes
-// it. Past stemCacheMax words the table stops growing.
-func publish(workers []*worker) {
+// publish adds newly stemmed words to a copy of the published table and publishes it.
+// Past stemCacheMax words the table stops growing.
+func publish(stemmed [][]stemmedWord) {
 	publishMu.Lock()
 	defer publishMu.Unlock()
 	old := published.Load()
@@ -137,8 +151,8 @@ func publish(workers []*worker) {
 		n = old.n
 	}
 	add := 0
-	for _, w := range workers {
-		add += len(w.stemmed)
+	for _, words := range stemmed {
+		add += len(words)
 	}
 	add = min(add, stemCacheMax-n)
 	if add <= 0 {
@@ -148,22 +162,21 @@ func publish(workers []*worker) {
 	for size < 2*(n+add) {
 		size <<= 1
 	}
-	t := &stemTable{keys: make([]uint64, size), vals: make([]stem, size)}
+	t := &stemTable{slots: make([]stemSlot, size)}
 	if old != nil {
-		for i, h := range old.keys {
-			if h != 0 {
-				t.put(h, old.vals[i])
+		for _, s := range old.slots {
+			if s.key != 0 {
+				t.put(s.key, s.val)
 			}
 		}
 	}
-	for _, w := range workers {
-		for _, s := range w.stemmed {
+	for _, words := range stemmed {
+		for _, s := range words {
 			if t.n == n+add {
 				break
 			}
 			t.put(s.h, s.stem)
 		}
-		w.stemmed = nil
 	}
 	published.Store(t)
 }
