@@ -36,7 +36,7 @@ func benchQueries(b *testing.B) []string {
 		b.Fatal(err)
 	}
 	for i, q := range qs {
-		qs[i] = search.Truncate(q, search.MaxQueryLen)
+		qs[i] = search.Shorten(q, search.MaxQueryLen)
 	}
 	return qs
 }

@@ -124,6 +124,28 @@ func Truncate(text string, max int) string {
 	return strings.TrimSpace(text[:cut])
 }
 
+// Shorten fits a query into max characters keeping as much of what ranks as it can:
+// when the query is too long, it first drops the words the search ignores (stop words
+// such as "the", "could", "please", except the question words it reads), then cuts what
+// is still too long at a word boundary with Truncate. A query that fits is returned as
+// it is.
+func Shorten(query string, max int) string {
+	if utf8.RuneCountInString(query) <= max {
+		return query
+	}
+	var b strings.Builder
+	for w := range strings.FieldsSeq(query) {
+		if lw := strings.ToLower(strings.TrimFunc(w, isPunct)); stopWords[lw] && questionWords[lw] == nil {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(w)
+	}
+	return Truncate(b.String(), max)
+}
+
 // checkQuery validates a BM25 query.
 func checkQuery(query string) error {
 	if strings.TrimSpace(query) == "" {

@@ -34,7 +34,7 @@ func TestConcurrentSearch(t *testing.T) {
 		if i%3 == 0 {
 			opts.Allow = half
 		}
-		reqs = append(reqs, request{query: search.Truncate(q.Query, search.MaxQueryLen), opts: opts})
+		reqs = append(reqs, request{query: search.Shorten(q.Query, search.MaxQueryLen), opts: opts})
 	}
 	for _, p := range []string{"issue", "github.*pull", "^browser_", "file$", "screenshot|snapshot", "[a-z]+_[a-z]+_[a-z]+"} {
 		// A budget far beyond need: this test is about answers, not speed.

@@ -78,7 +78,7 @@ func TestRankedIsExhaustive(t *testing.T) {
 		if i%8 != 0 {
 			continue // a sample keeps the test quick, and under -race
 		}
-		q = Truncate(q, MaxQueryLen)
+		q = Shorten(q, MaxQueryLen)
 		for _, k := range []int{1, 5, 20} {
 			got := ix.ranked(q, nil, k)
 			want := ix.exhaustive(q, k)

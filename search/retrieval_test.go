@@ -17,7 +17,7 @@ func TestRetrievalRegression(t *testing.T) {
 		minRecall5 float64
 	}{
 		{"livemcpbench", 0.38},
-		{"bfcl", 0.84},
+		{"bfcl", 0.85},
 	}
 	for _, tc := range tests {
 		t.Run(tc.set, func(t *testing.T) {
@@ -31,7 +31,7 @@ func TestRetrievalRegression(t *testing.T) {
 			}
 			ix := search.NewIndex(snap)
 			r := eval.Run(qs, snap.Len(), time.Duration(0), func(q string) ([]*catalog.Tool, error) {
-				found, err := ix.Search(search.Truncate(q, search.MaxQueryLen), search.Options{Limit: eval.Depth})
+				found, err := ix.Search(search.Shorten(q, search.MaxQueryLen), search.Options{Limit: eval.Depth})
 				tools := make([]*catalog.Tool, len(found))
 				for i, f := range found {
 					tools[i] = f.Tool

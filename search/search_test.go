@@ -270,6 +270,30 @@ func TestTruncate(t *testing.T) {
 	}
 }
 
+func TestShorten(t *testing.T) {
+	tests := []struct {
+		text string
+		max  int
+		want string
+	}{
+		{"Could you please find the weather for Paris?", 500, "Could you please find the weather for Paris?"}, // fits: unchanged
+		{"Could you please find the weather for Paris?", 30, "find weather Paris?"},
+		{"When is the next train to Lyon, and where does it stop?", 40, "When next train Lyon, where stop?"}, // question words stay
+		{"I want the file /root/docs/a report.md saved", 30, "file /root/docs/a report.md"},
+		{"please please please", 10, ""},
+		{"the weather forecast for the coming week in Paris and in Lyon", 25, "weather forecast coming"},
+	}
+	for _, tc := range tests {
+		got := search.Shorten(tc.text, tc.max)
+		if got != tc.want {
+			t.Errorf("Shorten(%q, %d) = %q, want %q", tc.text, tc.max, got, tc.want)
+		}
+		if len([]rune(got)) > tc.max {
+			t.Errorf("Shorten(%q, %d) is %d characters", tc.text, tc.max, len([]rune(got)))
+		}
+	}
+}
+
 func TestSearchSubstringFallback(t *testing.T) {
 	ix := smallIndex(t)
 	tests := []struct {

@@ -128,7 +128,13 @@ func ExampleCheckQuery() {
 	// <nil>
 	// invalid tool search pattern: the pattern uses a lookahead `(?=...)`, which this regular-expression engine (RE2, linear-time) does not support; rewrite the pattern without it
 	// true
-	// tool search query too long: the query is 505 characters and the limit is 500; keep only the words that describe the tool, or cut it with Truncate(q, 500)
+	// tool search query too long: the query is 505 characters and the limit is 500; keep only the words that describe the tool, or shorten it with Shorten(q, 500)
+}
+
+func ExampleShorten() {
+	q := "Could you please find me the tool that creates a new issue in the GitHub repository of my team"
+	fmt.Println(toolsearch.Shorten(q, 60))
+	// Output: find tool creates new issue GitHub repository team
 }
 
 func ExampleTruncate() {

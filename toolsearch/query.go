@@ -100,12 +100,16 @@ func CheckQuery(kind string, q string) error {
 	case strings.TrimSpace(q) == "":
 		return queryErrorf(ErrEmptyQuery, "the query is empty; describe the tool you need in a few words, such as \"create github issue\"")
 	case n > MaxQueryLen:
-		return queryErrorf(ErrQueryTooLong, "the query is %d characters and the limit is %d; keep only the words that describe the tool, or cut it with Truncate(q, %d)", n, MaxQueryLen, MaxQueryLen)
+		return queryErrorf(ErrQueryTooLong, "the query is %d characters and the limit is %d; keep only the words that describe the tool, or shorten it with Shorten(q, %d)", n, MaxQueryLen, MaxQueryLen)
 	}
 	return nil
 }
 
-// Truncate cuts q to at most max characters, at a word boundary when one is near, the
-// way to shorten an over-long BM25 query before sending it rather than have it rejected
-// (see search.Truncate). A cut regex pattern may no longer compile: check it again.
+// Truncate cuts q to at most max characters, at a word boundary when one is near (see
+// search.Truncate). A cut regex pattern may no longer compile: check it again.
 func Truncate(q string, max int) string { return search.Truncate(q, max) }
+
+// Shorten fits an over-long BM25 query into max characters before it is sent, rather
+// than have it rejected: it drops the words search ignores, then cuts at a word boundary
+// (see search.Shorten). It is for BM25 queries; cut a regex pattern with Truncate.
+func Shorten(q string, max int) string { return search.Shorten(q, max) }

@@ -66,7 +66,7 @@ func queries(tb testing.TB) []string {
 		tb.Fatal(err)
 	}
 	for i, q := range qs {
-		qs[i] = search.Truncate(q, search.MaxQueryLen)
+		qs[i] = search.Shorten(q, search.MaxQueryLen)
 	}
 	return qs
 }

@@ -39,10 +39,10 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	start := time.Now()
 	ix := search.NewIndex(snap)
 	build := time.Since(start)
-	// Queries longer than tool search accepts are shortened the way a client should,
-	// rather than counted as failures.
+	// Queries longer than tool search accepts are shortened the way a client should
+	// (search.Shorten), rather than counted as failures.
 	r := eval.Run(qs, snap.Len(), build, func(q string) ([]*catalog.Tool, error) {
-		found, err := ix.Search(search.Truncate(q, search.MaxQueryLen), search.Options{Limit: eval.Depth})
+		found, err := ix.Search(search.Shorten(q, search.MaxQueryLen), search.Options{Limit: eval.Depth})
 		tools := make([]*catalog.Tool, len(found))
 		for i, f := range found {
 			tools[i] = f.Tool
