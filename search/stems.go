@@ -2,6 +2,7 @@ package search
 
 import (
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -128,7 +129,7 @@ func stemNew(workers []*worker) {
 					s, ok := seen.find(nw.h)
 					if !ok {
 						s.id = int32(len(mine))
-						mine = append(mine, stemmedWord{nw.h, stemOfText(normalize(lowerASCII(nw.text)))})
+						mine = append(mine, stemmedWord{nw.h, stemOfText(normalize(lowerCopy(nw.text)))})
 					}
 					v.stems[nw.id] = mine[s.id].stem
 				}
@@ -181,16 +182,13 @@ func publish(stemmed [][]stemmedWord) {
 	published.Store(t)
 }
 
-// lowerASCII lowercases the ASCII letters of s, returning s itself when it has none.
-func lowerASCII(s string) string {
+// lowerCopy returns s with its ASCII letters lowercased, always as a new string: a word
+// of a tool's text must not keep the whole text alive in the process-wide stem table.
+func lowerCopy(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
 	for i := 0; i < len(s); i++ {
-		if isUpper(s[i]) {
-			b := []byte(s)
-			for j := i; j < len(b); j++ {
-				b[j] = lowerByte[b[j]]
-			}
-			return string(b)
-		}
+		b.WriteByte(lowerByte[s[i]])
 	}
-	return s
+	return b.String()
 }
