@@ -116,9 +116,9 @@ func hashToken(b []byte) uint64 {
 }
 
 // hashIn is hashToken of s[i:j] lowercased, for s[i:j] made of ASCII letters and
-// digits. It reads whole 8-byte words of s, even around the
-// word, and masks or shifts away the bytes outside it, so a word's last partial
-// chunk costs one load instead of a loop over its bytes.
+// digits. It reads whole 8-byte words of s, even around the word, and masks or shifts
+// away the bytes outside it, so a word's last partial chunk costs one load instead of a
+// loop over its bytes.
 func hashIn(s string, i, j int) uint64 {
 	h := uint64(j-i) * hashK0
 	for ; j-i >= 8; i += 8 {

@@ -2,7 +2,7 @@ package search
 
 // exactNames finds the tools whose bare or qualified name, normalized by normalizeName,
 // equals a query. A Go map from name to tools costs a string and a slice per tool to
-// build, which at 10,000 tools was a tenth of an index build; this is two flat arrays
+// build, which at 10,000 tools was a tenth of an index build; this is flat arrays
 // keyed by the names' hashes, filled from hashes the build workers compute in parallel.
 //
 // Entry 2d is tool d's bare name and entry 2d+1 its qualified name. Each slot of the
