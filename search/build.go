@@ -20,10 +20,11 @@ import (
 //     forms that share a stem) and writes its tools' postings, each worker into its own
 //     reserved part of every posting list.
 
-// posting is one (term, tool) pair while building: the term's frequency in each field.
+// posting is one (term, tool) pair while building: the term's frequency in each field,
+// saturating at 255 (BM25's saturation makes any count past a few dozen count the same).
 type posting struct {
 	term int32
-	tf   [numFields]uint16
+	tf   [numFields]uint8
 }
 
 // worker is the state of one build worker over tools [from, to).
@@ -229,7 +230,7 @@ func (w *worker) tokenize(tools []*catalog.Tool, nameHashes []uint64) {
 	w.surface = newTermTable(4096)
 	w.docStart = make([]int32, n+1)
 	w.lens = make([][numFields]uint32, n)
-	w.entries = getEntries(w.size/10 + 16)
+	w.entries = getEntries(w.size/12 + 16) // about one entry per 14 bytes of text
 	w.emit = w.emitToken
 	for i, t := range tools[w.from:w.to] {
 		w.doc = int32(i)
@@ -360,7 +361,7 @@ func (w *worker) count(s *termSlot) {
 		w.entries = append(w.entries, posting{term: s.id})
 	}
 	e := &w.entries[s.at]
-	if e.tf[w.field] < math.MaxUint16 {
+	if e.tf[w.field] < math.MaxUint8 {
 		e.tf[w.field]++
 	}
 	w.docLen[w.field]++
@@ -445,7 +446,7 @@ func (w *worker) remap(nt int) {
 			}
 			m := &out[slot[t]]
 			for f := range numFields {
-				m.tf[f] = uint16(min(int(m.tf[f])+int(e.tf[f]), math.MaxUint16))
+				m.tf[f] = uint8(min(int(m.tf[f])+int(e.tf[f]), math.MaxUint8))
 			}
 		}
 		w.docStart[d] = start

@@ -22,7 +22,7 @@ type termSlot struct {
 
 func newTermTable(capacity int) *termTable {
 	size := 1024
-	for size < capacity*2 {
+	for size*7 < capacity*10 {
 		size <<= 1
 	}
 	return &termTable{slots: make([]termSlot, size)}
@@ -41,7 +41,7 @@ func (t *termTable) find(h uint64) (*termSlot, bool) {
 			return s, true
 		}
 		if s.key == 0 {
-			if 2*(t.n+1) > len(t.slots) {
+			if 10*(t.n+1) > 7*len(t.slots) { // at most 70% full
 				t.grow()
 				return t.find(h)
 			}
