@@ -449,19 +449,26 @@ func containsTool(rs []Result, t *catalog.Tool) bool {
 // imply, at their reduced weights.
 func (ix *Index) queryTerms(query string, s *scratch) {
 	p := &ix.params
-	var unknown []string
+	var unknown, ops []string
+	mayPath := p.PathWords > 0 && strings.ContainsAny(query, `./\`)
 	s.buf = tokenize(query, s.buf, func(tok []byte, h uint64) {
+		var term string
 		if id, ok := ix.surfaces.lookup(h); ok && id >= 0 {
 			// A word the catalog uses, as the build analyzed it: no stemming needed.
-			ix.addID(s, id, 1)
-		} else if term := stemOf(tok, h); term.text != "" {
-			if !ix.addStem(s, term, 1) && p.Synonyms > 0 {
-				unknown = append(unknown, term.text)
+			ix.addID(s, id, 1, true)
+			term = ix.termText[id]
+		} else if st := stemOf(tok, h); st.text != "" {
+			if !ix.addStem(s, st, 1, true) && p.Synonyms > 0 {
+				unknown = append(unknown, st.text)
 			}
+			term = st.text
 		} else if p.Questions > 0 {
 			for _, term := range questionWords[string(tok)] {
 				ix.addTerm(s, term, float32(p.Questions))
 			}
+		}
+		if op, ok := pathVerbs[term]; ok && mayPath && !slices.Contains(ops, op) {
+			ops = append(ops, op)
 		}
 	})
 	if p.Prefix > 0 {
@@ -483,40 +490,58 @@ func (ix *Index) queryTerms(query string, s *scratch) {
 			ix.addTerm(s, syn, float32(p.Synonyms))
 		}
 	}
-	if p.PathWords > 0 && strings.ContainsAny(query, `./\`) {
-		for w := range strings.FieldsSeq(query) {
-			if looksLikePath(strings.TrimFunc(w, isPunct)) {
-				for _, t := range pathWords {
-					ix.addTerm(s, t, float32(p.PathWords))
-				}
-				break
-			}
+	if mayPath {
+		ix.pathTerms(query, ops, s)
+	}
+}
+
+// pathTerms adds what a file path in the query implies: that a tool works on files
+// (pathWords, at Params.PathWords) and, when the path is not a URL, the file operation
+// the query's verbs ask for (ops, from pathVerbs, at Params.PathVerbs).
+func (ix *Index) pathTerms(query string, ops []string, s *scratch) {
+	p := &ix.params
+	path, local := false, false
+	for w := range strings.FieldsSeq(query) {
+		if w = strings.TrimFunc(w, isPunct); looksLikePath(w) {
+			path = true
+			local = local || !strings.Contains(w, "://")
+		}
+	}
+	if path {
+		for _, t := range pathWords {
+			ix.addTerm(s, t, float32(p.PathWords))
+		}
+	}
+	if local && p.PathVerbs > 0 {
+		for _, t := range ops {
+			ix.addTerm(s, t, float32(p.PathVerbs))
 		}
 	}
 }
 
-// addTerm adds a term to the query with weight factor f, if the catalog has it. A term
-// already present keeps its larger weight when it comes again from the thesaurus, and
-// adds up when the query itself repeats it.
+// addTerm adds a term the query implies (by the thesaurus, an abbreviation, a path or a
+// question word) with weight factor f, if the catalog has it. A term already present
+// keeps the larger of its weights; only the query's own words add up when repeated.
 func (ix *Index) addTerm(s *scratch, term string, f float32) bool {
-	return ix.addStem(s, stemOfText(term), f)
+	return ix.addStem(s, stemOfText(term), f, false)
 }
 
-// addStem is addTerm for a term whose hash is known.
-func (ix *Index) addStem(s *scratch, term stem, f float32) bool {
+// addStem is addTerm for a term whose hash is known; inQuery is as for addID.
+func (ix *Index) addStem(s *scratch, term stem, f float32, inQuery bool) bool {
 	id, ok := ix.termID(term)
 	if ok {
-		ix.addID(s, id, f)
+		ix.addID(s, id, f, inQuery)
 	}
 	return ok
 }
 
-// addID is addTerm for a term of the index known by its id.
-func (ix *Index) addID(s *scratch, id int32, f float32) {
+// addID is addTerm for a term of the index known by its id; inQuery says the query
+// itself wrote it, so that a repeat adds up rather than keeping the larger weight.
+func (ix *Index) addID(s *scratch, id int32, f float32, inQuery bool) {
 	w := f * ix.idf[id]
 	for i := range s.terms {
 		if s.terms[i].id == id {
-			if f == 1 {
+			if inQuery {
 				s.terms[i].weight += w
 			} else if w > s.terms[i].weight {
 				s.terms[i].weight = w

@@ -45,6 +45,10 @@ type Params struct {
 	Prefix float64
 	// PathWords is the weight of the terms a file path in the query implies ("file").
 	PathWords float64
+	// PathVerbs is the weight of the file operation the query's verbs ask for when it
+	// names a local file path: "save the report to /tmp/a.md" implies "write", "open
+	// /etc/hosts" implies "read" (see pathVerbs). 1 counts it as if the query said it.
+	PathVerbs float64
 	// Questions is the weight of the answer kinds that question words imply ("when"
 	// asks for a date).
 	Questions float64
@@ -61,6 +65,7 @@ var DefaultParams = Params{
 	Synonyms:  0.4,
 	Prefix:    0.2,
 	PathWords: 0.3,
+	PathVerbs: 1,
 	Questions: 0.3,
 }
 

@@ -408,3 +408,50 @@ func TestSearchNamedInQuery(t *testing.T) {
 		})
 	}
 }
+
+// TestSearchPathVerbs checks that a verb said of a local file path asks for that file
+// operation, and that a URL or no path leaves the ranking alone.
+func TestSearchPathVerbs(t *testing.T) {
+	snap := loadCatalog(t, `{"servers": [
+ {"name": "fs", "tools": [
+  {"name": "read_file", "description": "Return the contents of a file.", "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}}},
+  {"name": "write_file", "description": "Write content to a file.", "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}}}
+ ]},
+ {"name": "office", "tools": [
+  {"name": "save_presentation", "description": "Save the open presentation.", "inputSchema": {"type": "object"}},
+  {"name": "open_presentation", "description": "Open a presentation to edit it.", "inputSchema": {"type": "object"}},
+  {"name": "export_chart", "description": "Export a chart as an image.", "inputSchema": {"type": "object"}}
+ ]}
+]}`)
+	on := search.NewIndex(snap)
+	p := search.DefaultParams
+	p.PathVerbs = 0
+	off := search.NewIndexParams(snap, p)
+	first := func(ix *search.Index, q string) string {
+		t.Helper()
+		results, err := ix.Search(q, search.Options{Limit: 5})
+		if err != nil || len(results) == 0 {
+			t.Fatalf("%q: %v, %v", q, results, err)
+		}
+		return results[0].Tool.Qualified
+	}
+	tests := []struct {
+		query     string
+		with, off string // the first result with path verbs, and without
+	}{
+		{"save the meeting notes to /tmp/notes.md", "fs__write_file", "office__save_presentation"},
+		{"open /etc/hosts", "fs__read_file", "office__open_presentation"},
+		{"export the numbers to ./out/numbers.csv", "fs__write_file", "office__export_chart"},
+		// A URL is not a file path, and no path means no file operation.
+		{"open https://example.com/presentation", "office__open_presentation", "office__open_presentation"},
+		{"save the meeting notes", "office__save_presentation", "office__save_presentation"},
+	}
+	for _, tc := range tests {
+		if got := first(on, tc.query); got != tc.with {
+			t.Errorf("%q: first %s, want %s", tc.query, got, tc.with)
+		}
+		if got := first(off, tc.query); got != tc.off {
+			t.Errorf("%q without path verbs: first %s, want %s", tc.query, got, tc.off)
+		}
+	}
+}

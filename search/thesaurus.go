@@ -188,3 +188,17 @@ func looksLikePath(word string) bool {
 	ext := word[dot+1:]
 	return !isDigit(ext[0]) && len(word[:dot]) > 1
 }
+
+// pathVerbs maps the stem of a verb that, said of a file path, names a file operation to
+// the term of that operation: "save the report to /tmp/a.md" asks for a tool that writes
+// a file, as if it said "write". Only verbs whose sense with a path is clear are here.
+var pathVerbs = func() map[string]string {
+	m := map[string]string{}
+	for verb, op := range map[string]string{
+		"save": "write", "write": "write", "store": "write", "export": "write", "dump": "write",
+		"read": "read", "open": "read", "load": "read",
+	} {
+		m[normalize(verb)] = normalize(op)
+	}
+	return m
+}()
