@@ -77,7 +77,9 @@ type scratch struct {
 	bound   []float32 // the most the query's remaining terms can add
 	cands   []int32   // tools still able to reach the top k
 	kth     []float32 // heap for kthScore
-	buf     []byte
+
+	words     queryWords // queryTerms' state
+	tokenizer worker     // the build's tokenizer, handing words to words
 }
 
 type queryTerm struct {
@@ -99,6 +101,7 @@ func (ix *Index) scratch() *scratch {
 func (ix *Index) release(s *scratch) {
 	s.touched = s.touched[:0]
 	s.terms = s.terms[:0]
+	s.words.ix, s.words.s = nil, nil // a pooled scratch must not keep an index alive
 	p, _ := scratchPools.Load(len(s.score))
 	p.(*sync.Pool).Put(s)
 }
@@ -205,6 +208,9 @@ func (ix *Index) named(query string) []int32 {
 	}
 	var docs []int32
 	for w := range strings.FieldsSeq(query) {
+		if !strings.ContainsAny(w, "_.-") && !hasCamel(w) {
+			continue // most words: a plain word
+		}
 		w = strings.TrimFunc(w, isPunct)
 		if len(w) < 3 || !isIdentifier(w) {
 			continue
@@ -449,28 +455,17 @@ func containsTool(rs []Result, t *catalog.Tool) bool {
 // imply, at their reduced weights.
 func (ix *Index) queryTerms(query string, s *scratch) {
 	p := &ix.params
-	var unknown, ops []string
-	mayPath := p.PathWords > 0 && strings.ContainsAny(query, `./\`)
-	s.buf = tokenize(query, s.buf, func(tok []byte, h uint64) {
-		var term string
-		if id, ok := ix.surfaces.lookup(h); ok && id >= 0 {
-			// A word the catalog uses, as the build analyzed it: no stemming needed.
-			ix.addID(s, id, 1, true)
-			term = ix.termText[id]
-		} else if st := stemOf(tok, h); st.text != "" {
-			if !ix.addStem(s, st, 1, true) && p.Synonyms > 0 {
-				unknown = append(unknown, st.text)
-			}
-			term = st.text
-		} else if p.Questions > 0 {
-			for _, term := range questionWords[string(tok)] {
-				ix.addTerm(s, term, float32(p.Questions))
-			}
-		}
-		if op, ok := pathVerbs[term]; ok && mayPath && !slices.Contains(ops, op) {
-			ops = append(ops, op)
-		}
-	})
+	q := &s.words
+	*q = queryWords{ix: ix, s: s, unknown: q.unknown[:0], ops: q.ops[:0], buf: q.buf,
+		mayPath: p.PathWords > 0 && strings.ContainsAny(query, `./\`)}
+	// The build's tokenizer, so a query is split exactly as the tools were; it hands
+	// each word to q.word instead of counting it.
+	w := &s.tokenizer
+	if w.query == nil {
+		w.query = q
+		w.emit = w.emitToken
+	}
+	w.text(0, query)
 	if p.Prefix > 0 {
 		for _, qt := range s.terms[:len(s.terms):len(s.terms)] {
 			term := ix.termText[qt.id]
@@ -478,20 +473,59 @@ func (ix *Index) queryTerms(query string, s *scratch) {
 				ix.addTerm(s, term[:n], float32(p.Prefix))
 			}
 		}
-		for _, term := range unknown {
+		for _, term := range q.unknown {
 			for n := 4; n < len(term)-1; n++ {
 				ix.addTerm(s, term[:n], float32(p.Prefix))
 			}
 		}
 	}
 	// Words no tool uses get the thesaurus's help; words some tool uses are trusted.
-	for _, term := range unknown {
+	for _, term := range q.unknown {
 		for _, syn := range synonyms[term] {
 			ix.addTerm(s, syn, float32(p.Synonyms))
 		}
 	}
-	if mayPath {
-		ix.pathTerms(query, ops, s)
+	if q.mayPath {
+		ix.pathTerms(query, q.ops, s)
+	}
+}
+
+// queryWords is queryTerms' state while the query's words come in.
+type queryWords struct {
+	ix      *Index
+	s       *scratch
+	unknown []string // terms no tool uses, for the thesaurus
+	ops     []string // file operations the query's verbs name (see pathVerbs)
+	mayPath bool     // the query may name a file path
+	buf     []byte
+}
+
+// queryWord takes one word of the query: its hashToken and its text, in any case. A
+// word the catalog uses is looked up as the build analyzed it, with no stemming.
+func queryWord[T string | []byte](q *queryWords, h uint64, tok T) {
+	ix, s, p := q.ix, q.s, &q.ix.params
+	var term string
+	if id, ok := ix.surfaces.lookup(h); ok && id >= 0 {
+		ix.addID(s, id, 1, true)
+		term = ix.termText[id]
+	} else {
+		q.buf = q.buf[:0]
+		for i := 0; i < len(tok); i++ {
+			q.buf = append(q.buf, lowerByte[tok[i]])
+		}
+		if st := stemOf(q.buf, h); st.text != "" {
+			if !ix.addStem(s, st, 1, true) && p.Synonyms > 0 {
+				q.unknown = append(q.unknown, st.text)
+			}
+			term = st.text
+		} else if p.Questions > 0 {
+			for _, t := range questionWords[string(q.buf)] {
+				ix.addTerm(s, t, float32(p.Questions))
+			}
+		}
+	}
+	if op, ok := pathVerbs[term]; ok && q.mayPath && !slices.Contains(q.ops, op) {
+		q.ops = append(q.ops, op)
 	}
 }
 
@@ -502,6 +536,9 @@ func (ix *Index) pathTerms(query string, ops []string, s *scratch) {
 	p := &ix.params
 	path, local := false, false
 	for w := range strings.FieldsSeq(query) {
+		if !strings.ContainsAny(w, `./\`) {
+			continue // most words: no path
+		}
 		if w = strings.TrimFunc(w, isPunct); looksLikePath(w) {
 			path = true
 			local = local || !strings.Contains(w, "://")

@@ -41,7 +41,8 @@ type worker struct {
 	df       []int32 // per term, within this worker's tools
 	buf      []byte
 	emit     func([]byte, uint64)
-	fresh    []newWord // words no build had stemmed, waiting for stemNew
+	fresh    []newWord   // words no build had stemmed, waiting for stemNew
+	query    *queryWords // set when the worker analyzes a query instead of tools
 
 	cut    [maxParts + 1]int32 // where the parts of the word being split start
 	doc    int32
@@ -333,6 +334,10 @@ func (w *worker) unicodeText(s string, i int) int {
 
 // emitToken is add for the general tokenizer's tokens, which live in a buffer.
 func (w *worker) emitToken(tok []byte, h uint64) {
+	if w.query != nil {
+		queryWord(w.query, h, tok)
+		return
+	}
 	s, seen := w.surface.find(h)
 	if !seen {
 		s.id = newSurface(w, h, tok)
@@ -343,6 +348,10 @@ func (w *worker) emitToken(tok []byte, h uint64) {
 // add records one token of the current tool and field, given the hash of its lowercased
 // text and the text itself in any case.
 func (w *worker) add(h uint64, tok string) {
+	if w.query != nil {
+		queryWord(w.query, h, tok)
+		return
+	}
 	s, seen := w.surface.find(h)
 	if !seen {
 		s.id = newSurface(w, h, tok)
