@@ -56,8 +56,10 @@ func NewIndexParams(snap *catalog.Snapshot, p Params) *Index {
 	n := snap.Len()
 	tools := snap.Tools()
 	ix := &Index{snap: snap, params: p, coords: make([][]float32, 64)}
+	factors := make([]float32, 0, 64*65/2) // all the tables, in one allocation
 	for nq := range ix.coords {
-		ix.coords[nq] = appendCoord(nil, nq, p.Coord)
+		factors = appendCoord(factors, nq, p.Coord)
+		ix.coords[nq] = factors[len(factors)-nq-1 : len(factors) : len(factors)]
 	}
 	workers := splitWork(tools)
 	nameHashes := make([]uint64, 2*n)
