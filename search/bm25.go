@@ -457,7 +457,7 @@ func (ix *Index) queryTerms(query string, s *scratch) {
 	p := &ix.params
 	q := &s.words
 	*q = queryWords{ix: ix, s: s, unknown: q.unknown[:0], ops: q.ops[:0], buf: q.buf,
-		mayPath: p.PathWords > 0 && strings.ContainsAny(query, `./\`)}
+		mayPath: (p.PathWords > 0 || p.PathVerbs > 0) && strings.ContainsAny(query, `./\`)}
 	// The build's tokenizer, so a query is split exactly as the tools were; it hands
 	// each word to q.word instead of counting it.
 	w := &s.tokenizer
