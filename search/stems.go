@@ -9,8 +9,8 @@ import (
 
 // Stemming is the costliest step of analysis (close to a microsecond a word), catalogs
 // share most of their vocabulary, and the gateway rebuilds indexes as servers come and
-// go. So every word an index build stems is remembered for the whole
-// process, in a table keyed by the token hash the build computes anyway.
+// go. So every word an index build stems is remembered for the whole process, in a table
+// keyed by the token hash the build computes anyway.
 //
 // The table is immutable once published: build workers read it with one atomic load and
 // no lock, and each build that met new words publishes a copy with them added.
