@@ -455,3 +455,54 @@ func TestSearchPathVerbs(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSearch checks the BM25 path on arbitrary queries: it never panics, refuses only
+// empty or over-long queries, returns at most the limit, each tool once, exact and named
+// matches first; and Shorten always makes a query the search accepts.
+func FuzzSearch(f *testing.F) {
+	for _, q := range []string{
+		"create a github issue", "use the 'get_forecast' function", "save it to /tmp/a.md",
+		"getForecast", "open https://x.y/z", "when is it", "天气 forecast", "a_b.c-d", "\xff\xfe",
+		"the the the", "solve.quadratic_equation(1, 2)", strings.Repeat("save /x/y.md ", 60),
+	} {
+		f.Add(q, 5)
+	}
+	ix := smallIndex(f)
+	f.Fuzz(func(t *testing.T, q string, limit int) {
+		results, err := ix.Search(q, search.Options{Limit: limit})
+		if err != nil {
+			var e *search.Error
+			if !errors.As(err, &e) || e.Code != search.InvalidToolInput {
+				t.Fatalf("%q: error %v is not an invalid_tool_input search error", q, err)
+			}
+			if strings.TrimSpace(q) != "" && len([]rune(q)) <= search.MaxQueryLen {
+				t.Fatalf("%q: refused a query that is neither empty nor too long: %v", q, err)
+			}
+		}
+		want := limit
+		if want <= 0 {
+			want = search.DefaultLimit
+		}
+		if len(results) > want {
+			t.Fatalf("%q, limit %d: %d results", q, limit, len(results))
+		}
+		seen := map[*catalog.Tool]bool{}
+		ranked := false
+		for _, r := range results {
+			if seen[r.Tool] {
+				t.Fatalf("%q: %s twice", q, r.Tool.Qualified)
+			}
+			seen[r.Tool] = true
+			first := r.Match == search.MatchExact || r.Match == search.MatchNamed
+			if first && ranked {
+				t.Fatalf("%q: %s (%s) after a ranked result", q, r.Tool.Qualified, r.Match)
+			}
+			ranked = ranked || !first
+		}
+		if s := search.Shorten(q, search.MaxQueryLen); strings.TrimSpace(s) != "" {
+			if _, err := ix.Search(s, search.Options{}); err != nil {
+				t.Fatalf("Shorten(%q) = %q, which search refuses: %v", q, s, err)
+			}
+		}
+	})
+}
