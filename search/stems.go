@@ -2,6 +2,7 @@ package search
 
 import (
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,49 +25,17 @@ type stem struct {
 // stemOfText returns the stem of a term known only by its text.
 func stemOfText(term string) stem { return stem{term, hashToken([]byte(term))} }
 
-// stemTable maps the hashToken of a lowercased token to normalize's answer for it. It is
-// open addressing over one flat array, so a lookup touches one slot.
+// stemTable maps the hashToken of a lowercased token to normalize's answer for it.
 type stemTable struct {
-	slots []stemSlot
-	n     int
-}
-
-type stemSlot struct {
-	key uint64 // 0 marks an empty slot; hashes of 0 are stored as 1
-	val stem
+	words *termTable // token hash -> index in stems
+	stems []stem
 }
 
 func (t *stemTable) get(h uint64) (stem, bool) {
-	if h == 0 {
-		h = 1
+	if i, ok := t.words.lookup(h); ok {
+		return t.stems[i], true
 	}
-	mask := uint64(len(t.slots) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
-		switch t.slots[i].key {
-		case h:
-			return t.slots[i].val, true
-		case 0:
-			return stem{}, false
-		}
-	}
-}
-
-// put adds h unless it is there; the table must have a free slot.
-func (t *stemTable) put(h uint64, v stem) {
-	if h == 0 {
-		h = 1
-	}
-	mask := uint64(len(t.slots) - 1)
-	for i := h & mask; ; i = (i + 1) & mask {
-		switch t.slots[i].key {
-		case h:
-			return
-		case 0:
-			t.slots[i] = stemSlot{h, v}
-			t.n++
-			return
-		}
-	}
+	return stem{}, false
 }
 
 var (
@@ -146,37 +115,24 @@ func stemNew(workers []*worker) {
 func publish(stemmed [][]stemmedWord) {
 	publishMu.Lock()
 	defer publishMu.Unlock()
-	old := published.Load()
-	n := 0
-	if old != nil {
-		n = old.n
-	}
-	add := 0
-	for _, words := range stemmed {
-		add += len(words)
-	}
-	add = min(add, stemCacheMax-n)
-	if add <= 0 {
-		return
-	}
-	size := 1024
-	for size < 2*(n+add) {
-		size <<= 1
-	}
-	t := &stemTable{slots: make([]stemSlot, size)}
-	if old != nil {
-		for _, s := range old.slots {
-			if s.key != 0 {
-				t.put(s.key, s.val)
-			}
+	t := &stemTable{}
+	if old := published.Load(); old != nil {
+		if len(old.stems) >= stemCacheMax {
+			return
 		}
+		t.words, t.stems = old.words.clone(), slices.Clone(old.stems)
+	} else {
+		t.words = newTermTable(len(stemmed[0]) * len(stemmed))
 	}
 	for _, words := range stemmed {
-		for _, s := range words {
-			if t.n == n+add {
+		for _, w := range words {
+			if len(t.stems) == stemCacheMax {
 				break
 			}
-			t.put(s.h, s.stem)
+			if s, seen := t.words.find(w.h); !seen {
+				s.id = int32(len(t.stems))
+				t.stems = append(t.stems, w.stem)
+			}
 		}
 	}
 	published.Store(t)

@@ -1,5 +1,7 @@
 package search
 
+import "slices"
+
 // termTable maps the 64-bit hash of a token to a number during an index build. It is the
 // build's hottest data structure: every token of every tool goes through it. Open
 // addressing over one flat array makes a lookup one cache line, several times faster
@@ -66,6 +68,11 @@ func (t *termTable) grow() {
 		}
 		t.slots[i] = s
 	}
+}
+
+// clone returns a copy of t that can change without changing t.
+func (t *termTable) clone() *termTable {
+	return &termTable{slots: slices.Clone(t.slots), n: t.n}
 }
 
 // lookup returns the number h maps to, without adding h.
