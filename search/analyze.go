@@ -347,13 +347,10 @@ func init() {
 	}
 }
 
-func appendLower(buf []byte, s string) []byte {
+// appendLower appends s to buf with its ASCII letters lowercased.
+func appendLower[T string | []byte](buf []byte, s T) []byte {
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if asciiClass[c] == clsUpper {
-			c += 'a' - 'A'
-		}
-		buf = append(buf, c)
+		buf = append(buf, lowerByte[s[i]])
 	}
 	return buf
 }

@@ -459,7 +459,7 @@ func (ix *Index) queryTerms(query string, s *scratch) {
 	*q = queryWords{ix: ix, s: s, unknown: q.unknown[:0], ops: q.ops[:0], buf: q.buf,
 		mayPath: (p.PathWords > 0 || p.PathVerbs > 0) && strings.ContainsAny(query, `./\`)}
 	// The build's tokenizer, so a query is split exactly as the tools were; it hands
-	// each word to q.word instead of counting it.
+	// each word to queryWord instead of counting it.
 	w := &s.tokenizer
 	if w.query == nil {
 		w.query = q
@@ -509,10 +509,7 @@ func queryWord[T string | []byte](q *queryWords, h uint64, tok T) {
 		ix.addID(s, id, 1, true)
 		term = ix.termText[id]
 	} else {
-		q.buf = q.buf[:0]
-		for i := 0; i < len(tok); i++ {
-			q.buf = append(q.buf, lowerByte[tok[i]])
-		}
+		q.buf = appendLower(q.buf[:0], tok)
 		if st := stemOf(q.buf, h); st.text != "" {
 			if !ix.addStem(s, st, 1, true) && p.Synonyms > 0 {
 				q.unknown = append(q.unknown, st.text)

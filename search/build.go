@@ -302,15 +302,15 @@ func (w *worker) text(f int, s string) {
 			continue
 		}
 		if np == 0 {
-			w.add(hashIn(s, start, i), s[start:i])
+			addToken(w, hashIn(s, start, i), s[start:i])
 			continue
 		}
 		w.cut[0], w.cut[np+1] = int32(start), int32(i)
 		for k := 0; k <= np; k++ {
 			from, to := int(w.cut[k]), int(w.cut[k+1])
-			w.add(hashIn(s, from, to), s[from:to])
+			addToken(w, hashIn(s, from, to), s[from:to])
 		}
-		w.add(hashIn(s, start, i), s[start:i])
+		addToken(w, hashIn(s, start, i), s[start:i])
 	}
 }
 
@@ -334,22 +334,13 @@ func (w *worker) unicodeText(s string, i int) int {
 	return j
 }
 
-// emitToken is add for the general tokenizer's tokens, which live in a buffer.
-func (w *worker) emitToken(tok []byte, h uint64) {
-	if w.query != nil {
-		queryWord(w.query, h, tok)
-		return
-	}
-	s, seen := w.surface.find(h)
-	if !seen {
-		s.id = newSurface(w, h, tok)
-	}
-	w.count(s)
-}
+// emitToken is addToken for the general tokenizer's tokens, which live in a buffer.
+func (w *worker) emitToken(tok []byte, h uint64) { addToken(w, h, tok) }
 
-// add records one token of the current tool and field, given the hash of its lowercased
-// text and the text itself in any case.
-func (w *worker) add(h uint64, tok string) {
+// addToken records one token of the current tool and field, given the hash of its
+// lowercased text and the text itself in any case; or, when the worker analyzes a
+// query, hands it to queryWord.
+func addToken[T string | []byte](w *worker, h uint64, tok T) {
 	if w.query != nil {
 		queryWord(w.query, h, tok)
 		return
@@ -386,14 +377,7 @@ func newSurface[T string | []byte](w *worker, h uint64, tok T) int32 {
 	stop := known && term.text == ""
 	if !known {
 		var buf [64]byte
-		lower := buf[:0]
-		if len(tok) > len(buf) {
-			lower = make([]byte, 0, len(tok))
-		}
-		for i := 0; i < len(tok); i++ {
-			lower = append(lower, lowerByte[tok[i]])
-		}
-		stop = stopWords[string(lower)]
+		stop = stopWords[string(appendLower(buf[:0], tok))]
 		if !stop {
 			// A string tok is part of the tool's text, so keeping it costs no copy;
 			// stemNew lowercases the words it stems, each once.
