@@ -245,51 +245,45 @@ func TestSearchInvalidQuery(t *testing.T) {
 	}
 }
 
-func TestTruncate(t *testing.T) {
-	tests := []struct {
+// TestShortenAndTruncate checks both ways of fitting a query into max characters: the
+// result is the expected text and never longer than max.
+func TestShortenAndTruncate(t *testing.T) {
+	type cut struct {
 		text string
 		max  int
 		want string
+	}
+	for _, fn := range []struct {
+		name  string
+		f     func(string, int) string
+		tests []cut
 	}{
-		{"short query", 500, "short query"},
-		{"create a new issue", 10, "create a"},
-		{"abcdefghij", 5, "abcde"},
-		{"éééééééééé", 4, "éééé"},
-		{"one two three four five", 12, "one two thre"}, // no space near the cut
-		{"one two three four five", 15, "one two three"},
-		{strings.Repeat("word ", 200), search.MaxQueryLen, strings.TrimSpace(strings.Repeat("word ", 100))},
-	}
-	for _, tc := range tests {
-		got := search.Truncate(tc.text, tc.max)
-		if got != tc.want {
-			t.Errorf("Truncate(%q, %d) = %q, want %q", tc.text, tc.max, got, tc.want)
-		}
-		if len([]rune(got)) > tc.max {
-			t.Errorf("Truncate(%q, %d) is %d characters", tc.text, tc.max, len([]rune(got)))
-		}
-	}
-}
-
-func TestShorten(t *testing.T) {
-	tests := []struct {
-		text string
-		max  int
-		want string
-	}{
-		{"Could you please find the weather for Paris?", 500, "Could you please find the weather for Paris?"}, // fits: unchanged
-		{"Could you please find the weather for Paris?", 30, "find weather Paris?"},
-		{"When is the next train to Lyon, and where does it stop?", 40, "When next train Lyon, where stop?"}, // question words stay
-		{"I want the file /root/docs/a report.md saved", 30, "file /root/docs/a report.md"},
-		{"please please please", 10, ""},
-		{"the weather forecast for the coming week in Paris and in Lyon", 25, "weather forecast coming"},
-	}
-	for _, tc := range tests {
-		got := search.Shorten(tc.text, tc.max)
-		if got != tc.want {
-			t.Errorf("Shorten(%q, %d) = %q, want %q", tc.text, tc.max, got, tc.want)
-		}
-		if len([]rune(got)) > tc.max {
-			t.Errorf("Shorten(%q, %d) is %d characters", tc.text, tc.max, len([]rune(got)))
+		{"Truncate", search.Truncate, []cut{
+			{"short query", 500, "short query"},
+			{"create a new issue", 10, "create a"},
+			{"abcdefghij", 5, "abcde"},
+			{"éééééééééé", 4, "éééé"},
+			{"one two three four five", 12, "one two thre"}, // no space near the cut
+			{"one two three four five", 15, "one two three"},
+			{strings.Repeat("word ", 200), search.MaxQueryLen, strings.TrimSpace(strings.Repeat("word ", 100))},
+		}},
+		{"Shorten", search.Shorten, []cut{
+			{"Could you please find the weather for Paris?", 500, "Could you please find the weather for Paris?"}, // fits: unchanged
+			{"Could you please find the weather for Paris?", 30, "find weather Paris?"},
+			{"When is the next train to Lyon, and where does it stop?", 40, "When next train Lyon, where stop?"}, // question words stay
+			{"I want the file /root/docs/a report.md saved", 30, "file /root/docs/a report.md"},
+			{"please please please", 10, ""},
+			{"the weather forecast for the coming week in Paris and in Lyon", 25, "weather forecast coming"},
+		}},
+	} {
+		for _, tc := range fn.tests {
+			got := fn.f(tc.text, tc.max)
+			if got != tc.want {
+				t.Errorf("%s(%q, %d) = %q, want %q", fn.name, tc.text, tc.max, got, tc.want)
+			}
+			if len([]rune(got)) > tc.max {
+				t.Errorf("%s(%q, %d) is %d characters", fn.name, tc.text, tc.max, len([]rune(got)))
+			}
 		}
 	}
 }
