@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolshed/toolshed/bridge"
 	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/internal/catalogtest"
 	"github.com/toolshed/toolshed/internal/golden"
 	"github.com/toolshed/toolshed/policy"
 )
@@ -51,7 +52,7 @@ type schemaShape struct {
 }
 
 func TestDefinitions(t *testing.T) {
-	snap := buildSnapshot(t, testCatalog)
+	snap := catalogtest.Snapshot(t, testCatalog)
 	tests := []struct {
 		name      string
 		cfg       policy.Config
@@ -169,7 +170,7 @@ func TestDefinitionsTokenBudget(t *testing.T) {
 		fmt.Fprintf(&many, `{"name": %q, "tools": [{"name": "do_thing", "description": "Does a thing."}]}`, name)
 	}
 	many.WriteString(`]}`)
-	synthetic := buildSnapshot(t, many.String())
+	synthetic := catalogtest.Snapshot(t, many.String())
 	if got := len(synthetic.Servers()[0].Name); got != 60 {
 		t.Fatalf("synthetic server names are %d characters, want 60", got)
 	}
@@ -181,7 +182,7 @@ func TestDefinitionsTokenBudget(t *testing.T) {
 	}{
 		{"built-in catalog", builtinSnapshot(t), len(builtinSnapshot(t).Servers())},
 		{"200 servers with 60-character names", synthetic, 200},
-		{"empty catalog", buildSnapshot(t, `{"servers": []}`), 0},
+		{"empty catalog", catalogtest.Snapshot(t, `{"servers": []}`), 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

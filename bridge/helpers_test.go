@@ -10,6 +10,7 @@ import (
 	"github.com/toolshed/toolshed/bridge"
 	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/internal/builtin"
+	"github.com/toolshed/toolshed/internal/catalogtest"
 	"github.com/toolshed/toolshed/policy"
 	"github.com/toolshed/toolshed/search"
 )
@@ -90,19 +91,9 @@ func mustJSON(v any) string {
 	return string(b)
 }
 
-func buildSnapshot(t testing.TB, doc string) *catalog.Snapshot {
-	t.Helper()
-	sources, problems := catalog.Parse([]byte(doc), "test", "default")
-	snap, more := catalog.Build(sources)
-	if problems = append(problems, more...); len(problems) > 0 {
-		t.Fatalf("test catalog has problems: %v", problems)
-	}
-	return snap
-}
-
 func newBridge(t testing.TB, doc string, in policy.Input) *bridge.Bridge {
 	t.Helper()
-	snap := buildSnapshot(t, doc)
+	snap := catalogtest.Snapshot(t, doc)
 	return &bridge.Bridge{Plan: policy.Decide(snap, in), Index: search.NewIndex(snap)}
 }
 

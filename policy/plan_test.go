@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/internal/builtin"
+	"github.com/toolshed/toolshed/internal/catalogtest"
 	"github.com/toolshed/toolshed/policy"
 	"github.com/toolshed/toolshed/tokens"
 )
@@ -56,16 +57,6 @@ var (
 	}
 	pinnedTools = []string{"github__search_code", "core__echo"}
 )
-
-func buildSnapshot(t testing.TB, doc string) *catalog.Snapshot {
-	t.Helper()
-	sources, problems := catalog.Parse([]byte(doc), "test", "default")
-	snap, more := catalog.Build(sources)
-	if problems = append(problems, more...); len(problems) > 0 {
-		t.Fatalf("test catalog has problems: %v", problems)
-	}
-	return snap
-}
 
 var builtinSnap = sync.OnceValues(builtin.Snapshot)
 
@@ -129,7 +120,7 @@ func onConfig() policy.Config  { return cfg(func(c *policy.Config) { c.Enabled =
 func offConfig() policy.Config { return cfg(func(c *policy.Config) { c.Enabled = policy.Off }) }
 
 func TestDecideAutoThreshold(t *testing.T) {
-	snap := buildSnapshot(t, testCatalog)
+	snap := catalogtest.Snapshot(t, testCatalog)
 	deferrable := without(allTools, pinnedTools...)
 	d := cost(t, snap, deferrable)
 	tests := []struct {
@@ -202,7 +193,7 @@ func TestDecideUnknownWindowBuiltin(t *testing.T) {
 }
 
 func TestDecideThresholdFormula(t *testing.T) {
-	snap := buildSnapshot(t, testCatalog)
+	snap := catalogtest.Snapshot(t, testCatalog)
 	tests := []struct {
 		window int
 		pct    float64
@@ -230,9 +221,9 @@ func TestDecideThresholdFormula(t *testing.T) {
 }
 
 func TestDecideModes(t *testing.T) {
-	small := buildSnapshot(t, testCatalog)
+	small := catalogtest.Snapshot(t, testCatalog)
 	big := builtinSnapshot(t)
-	empty := buildSnapshot(t, `{"servers": []}`)
+	empty := catalogtest.Snapshot(t, `{"servers": []}`)
 	tests := []struct {
 		name   string
 		snap   *catalog.Snapshot
@@ -301,7 +292,7 @@ func TestDecideZeroThresholdPct(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			snap := buildSnapshot(t, tt.doc)
+			snap := catalogtest.Snapshot(t, tt.doc)
 			c := cfg(func(c *policy.Config) { c.ThresholdPct = 0 })
 			p := policy.Decide(snap, policy.Input{Config: c, ContextWindow: 1_000_000})
 			if p.Threshold != 0 {
@@ -315,7 +306,7 @@ func TestDecideZeroThresholdPct(t *testing.T) {
 }
 
 func TestDecidePinned(t *testing.T) {
-	snap := buildSnapshot(t, testCatalog)
+	snap := catalogtest.Snapshot(t, testCatalog)
 	pinned := map[string]bool{}
 	for _, tool := range snap.Tools() {
 		pinned[tool.Qualified] = tool.Pinned
@@ -362,7 +353,7 @@ const (
 )
 
 func TestDecideServerRules(t *testing.T) {
-	snap := buildSnapshot(t, testCatalog)
+	snap := catalogtest.Snapshot(t, testCatalog)
 	// defaults in mode on: pinned tools visible, the rest deferred.
 	base := map[string]string{}
 	for _, name := range allTools {
@@ -488,7 +479,7 @@ func checkStates(t *testing.T, p *policy.Plan, want map[string]string) {
 }
 
 func TestDecideTokenFigures(t *testing.T) {
-	snap := buildSnapshot(t, testCatalog)
+	snap := catalogtest.Snapshot(t, testCatalog)
 	scope := policy.Scope{Servers: []string{"github", "slack", "core"}}
 	inScope := only(allTools, func(n string) bool { return !strings.HasPrefix(n, "jira__") && !strings.HasPrefix(n, "secret__") })
 	deferrable := without(inScope, pinnedTools...)
@@ -528,7 +519,7 @@ func TestDecideTokenFigures(t *testing.T) {
 }
 
 func TestDecideReason(t *testing.T) {
-	snap := buildSnapshot(t, testCatalog)
+	snap := catalogtest.Snapshot(t, testCatalog)
 	nDeferrable := len(allTools) - len(pinnedTools)
 	tests := []struct {
 		name string
@@ -565,7 +556,7 @@ func TestDecideReason(t *testing.T) {
 }
 
 func TestScopeAllows(t *testing.T) {
-	snap := buildSnapshot(t, testCatalog)
+	snap := catalogtest.Snapshot(t, testCatalog)
 	server := func(names ...string) func(string) bool {
 		return func(q string) bool { return slices.Contains(names, strings.SplitN(q, "__", 2)[0]) }
 	}
@@ -659,7 +650,7 @@ func TestScopeCheck(t *testing.T) {
 }
 
 func TestPlanLookup(t *testing.T) {
-	snap := buildSnapshot(t, testCatalog)
+	snap := catalogtest.Snapshot(t, testCatalog)
 	scoped := policy.Decide(snap, policy.Input{Config: onConfig(), Scope: policy.Scope{Servers: []string{"github", "slack", "core"}}})
 	full := policy.Decide(snap, policy.Input{Config: onConfig()})
 	tests := []struct {
@@ -705,7 +696,7 @@ func TestPlanLookup(t *testing.T) {
 
 // An out-of-scope tool must be indistinguishable from one that does not exist.
 func TestPlanLookupOutOfScopeLooksAbsent(t *testing.T) {
-	snap := buildSnapshot(t, testCatalog)
+	snap := catalogtest.Snapshot(t, testCatalog)
 	p := policy.Decide(snap, policy.Input{Scope: policy.Scope{Tools: []string{"github__*", "slack__*"}}})
 	rules := map[string]policy.ServerRules{}
 	mustUnmarshal(t, `{"github": {"configs": {"get_me": {"enabled": false}}}}`, &rules)
@@ -770,7 +761,7 @@ func isNumChar(c byte) bool { return c >= '0' && c <= '9' || c == ',' }
 // A partly set Config takes defaults for what it leaves out, so that a front setting only
 // the mode does not advertise a search limit of 0.
 func TestDecidePartialConfig(t *testing.T) {
-	snap := buildSnapshot(t, `{"servers": [{"name": "s", "tools": [{"name": "a", "inputSchema": {"type": "object"}}]}]}`)
+	snap := catalogtest.Snapshot(t, `{"servers": [{"name": "s", "tools": [{"name": "a", "inputSchema": {"type": "object"}}]}]}`)
 	plan := policy.Decide(snap, policy.Input{Config: policy.Config{Enabled: policy.On}})
 	if got := plan.Config; got.MaxSearchLimit != policy.DefaultMaxSearchLimit || got.SearchDefaultLimit != policy.DefaultSearchDefaultLimit || got.Enabled != policy.On {
 		t.Errorf("Config = %+v, want mode on with the default limits", got)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/internal/catalogtest"
 	"github.com/toolshed/toolshed/internal/eval"
 	"github.com/toolshed/toolshed/search"
 )
@@ -78,10 +79,10 @@ func TestConcurrentSearch(t *testing.T) {
 }
 
 func TestCache(t *testing.T) {
-	a := loadCatalog(t, smallCatalog)
-	aAgain := loadCatalog(t, smallCatalog)
-	b := loadCatalog(t, fieldCatalog)
-	c := loadCatalog(t, `{"tools": [{"name": "c"}]}`)
+	a := catalogtest.Snapshot(t, smallCatalog)
+	aAgain := catalogtest.Snapshot(t, smallCatalog)
+	b := catalogtest.Snapshot(t, fieldCatalog)
+	c := catalogtest.Snapshot(t, `{"tools": [{"name": "c"}]}`)
 	var cache search.Cache
 	ia := cache.Index(a)
 	if ia == nil || ia.Snapshot() != a {
@@ -133,15 +134,15 @@ func TestCache(t *testing.T) {
 
 func TestCacheDefaultSize(t *testing.T) {
 	var cache search.Cache
-	first := loadCatalog(t, `{"tools": [{"name": "t0"}]}`)
+	first := catalogtest.Snapshot(t, `{"tools": [{"name": "t0"}]}`)
 	i0 := cache.Index(first)
 	for i := 1; i < 8; i++ {
-		cache.Index(loadCatalog(t, fmt.Sprintf(`{"tools": [{"name": "t%d"}]}`, i)))
+		cache.Index(catalogtest.Snapshot(t, fmt.Sprintf(`{"tools": [{"name": "t%d"}]}`, i)))
 	}
 	if cache.Len() != 8 || cache.Index(first) != i0 {
 		t.Fatalf("Len = %d; the default size holds 8", cache.Len())
 	}
-	cache.Index(loadCatalog(t, `{"tools": [{"name": "t8"}]}`)) // evicts t1, the least recent
+	cache.Index(catalogtest.Snapshot(t, `{"tools": [{"name": "t8"}]}`)) // evicts t1, the least recent
 	if cache.Len() != 8 || cache.Index(first) != i0 {
 		t.Errorf("Len = %d after a ninth index", cache.Len())
 	}
@@ -152,7 +153,7 @@ func TestCacheDefaultSize(t *testing.T) {
 func TestCacheConcurrentBuild(t *testing.T) {
 	for round := range 5 {
 		var cache search.Cache
-		snaps := []*catalog.Snapshot{loadCatalog(t, smallCatalog), loadCatalog(t, smallCatalog), loadCatalog(t, fieldCatalog)}
+		snaps := []*catalog.Snapshot{catalogtest.Snapshot(t, smallCatalog), catalogtest.Snapshot(t, smallCatalog), catalogtest.Snapshot(t, fieldCatalog)}
 		got := make([]*search.Index, 48)
 		var wg sync.WaitGroup
 		start := make(chan struct{})

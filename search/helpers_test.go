@@ -6,6 +6,7 @@ import (
 
 	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/internal/builtin"
+	"github.com/toolshed/toolshed/internal/catalogtest"
 	"github.com/toolshed/toolshed/search"
 )
 
@@ -52,23 +53,9 @@ const smallCatalog = `{"servers": [
  ]}
 ]}`
 
-// loadCatalog builds a snapshot from a catalog document, failing the test on a problem.
-func loadCatalog(t testing.TB, doc string) *catalog.Snapshot {
-	t.Helper()
-	sources, problems := catalog.Parse([]byte(doc), "test", "default")
-	if len(problems) != 0 {
-		t.Fatal(problems)
-	}
-	snap, problems := catalog.Build(sources)
-	if len(problems) != 0 {
-		t.Fatal(problems)
-	}
-	return snap
-}
-
 func smallIndex(t testing.TB) *search.Index {
 	t.Helper()
-	return search.NewIndex(loadCatalog(t, smallCatalog))
+	return search.NewIndex(catalogtest.Snapshot(t, smallCatalog))
 }
 
 func builtinIndex(t testing.TB) *search.Index {

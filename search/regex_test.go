@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/internal/catalogtest"
 	"github.com/toolshed/toolshed/search"
 )
 
@@ -28,7 +29,7 @@ const fieldCatalog = `{"servers": [
 ]}`
 
 func TestRegexFieldRanking(t *testing.T) {
-	ix := search.NewIndex(loadCatalog(t, fieldCatalog))
+	ix := search.NewIndex(catalogtest.Snapshot(t, fieldCatalog))
 	results, err := ix.Regex("zeta", search.Options{Limit: 10})
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +173,7 @@ func TestCompileRegexLiteral(t *testing.T) {
 // TestRegexCaseFolding checks that the literal pre-check does not lose matches that
 // case-insensitive matching finds in non-ASCII letters (KELVIN SIGN, LONG S).
 func TestRegexCaseFolding(t *testing.T) {
-	snap := loadCatalog(t, `{"tools": [{"name": "temp", "description": "Degrees \u212Aelvin"}, {"name": "other", "description": "Fa\u017Ft"}, {"name": "none", "description": "Celsius"}]}`)
+	snap := catalogtest.Snapshot(t, `{"tools": [{"name": "temp", "description": "Degrees \u212Aelvin"}, {"name": "other", "description": "Fa\u017Ft"}, {"name": "none", "description": "Celsius"}]}`)
 	ix := search.NewIndex(snap)
 	for pattern, want := range map[string]string{"kelvin": "default__temp", "KELVIN": "default__temp", "fast": "default__other", "FAST": "default__other"} {
 		results, err := ix.Regex(pattern, search.Options{})
@@ -332,7 +333,7 @@ func FuzzRegex(f *testing.F) {
 	} {
 		f.Add(p)
 	}
-	snap := loadCatalog(f, smallCatalog)
+	snap := catalogtest.Snapshot(f, smallCatalog)
 	ix := search.NewIndex(snap)
 	allowed := setOf(f, snap, "github__create_issue", "slack__send_message", "files__read_file", "weather__get_forecast", "calc__solve_quadratic_equation")
 	f.Fuzz(func(t *testing.T, pattern string) {

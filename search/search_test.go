@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/internal/catalogtest"
 	"github.com/toolshed/toolshed/search"
 )
 
@@ -104,7 +105,7 @@ func TestSearchDeterministic(t *testing.T) {
 	for i := range 30 {
 		tools = append(tools, fmt.Sprintf(`{"name": "tool_%02d", "description": "Same words everywhere."}`, i))
 	}
-	ix := search.NewIndex(loadCatalog(t, `{"tools": [`+strings.Join(tools, ",")+`]}`))
+	ix := search.NewIndex(catalogtest.Snapshot(t, `{"tools": [`+strings.Join(tools, ",")+`]}`))
 	results, err := ix.Search("same words", search.Options{Limit: 30})
 	if err != nil {
 		t.Fatal(err)
@@ -193,7 +194,7 @@ func TestMaxLimit(t *testing.T) {
 	for i := range search.MaxLimit + 50 {
 		tools = append(tools, fmt.Sprintf(`{"name": "t%d", "description": "common"}`, i))
 	}
-	ix := search.NewIndex(loadCatalog(t, `{"tools": [`+strings.Join(tools, ",")+`]}`))
+	ix := search.NewIndex(catalogtest.Snapshot(t, `{"tools": [`+strings.Join(tools, ",")+`]}`))
 	for _, limit := range []int{search.MaxLimit, search.MaxLimit + 1, 2 * search.MaxLimit} {
 		results, err := ix.Search("common", search.Options{Limit: limit})
 		if err != nil || len(results) != search.MaxLimit {
@@ -406,7 +407,7 @@ func TestSearchNamedInQuery(t *testing.T) {
 // TestSearchPathVerbs checks that a verb said of a local file path asks for that file
 // operation, and that a URL or no path leaves the ranking alone.
 func TestSearchPathVerbs(t *testing.T) {
-	snap := loadCatalog(t, `{"servers": [
+	snap := catalogtest.Snapshot(t, `{"servers": [
  {"name": "fs", "tools": [
   {"name": "read_file", "description": "Return the contents of a file.", "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}}},
   {"name": "write_file", "description": "Write content to a file.", "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}}}
