@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/internal/golden"
+	"github.com/toolshed/toolshed/internal/scale"
 )
 
 // tokensOf is the general tokenizer's output for s.
@@ -472,6 +473,51 @@ func TestHashIn(t *testing.T) {
 				if got, want := hashIn(s, i, j), hashToken([]byte(strings.ToLower(w))); got != want {
 					t.Errorf("hashIn(%q, %d, %d) = %x, want hashToken(%q) = %x", s, i, j, got, strings.ToLower(w), want)
 				}
+			}
+		}
+	}
+}
+
+// TestHasInfix checks hasInfix on its own, and that mayBeIdentifier and mayNamePath,
+// which rule out whole queries and words before a closer look, never rule out a word that names a tool
+// (isIdentifier) or a file (looksLikePath): on edge cases and on every benchmark query.
+func TestHasInfix(t *testing.T) {
+	for _, c := range []struct {
+		s, seps string
+		want    bool
+	}{
+		{"", "_.-", false},
+		{"plain words.", "_.-", false},
+		{"ends with a dash -", "_.-", false},
+		{"a - b. c _ d", "_.-", false},
+		{"sort_list", "_.-", true},
+		{"get-weather", "_.-", true},
+		{"x_", "_.-", false},
+		{"a._b", "_.-", true},
+		{"e.g. this", ".", true},
+		{"report.md", ".", true},
+		{"v2.0", ".", true},
+		{"end. Next", ".", false},
+		{"...", ".", false},
+	} {
+		if got := hasInfix(c.s, c.seps); got != c.want {
+			t.Errorf("hasInfix(%q, %q) = %v, want %v", c.s, c.seps, got, c.want)
+		}
+	}
+
+	queries, err := scale.Queries("../bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	queries = append(queries, "use sort_list.", "open /etc/hosts", `C:\data`, "(a.md)", "call getWeather!", "x.y-z")
+	for _, q := range queries {
+		for word := range strings.FieldsSeq(q) {
+			w := strings.TrimFunc(word, isPunct)
+			if w != "" && isIdentifier(w) && (!mayBeIdentifier(q) || !mayBeIdentifier(word)) {
+				t.Errorf("identifier %q of %q is ruled out", w, q)
+			}
+			if looksLikePath(w) && !mayNamePath(q) {
+				t.Errorf("path %q of %q is ruled out", w, q)
 			}
 		}
 	}

@@ -97,6 +97,19 @@ func (ix *Index) scratch() *scratch {
 	return p.(*sync.Pool).Get().(*scratch)
 }
 
+// clearScores zeroes the scores and hits of the touched tools: one by one when they are
+// few, else all at once, which is faster than scattered writes from about one in eight.
+func (s *scratch) clearScores() {
+	if len(s.touched) < len(s.score)/8 {
+		for _, d := range s.touched {
+			s.score[d], s.hits[d] = 0, 0
+		}
+		return
+	}
+	clear(s.score)
+	clear(s.hits)
+}
+
 // release returns s to its pool. topK has already zeroed the scores it read.
 func (ix *Index) release(s *scratch) {
 	s.touched = s.touched[:0]
@@ -203,12 +216,12 @@ func (ix *Index) Search(query string, opts Options) ([]Result, error) {
 // as "translate" does not count, even when a tool has that name: in a sentence it is far
 // more often just the word.
 func (ix *Index) named(query string) []int32 {
-	if !strings.ContainsAny(query, "_.-") && !hasCamel(query) {
+	if !mayBeIdentifier(query) {
 		return nil
 	}
 	var docs []int32
 	for w := range strings.FieldsSeq(query) {
-		if !strings.ContainsAny(w, "_.-") && !hasCamel(w) {
+		if !mayBeIdentifier(w) {
 			continue // most words: a plain word
 		}
 		w = strings.TrimFunc(w, isPunct)
@@ -262,6 +275,33 @@ func snakeCase(w string) string {
 		b.WriteByte(w[i])
 	}
 	return b.String()
+}
+
+// mayBeIdentifier reports whether s may have a word that isIdentifier: a '_', '.' or '-'
+// inside a word, or camelCase.
+func mayBeIdentifier(s string) bool { return hasInfix(s, "_.-") || hasCamel(s) }
+
+// mayNamePath reports whether query may have a word that looksLikePath: a '/' or '\', or
+// a dot inside a word.
+func mayNamePath(query string) bool {
+	return strings.ContainsAny(query, `/\`) || hasInfix(query, ".")
+}
+
+// hasInfix reports whether s has one of the bytes of seps followed by a letter or digit:
+// a separator inside a word, as identifiers (sort_list) and file names (a.md) have. A
+// sentence's own punctuation is followed by a space or nothing, so most queries are
+// ruled out by this one scan.
+func hasInfix(s, seps string) bool {
+	for {
+		i := strings.IndexAny(s, seps)
+		if i < 0 || i+1 >= len(s) {
+			return false
+		}
+		if isASCIIAlnum(s[i+1]) {
+			return true
+		}
+		s = s[i+1:]
+	}
 }
 
 // hasCamel reports whether s has a lowercase letter followed by an uppercase one.
@@ -371,8 +411,9 @@ func (ix *Index) ranked(text string, allow *catalog.Set, k int) []Result {
 			}
 		}
 		s.cands = cands
+		return ix.topK(s, cands, allow, k)
 	}
-	return ix.topK(s, allow, k)
+	return ix.topK(s, s.touched, allow, k)
 }
 
 func (ix *Index) postingLen(t int32) int32 { return ix.postStart[t+1] - ix.postStart[t] }
@@ -457,7 +498,7 @@ func (ix *Index) queryTerms(query string, s *scratch) {
 	p := &ix.params
 	q := &s.words
 	*q = queryWords{ix: ix, s: s, unknown: q.unknown[:0], ops: q.ops[:0], buf: q.buf,
-		mayPath: (p.PathWords > 0 || p.PathVerbs > 0) && strings.ContainsAny(query, `./\`)}
+		mayPath: (p.PathWords > 0 || p.PathVerbs > 0) && mayNamePath(query)}
 	// The build's tokenizer, so a query is split exactly as the tools were; it hands
 	// each word to queryWord instead of counting it.
 	w := &s.tokenizer
@@ -521,7 +562,10 @@ func queryWord[T string | []byte](q *queryWords, h uint64, tok T) {
 			}
 		}
 	}
-	if op, ok := pathVerbs[term]; ok && q.mayPath && !slices.Contains(q.ops, op) {
+	if !q.mayPath {
+		return
+	}
+	if op, ok := pathVerbs[term]; ok && !slices.Contains(q.ops, op) {
 		q.ops = append(q.ops, op)
 	}
 }
@@ -588,20 +632,21 @@ func (ix *Index) addID(s *scratch, id int32, f float32, inQuery bool) {
 
 // topK returns the best limit scored documents that allow admits, best first; ties go to
 // the earlier tool in the catalog so results are stable. A document's final score is its
-// accumulated score times the coordination factor of its number of matched terms. topK
-// zeroes the scratch scores it reads, so the scratch is clean for the next search.
-func (ix *Index) topK(s *scratch, allow *catalog.Set, limit int) []Result {
+// accumulated score times the coordination factor of its number of matched terms. docs
+// are the tools that can make it: every touched one, or ranked's candidates once it has
+// ruled out the rest. topK then zeroes every touched tool's score, so the scratch is
+// clean for the next search.
+func (ix *Index) topK(s *scratch, docs []int32, allow *catalog.Set, limit int) []Result {
 	// h is a min-heap of candidates: h[0] is the weakest kept, the first to go.
 	type cand struct {
 		score float32
 		doc   int32
 	}
 	weaker := func(a, b cand) bool { return a.score < b.score || a.score == b.score && a.doc > b.doc }
-	h := make([]cand, 0, min(limit, len(s.touched)))
+	h := make([]cand, 0, min(limit, len(docs)))
 	coord := s.coord
-	for _, d := range s.touched {
+	for _, d := range docs {
 		sc := s.score[d] * coord[s.hits[d]]
-		s.score[d], s.hits[d] = 0, 0
 		if sc <= 0 || len(h) == limit && (sc < h[0].score || sc == h[0].score && d > h[0].doc) || !allow.Has(int(d)) {
 			continue
 		}
@@ -634,6 +679,7 @@ func (ix *Index) topK(s *scratch, allow *catalog.Set, limit int) []Result {
 			i = m
 		}
 	}
+	s.clearScores()
 	sort.Slice(h, func(i, j int) bool { return weaker(h[j], h[i]) })
 	out := make([]Result, len(h))
 	for i, c := range h {
