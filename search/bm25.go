@@ -430,11 +430,13 @@ func (ix *Index) coordTable(s *scratch, nq int) {
 	s.coord = appendCoord(s.coord, nq, ix.params.Coord)
 }
 
-// appendCoord appends the coordination factors of 0 to nq matched terms out of nq.
+// appendCoord appends the coordination factors of 0 to nq matched terms out of nq. None
+// is above 1 (a c that is not positive gives all 1), which ranked's pruning and the
+// shortcuts of kthScore and topK rely on: a tool's final score is at most its raw one.
 func appendCoord(dst []float32, nq int, c float64) []float32 {
 	for h := 0; h <= nq; h++ {
 		f := float32(1)
-		if c != 0 && nq > 1 {
+		if c > 0 && nq > 1 {
 			f = float32(math.Pow(float64(h)/float64(nq), c))
 		}
 		dst = append(dst, f)
@@ -448,7 +450,11 @@ func appendCoord(dst []float32, nq int, c float64) []float32 {
 func (ix *Index) kthScore(s *scratch, allow *catalog.Set, k int) float32 {
 	h := s.kth[:0]
 	for _, d := range s.touched {
-		sc := s.score[d] * s.coord[s.hits[d]]
+		raw := s.score[d]
+		if len(h) == k && raw <= h[0] {
+			continue // coordination only lowers a score: most tools stop here
+		}
+		sc := raw * s.coord[s.hits[d]]
 		if len(h) == k && sc <= h[0] || sc <= 0 || !allow.Has(int(d)) {
 			continue
 		}
@@ -646,7 +652,11 @@ func (ix *Index) topK(s *scratch, docs []int32, allow *catalog.Set, limit int) [
 	h := make([]cand, 0, min(limit, len(docs)))
 	coord := s.coord
 	for _, d := range docs {
-		sc := s.score[d] * coord[s.hits[d]]
+		raw := s.score[d]
+		if len(h) == limit && raw < h[0].score {
+			continue
+		}
+		sc := raw * coord[s.hits[d]]
 		if sc <= 0 || len(h) == limit && (sc < h[0].score || sc == h[0].score && d > h[0].doc) || !allow.Has(int(d)) {
 			continue
 		}

@@ -35,7 +35,8 @@ type Params struct {
 	Weight [numFields]float64
 	B      [numFields]float64
 	// Coord multiplies a score by (matched/queried)^Coord, the share of the query's
-	// terms the tool matches, so tools that answer more of a request rank higher.
+	// terms the tool matches, so tools that answer more of a request rank higher. 0
+	// (or less) turns it off.
 	Coord float64
 	// Synonyms is the weight, relative to the word itself, of the thesaurus terms added
 	// for a query word that no tool uses (0 turns the thesaurus off).

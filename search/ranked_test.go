@@ -74,21 +74,27 @@ func TestRankedIsExhaustive(t *testing.T) {
 	if long == 0 {
 		t.Fatal("no posting list is long enough to be skipped; the test needs a larger catalog")
 	}
-	for i, q := range queries {
-		if i%8 != 0 {
-			continue // a sample keeps the test quick, and under -race
-		}
-		q = Shorten(q, MaxQueryLen)
-		for _, k := range []int{1, 5, 20} {
-			got := ix.ranked(q, nil, k)
-			want := ix.exhaustive(q, k)
-			if len(got) != len(want) {
-				t.Fatalf("%q, k=%d: ranked returned %d tools, exhaustive %d", q, k, len(got), len(want))
+	// A negative Coord must count as none: pruning relies on coordination never
+	// raising a score.
+	negative := DefaultParams
+	negative.Coord = -0.5
+	for _, ix := range []*Index{ix, NewIndexParams(snap, negative)} {
+		for i, q := range queries {
+			if i%8 != 0 {
+				continue // a sample keeps the test quick, and under -race
 			}
-			for i := range got {
-				if got[i].Tool != want[i].Tool || got[i].Score != want[i].Score {
-					t.Fatalf("%q, k=%d: result %d is %s (%v), exhaustive has %s (%v)", q, k, i,
-						got[i].Tool.Qualified, got[i].Score, want[i].Tool.Qualified, want[i].Score)
+			q = Shorten(q, MaxQueryLen)
+			for _, k := range []int{1, 5, 20} {
+				got := ix.ranked(q, nil, k)
+				want := ix.exhaustive(q, k)
+				if len(got) != len(want) {
+					t.Fatalf("Coord %v, %q, k=%d: ranked returned %d tools, exhaustive %d", ix.params.Coord, q, k, len(got), len(want))
+				}
+				for i := range got {
+					if got[i].Tool != want[i].Tool || got[i].Score != want[i].Score {
+						t.Fatalf("Coord %v, %q, k=%d: result %d is %s (%v), exhaustive has %s (%v)", ix.params.Coord, q, k, i,
+							got[i].Tool.Qualified, got[i].Score, want[i].Tool.Qualified, want[i].Score)
+					}
 				}
 			}
 		}
