@@ -1,6 +1,7 @@
 package search
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"sort"
@@ -314,6 +315,10 @@ func hasCamel(s string) bool {
 	return false
 }
 
+// maxTerms is the most terms ranked scores a query by, so that a tool's count of matched
+// terms fits a uint8. Only a query of hundreds of distinct words reaches it.
+const maxTerms = math.MaxUint8
+
 // longPostings is the posting-list length from which ranked considers skipping a term's
 // postings for tools that can no longer reach the top k.
 const longPostings = 256
@@ -330,6 +335,11 @@ func (ix *Index) ranked(text string, allow *catalog.Set, k int) []Result {
 	defer ix.release(s)
 	ix.queryTerms(text, s)
 	terms := s.terms
+	if len(terms) > maxTerms {
+		// Keep the weightiest; then a tool's count of matched terms fits its uint8.
+		slices.SortFunc(terms, func(a, b queryTerm) int { return cmp.Compare(b.weight, a.weight) })
+		terms = terms[:maxTerms]
+	}
 	// Rarest first: short lists, which carry the high weights, settle the top k early.
 	for i := 1; i < len(terms); i++ {
 		for j := i; j > 0 && ix.postingLen(terms[j].id) < ix.postingLen(terms[j-1].id); j-- {
@@ -361,13 +371,12 @@ func (ix *Index) ranked(text string, allow *catalog.Set, k int) []Result {
 		start, end := ix.postStart[qt.id], ix.postStart[qt.id+1]
 		docs, scores := ix.postDoc[start:end], ix.postScore[start:end]
 		for j, d := range docs {
-			if s.hits[d] == 0 {
+			h := s.hits[d]
+			if h == 0 {
 				s.touched = append(s.touched, d)
 			}
+			s.hits[d] = h + 1
 			s.score[d] += qt.weight * scores[j]
-			if s.hits[d] < math.MaxUint8 {
-				s.hits[d]++
-			}
 		}
 	}
 	if i < len(terms) {
@@ -391,7 +400,7 @@ func (ix *Index) ranked(text string, allow *catalog.Set, k int) []Result {
 				for j, d := range docs {
 					if h := s.hits[d]; h != 0 {
 						s.score[d] += qt.weight * ix.postScore[int(start)+j]
-						s.hits[d] = h + uint8(min(1, math.MaxUint8-int(h)))
+						s.hits[d] = h + 1
 					}
 				}
 				continue
@@ -404,9 +413,7 @@ func (ix *Index) ranked(text string, allow *catalog.Set, k int) []Result {
 				}
 				if docs[lo] == d {
 					s.score[d] += qt.weight * ix.postScore[int(start)+lo]
-					if s.hits[d] < math.MaxUint8 {
-						s.hits[d]++
-					}
+					s.hits[d]++
 				}
 			}
 		}

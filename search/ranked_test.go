@@ -1,11 +1,14 @@
 package search
 
 import (
+	"encoding/json"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/internal/catalogtest"
 	"github.com/toolshed/toolshed/internal/scale"
 )
 
@@ -125,5 +128,34 @@ func TestQuerySurfaces(t *testing.T) {
 			ix.release(a)
 			plain.release(b)
 		}
+	}
+}
+
+// TestRankedManyTerms checks a query of more terms than a tool's match count can hold:
+// ranked keeps the weightiest maxTerms. The tool matching all of them comes first, once;
+// the other tool's words are in both tools, so they weigh least, are dropped, and it is
+// not found.
+func TestRankedManyTerms(t *testing.T) {
+	var words []string
+	for a := 'a'; a <= 'z'; a++ {
+		for b := 'a'; b <= 'l'; b++ {
+			words = append(words, "q"+string(a)+string(b)) // three letters: never stemmed
+		}
+	}
+	if len(words) <= maxTerms {
+		t.Fatalf("%d words, want more than %d", len(words), maxTerms)
+	}
+	doc, _ := json.Marshal(map[string]any{"tools": []map[string]any{
+		{"name": "everything", "description": strings.Join(words, " "), "inputSchema": map[string]any{"type": "object"}},
+		{"name": "some", "description": strings.Join(words[:20], " "), "inputSchema": map[string]any{"type": "object"}},
+	}})
+	ix := NewIndex(catalogtest.Snapshot(t, string(doc)))
+	got := ix.ranked(strings.Join(words, " "), nil, 5)
+	if len(got) != 1 || got[0].Tool.Name != "everything" {
+		var names []string
+		for _, r := range got {
+			names = append(names, r.Tool.Name)
+		}
+		t.Fatalf("ranked = %v, want [everything]", names)
 	}
 }
