@@ -327,7 +327,8 @@ const longPostings = 256
 //
 // It accumulates term at a time, rarest terms first. Before each long posting list it
 // checks whether the terms left could lift a tool not yet seen into the top k (the
-// MaxScore idea): once they cannot, the remaining terms are only looked up for the tools
+// MaxScore idea, with the cap coordination puts on a tool that can match only the terms
+// left): once they cannot, the remaining terms are only looked up for the tools
 // that can still make it, by binary search instead of a full scan. The result is exactly
 // that of scoring every posting.
 func (ix *Index) ranked(text string, allow *catalog.Set, k int) []Result {
@@ -356,15 +357,20 @@ func (ix *Index) ranked(text string, allow *catalog.Set, k int) []Result {
 	}
 	ix.coordTable(s, len(terms))
 
+	// A tool not yet seen can match at most the terms left, so coordination caps what
+	// it can reach at unseen(i) = bound[i] * coord[terms left]: the factors grow with
+	// the matched count and none is above 1.
+	nq := len(terms)
+	unseen := func(i int) float32 { return s.bound[i] * s.coord[nq-i] }
 	i := 0
 	threshold := float32(0)
-	checked := float32(math.MaxFloat32) // the bound at the last check; rechecked at half
-	for ; i < len(terms); i++ {
+	checked := float32(math.MaxFloat32) // unseen at the last check; rechecked at half
+	for ; i < nq; i++ {
 		qt := terms[i]
-		if ix.postingLen(qt.id) >= longPostings && len(s.touched) >= k && s.bound[i] <= checked/2 {
-			checked = s.bound[i]
+		if ix.postingLen(qt.id) >= longPostings && len(s.touched) >= k && unseen(i) <= checked/2 {
+			checked = unseen(i)
 			threshold = ix.kthScore(s, allow, k)
-			if threshold > 0 && s.bound[i] < threshold {
+			if threshold > 0 && checked < threshold {
 				break
 			}
 		}
@@ -379,12 +385,13 @@ func (ix *Index) ranked(text string, allow *catalog.Set, k int) []Result {
 			s.score[d] += qt.weight * scores[j]
 		}
 	}
-	if i < len(terms) {
-		// Only tools whose score plus everything still to come reaches the k-th best
-		// can finish in the top k; the others keep their partial scores and stay out.
+	if i < nq {
+		// Only tools whose score plus everything still to come, coordinated as if they
+		// matched every term left, reaches the k-th best can finish in the top k; the
+		// others keep their partial scores and stay out.
 		cands := s.cands[:0]
 		for _, d := range s.touched {
-			if s.score[d]+s.bound[i] >= threshold {
+			if (s.score[d]+s.bound[i])*s.coord[min(nq, int(s.hits[d])+nq-i)] >= threshold {
 				cands = append(cands, d)
 			}
 		}
