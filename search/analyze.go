@@ -159,7 +159,7 @@ func tokenize(s string, buf []byte, emit func(tok []byte, hash uint64)) []byte {
 			}
 			if j < len(s) && s[j] >= utf8.RuneSelf {
 				// The word continues with non-ASCII letters (café, naïve): treat it whole.
-				if r, _ := utf8.DecodeRuneInString(s[j:]); isWordRune(r) && !isIdeograph(r) {
+				if r, _ := utf8.DecodeRuneInString(s[j:]); !isIdeograph(r) && isWordRune(r) {
 					buf = buf[:0]
 					i = unicodeWord(s, i, &buf)
 					emit(buf, hashToken(buf))
@@ -173,7 +173,7 @@ func tokenize(s string, buf []byte, emit func(tok []byte, hash uint64)) []byte {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case isIdeograph(r):
-			buf = utf8.AppendRune(buf[:0], unicode.ToLower(r))
+			buf = utf8.AppendRune(buf[:0], r) // these scripts have no case
 			emit(buf, hashToken(buf))
 			i += size
 		case isWordRune(r):
@@ -192,7 +192,7 @@ func tokenize(s string, buf []byte, emit func(tok []byte, hash uint64)) []byte {
 func unicodeWord(s string, i int, buf *[]byte) int {
 	for i < len(s) {
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if !isWordRune(r) || isIdeograph(r) {
+		if isIdeograph(r) || !isWordRune(r) {
 			break
 		}
 		*buf = utf8.AppendRune(*buf, unicode.ToLower(r))
@@ -239,6 +239,12 @@ func isWordRune(r rune) bool {
 // isIdeograph reports scripts written without spaces between words, where each
 // character is indexed as a term of its own.
 func isIdeograph(r rune) bool {
+	switch {
+	case r < 0x2e80: // where the first of the three scripts starts
+		return false
+	case r >= 0x4e00 && r <= 0x9fff: // CJK Unified Ideographs, most of any such text
+		return true
+	}
 	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) || unicode.Is(unicode.Katakana, r)
 }
 

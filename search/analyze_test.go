@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/toolshed/toolshed/catalog"
@@ -519,6 +520,20 @@ func TestHasInfix(t *testing.T) {
 			if looksLikePath(w) && !mayNamePath(q) {
 				t.Errorf("path %q of %q is ruled out", w, q)
 			}
+		}
+	}
+}
+
+// TestIsIdeograph checks isIdeograph's shortcuts against the Unicode tables over every
+// rune, and that the runes it reports have no lowercase form, so tokenize may keep them.
+func TestIsIdeograph(t *testing.T) {
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		want := unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) || unicode.Is(unicode.Katakana, r)
+		if got := isIdeograph(r); got != want {
+			t.Fatalf("isIdeograph(%U) = %v, want %v", r, got, want)
+		}
+		if want && unicode.ToLower(r) != r {
+			t.Fatalf("%U is an ideograph with a lowercase form %U", r, unicode.ToLower(r))
 		}
 	}
 }

@@ -320,7 +320,7 @@ const maxParts = 16
 // continuesWord reports whether the non-ASCII text at s[i] continues a word.
 func (w *worker) continuesWord(s string, i int) bool {
 	r, _ := utf8.DecodeRuneInString(s[i:])
-	return isWordRune(r) && !isIdeograph(r)
+	return !isIdeograph(r) && isWordRune(r)
 }
 
 // unicodeText analyzes the stretch of s from i to the next ASCII separator with the
