@@ -480,8 +480,9 @@ func TestHashIn(t *testing.T) {
 }
 
 // TestHasInfix checks hasInfix on its own, and that mayBeIdentifier and mayNamePath,
-// which rule out whole queries and words before a closer look, never rule out a word that names a tool
-// (isIdentifier) or a file (looksLikePath): on edge cases and on every benchmark query.
+// which rule out whole queries and words before a closer look, never rule out a word
+// that names a tool (isIdentifier) or a file (looksLikePath): on edge cases and on every
+// benchmark query.
 func TestHasInfix(t *testing.T) {
 	for _, c := range []struct {
 		s, seps string
