@@ -319,6 +319,16 @@ func hasCamel(s string) bool {
 // terms fits a uint8. Only a query of hundreds of distinct words reaches it.
 const maxTerms = math.MaxUint8
 
+// capTerms returns the maxTerms weightiest of terms, or all of them if there are no more;
+// then a tool's count of matched terms fits its uint8.
+func capTerms(terms []queryTerm) []queryTerm {
+	if len(terms) <= maxTerms {
+		return terms
+	}
+	slices.SortFunc(terms, func(a, b queryTerm) int { return cmp.Compare(b.weight, a.weight) })
+	return terms[:maxTerms]
+}
+
 // longPostings is the posting-list length from which ranked considers skipping a term's
 // postings for tools that can no longer reach the top k.
 const longPostings = 256
@@ -335,12 +345,7 @@ func (ix *Index) ranked(text string, allow *catalog.Set, k int) []Result {
 	s := ix.scratch()
 	defer ix.release(s)
 	ix.queryTerms(text, s)
-	terms := s.terms
-	if len(terms) > maxTerms {
-		// Keep the weightiest; then a tool's count of matched terms fits its uint8.
-		slices.SortFunc(terms, func(a, b queryTerm) int { return cmp.Compare(b.weight, a.weight) })
-		terms = terms[:maxTerms]
-	}
+	terms := capTerms(s.terms)
 	// Rarest first: short lists, which carry the high weights, settle the top k early.
 	for i := 1; i < len(terms); i++ {
 		for j := i; j > 0 && ix.postingLen(terms[j].id) < ix.postingLen(terms[j-1].id); j-- {

@@ -12,12 +12,13 @@ import (
 	"github.com/toolshed/toolshed/internal/scale"
 )
 
-// exhaustive scores every posting of every query term, with no skipping, and returns
-// the best k tools as ranked orders them: score descending, then catalog order.
+// exhaustive scores every posting of every query term (of the maxTerms that ranked
+// keeps), with no skipping, and returns the best k tools as ranked orders them: score
+// descending, then catalog order.
 func (ix *Index) exhaustive(query string, k int) []Result {
 	s := ix.scratch()
 	ix.queryTerms(query, s)
-	terms := append([]queryTerm(nil), s.terms...)
+	terms := append([]queryTerm(nil), capTerms(s.terms)...)
 	ix.release(s)
 	// ranked adds terms rarest first; float sums depend on the order, so use the same.
 	sort.SliceStable(terms, func(i, j int) bool { return ix.postingLen(terms[i].id) < ix.postingLen(terms[j].id) })
@@ -30,7 +31,7 @@ func (ix *Index) exhaustive(query string, k int) []Result {
 			hits[d]++
 		}
 	}
-	coord := appendCoord(nil, min(len(terms), 255), ix.params.Coord)
+	coord := appendCoord(nil, len(terms), ix.params.Coord)
 	type cand struct {
 		doc   int32
 		score float32
@@ -129,6 +130,42 @@ func TestQuerySurfaces(t *testing.T) {
 			plain.release(b)
 		}
 	}
+}
+
+// FuzzRankedIsExhaustive is TestRankedIsExhaustive for any query: whatever terms and
+// weights a query brings, ranked's pruning must give what scoring every posting gives.
+func FuzzRankedIsExhaustive(f *testing.F) {
+	real, err := scale.Real("../bench")
+	if err != nil {
+		f.Fatal(err)
+	}
+	snap, problems := catalog.Build(scale.Catalog(real, 3000))
+	if len(problems) != 0 {
+		f.Fatal(problems[0])
+	}
+	queries, err := scale.Queries("../bench")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, q := range queries[:40] {
+		f.Add(q, 5)
+	}
+	f.Add("get get get list file data", 1)
+	f.Add(strings.Join(queries[:60], " "), 7) // more terms than ranked keeps
+	ix := NewIndex(snap)
+	f.Fuzz(func(t *testing.T, q string, k int) {
+		k = 1 + int(uint(k)%20)
+		got, want := ix.ranked(q, nil, k), ix.exhaustive(q, k)
+		if len(got) != len(want) {
+			t.Fatalf("%q, k=%d: ranked returned %d tools, exhaustive %d", q, k, len(got), len(want))
+		}
+		for i := range got {
+			if got[i].Tool != want[i].Tool || got[i].Score != want[i].Score {
+				t.Fatalf("%q, k=%d: result %d is %s (%v), exhaustive has %s (%v)", q, k, i,
+					got[i].Tool.Qualified, got[i].Score, want[i].Tool.Qualified, want[i].Score)
+			}
+		}
+	})
 }
 
 // TestRankedManyTerms checks a query of more terms than a tool's match count can hold:
