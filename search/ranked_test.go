@@ -56,18 +56,7 @@ func (ix *Index) exhaustive(query string, k int) []Result {
 // pruning, binary search in long posting lists) returns exactly what scoring every
 // posting returns, on real queries over a catalog large enough for long lists.
 func TestRankedIsExhaustive(t *testing.T) {
-	real, err := scale.Real("../bench")
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, problems := catalog.Build(scale.Catalog(real, 4000))
-	if len(problems) != 0 {
-		t.Fatal(problems[0])
-	}
-	queries, err := scale.Queries("../bench")
-	if err != nil {
-		t.Fatal(err)
-	}
+	snap, queries := scaleCatalog(t, 4000)
 	ix := NewIndex(snap)
 	long := 0
 	for term := range ix.termText {
@@ -87,20 +76,42 @@ func TestRankedIsExhaustive(t *testing.T) {
 			if i%8 != 0 {
 				continue // a sample keeps the test quick, and under -race
 			}
-			q = Shorten(q, MaxQueryLen)
 			for _, k := range []int{1, 5, 20} {
-				got := ix.ranked(q, nil, k)
-				want := ix.exhaustive(q, k)
-				if len(got) != len(want) {
-					t.Fatalf("Coord %v, %q, k=%d: ranked returned %d tools, exhaustive %d", ix.params.Coord, q, k, len(got), len(want))
-				}
-				for i := range got {
-					if got[i].Tool != want[i].Tool || got[i].Score != want[i].Score {
-						t.Fatalf("Coord %v, %q, k=%d: result %d is %s (%v), exhaustive has %s (%v)", ix.params.Coord, q, k, i,
-							got[i].Tool.Qualified, got[i].Score, want[i].Tool.Qualified, want[i].Score)
-					}
-				}
+				checkExhaustive(t, ix, Shorten(q, MaxQueryLen), k)
 			}
+		}
+	}
+}
+
+// scaleCatalog returns a scale catalog of n real tools and the real queries.
+func scaleCatalog(tb testing.TB, n int) (*catalog.Snapshot, []string) {
+	tb.Helper()
+	real, err := scale.Real("../bench")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	snap, problems := catalog.Build(scale.Catalog(real, n))
+	if len(problems) != 0 {
+		tb.Fatal(problems[0])
+	}
+	queries, err := scale.Queries("../bench")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return snap, queries
+}
+
+// checkExhaustive fails t unless ranked returns exactly what exhaustive does.
+func checkExhaustive(t *testing.T, ix *Index, q string, k int) {
+	t.Helper()
+	got, want := ix.ranked(q, nil, k), ix.exhaustive(q, k)
+	if len(got) != len(want) {
+		t.Fatalf("Coord %v, %q, k=%d: ranked returned %d tools, exhaustive %d", ix.params.Coord, q, k, len(got), len(want))
+	}
+	for i := range got {
+		if got[i].Tool != want[i].Tool || got[i].Score != want[i].Score {
+			t.Fatalf("Coord %v, %q, k=%d: result %d is %s (%v), exhaustive has %s (%v)", ix.params.Coord, q, k, i,
+				got[i].Tool.Qualified, got[i].Score, want[i].Tool.Qualified, want[i].Score)
 		}
 	}
 }
@@ -135,18 +146,7 @@ func TestQuerySurfaces(t *testing.T) {
 // FuzzRankedIsExhaustive is TestRankedIsExhaustive for any query: whatever terms and
 // weights a query brings, ranked's pruning must give what scoring every posting gives.
 func FuzzRankedIsExhaustive(f *testing.F) {
-	real, err := scale.Real("../bench")
-	if err != nil {
-		f.Fatal(err)
-	}
-	snap, problems := catalog.Build(scale.Catalog(real, 3000))
-	if len(problems) != 0 {
-		f.Fatal(problems[0])
-	}
-	queries, err := scale.Queries("../bench")
-	if err != nil {
-		f.Fatal(err)
-	}
+	snap, queries := scaleCatalog(f, 3000)
 	for _, q := range queries[:40] {
 		f.Add(q, 5)
 	}
@@ -154,17 +154,7 @@ func FuzzRankedIsExhaustive(f *testing.F) {
 	f.Add(strings.Join(queries[:60], " "), 7) // more terms than ranked keeps
 	ix := NewIndex(snap)
 	f.Fuzz(func(t *testing.T, q string, k int) {
-		k = 1 + int(uint(k)%20)
-		got, want := ix.ranked(q, nil, k), ix.exhaustive(q, k)
-		if len(got) != len(want) {
-			t.Fatalf("%q, k=%d: ranked returned %d tools, exhaustive %d", q, k, len(got), len(want))
-		}
-		for i := range got {
-			if got[i].Tool != want[i].Tool || got[i].Score != want[i].Score {
-				t.Fatalf("%q, k=%d: result %d is %s (%v), exhaustive has %s (%v)", q, k, i,
-					got[i].Tool.Qualified, got[i].Score, want[i].Tool.Qualified, want[i].Score)
-			}
-		}
+		checkExhaustive(t, ix, q, 1+int(uint(k)%20))
 	})
 }
 
