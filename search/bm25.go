@@ -319,8 +319,8 @@ func hasCamel(s string) bool {
 // terms fits a uint8. Only a query of hundreds of distinct words reaches it.
 const maxTerms = math.MaxUint8
 
-// capTerms returns the maxTerms weightiest of terms, or all of them if there are no more;
-// then a tool's count of matched terms fits its uint8.
+// capTerms returns terms, or its maxTerms weightiest when it has more, reordering terms
+// to find them; then a tool's count of matched terms fits its uint8.
 func capTerms(terms []queryTerm) []queryTerm {
 	if len(terms) <= maxTerms {
 		return terms
