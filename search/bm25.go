@@ -186,7 +186,7 @@ func (ix *Index) Search(query string, opts Options) ([]Result, error) {
 	}
 	limit := opts.limit()
 	var results []Result
-	exact := ix.lookupExact(normalizeName(query))
+	exact := ix.exactQuery(query)
 	for _, d := range exact {
 		if opts.Allow.Has(int(d)) && len(results) < limit {
 			results = append(results, Result{Tool: ix.snap.Tool(int(d)), Score: math.Inf(1), Match: MatchExact})

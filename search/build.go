@@ -44,6 +44,8 @@ type worker struct {
 	fresh    []newWord   // words no build had stemmed, waiting for stemNew
 	query    *queryWords // set when the worker analyzes a query instead of tools
 
+	longestName int // bytes of the longest bare or qualified name of the worker's tools
+
 	cut    [maxParts + 1]int32 // where the parts of the word being split start
 	doc    int32
 	start  int32 // where the current tool's entries start
@@ -149,6 +151,9 @@ func NewIndexParams(snap *catalog.Snapshot, p Params) *Index {
 		}
 	})
 	ix.exact = buildExact(nameHashes)
+	for _, w := range workers {
+		ix.exact.longest = max(ix.exact.longest, w.longestName)
+	}
 	return ix
 }
 
@@ -250,6 +255,7 @@ func (w *worker) tokenize(tools []*catalog.Tool, nameHashes []uint64) {
 		w.text(fieldServer, t.Server)
 		w.lens[i] = w.docLen
 		d := w.from + i
+		w.longestName = max(w.longestName, len(t.Name), len(t.Qualified))
 		nameHashes[2*d] = nameHash(t.Name)
 		nameHashes[2*d+1] = nameHash(t.Qualified)
 	}

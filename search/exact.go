@@ -1,5 +1,7 @@
 package search
 
+import "unicode/utf8"
+
 // exactNames finds the tools whose bare or qualified name, normalized by normalizeName,
 // equals a query. A Go map from name to tools costs a string and a slice per tool to
 // build, which at 10,000 tools was a tenth of an index build; this is a termTable keyed
@@ -12,6 +14,8 @@ package search
 type exactNames struct {
 	heads *termTable // name hash -> first entry of its chain
 	next  []int32    // per entry, the next entry of its chain, or -1
+
+	longest int // bytes of the longest bare or qualified name, before normalizing
 }
 
 // buildExact indexes the tools whose name hashes are hashes[2d] (bare) and
@@ -29,6 +33,34 @@ func buildExact(hashes []uint64) exactNames {
 		s.id = int32(i)
 	}
 	return e
+}
+
+// exactQuery is lookupExact of the normalized query. Most queries are sentences with
+// more letters and digits than any tool's name normalizes to (at most 3/2 of its bytes:
+// lowercasing can lengthen a character's encoding by half, and nothing else lengthens
+// a name); those it rules out by counting, before normalizing copies the query.
+func (ix *Index) exactQuery(query string) []int32 {
+	if limit := ix.exact.longest * 3 / 2; len(query) > limit && moreAlnum(query, limit) {
+		return nil
+	}
+	return ix.lookupExact(normalizeName(query))
+}
+
+// moreAlnum reports whether s is ASCII with more than n letters and digits, which its
+// normalized form then has too. It reports false for non-ASCII text, which it leaves to
+// normalizeName.
+func moreAlnum(s string, n int) bool {
+	count := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			return false
+		}
+		if asciiClass[c] != 0 {
+			count++
+		}
+	}
+	return count > n
 }
 
 // lookupExact returns the tools whose bare or qualified name, normalized, is name, in tool

@@ -2,7 +2,10 @@ package search
 
 import (
 	"slices"
+	"strings"
 	"testing"
+
+	"github.com/toolshed/toolshed/internal/catalogtest"
 )
 
 // TestExactNamesCollisions checks that lookups compare names, not only hashes: with
@@ -38,5 +41,39 @@ func TestExactNamesCollisions(t *testing.T) {
 		if got := ix.lookupExact(name); !slices.Equal(got, docs) {
 			t.Errorf("all names hashed alike: lookupExact(%q) = %v, want %v", name, got, docs)
 		}
+	}
+}
+
+// TestExactQueryLongNames checks that ruling out long queries by their letter count
+// never hides a tool's exact name: a bare name longer than any qualified name may be,
+// written with other separators; and names whose lowercase form is longer in UTF-8.
+func TestExactQueryLongNames(t *testing.T) {
+	long := strings.Repeat("very_long_tool_name_", 10) + "end" // 203 bytes
+	ix := NewIndex(catalogtest.Snapshot(t, `{"servers": [{"name": "s", "tools": [
+		{"name": "`+long+`", "inputSchema": {"type": "object"}},
+		{"name": "ȺȺȺȺ", "inputSchema": {"type": "object"}},
+		{"name": "short", "inputSchema": {"type": "object"}}]}]}`))
+	for _, c := range []struct {
+		query string
+		want  string // "" for no exact match
+	}{
+		{long, long},
+		{strings.ReplaceAll(long, "_", " ") + "  ", long},
+		{"  " + strings.ToUpper(long), long},
+		{long + strings.Repeat(" -", 150), long}, // long, but few letters
+		{long + " and " + strings.Repeat("more words ", 30), ""},
+		{"ⱥⱥⱥⱥ", "ȺȺȺȺ"},
+		{"s__short", "short"},
+	} {
+		got := ix.exactQuery(c.query)
+		switch {
+		case c.want == "" && len(got) != 0:
+			t.Errorf("exactQuery(%.40q…) = %v, want none", c.query, got)
+		case c.want != "" && (len(got) != 1 || ix.snap.Tool(int(got[0])).Name != c.want):
+			t.Errorf("exactQuery(%.40q…) = %v, want the tool %.20q…", c.query, got, c.want)
+		}
+	}
+	if moreAlnum("ünïcode "+strings.Repeat("x", 500), 10) {
+		t.Error("moreAlnum counted non-ASCII text; it must leave it to normalizeName")
 	}
 }
