@@ -77,10 +77,16 @@ type scratch struct {
 	coord   []float32 // coordination factor by number of matched terms
 	bound   []float32 // the most the query's remaining terms can add
 	cands   []int32   // tools still able to reach the top k
-	kth     []float32 // heap for kthScore
+	kth     []scored  // heap for kthScore: the best k it found
 
 	words     queryWords // queryTerms' state
 	tokenizer worker     // the build's tokenizer, handing words to words
+}
+
+// scored is a tool and its score.
+type scored struct {
+	score float32
+	doc   int32
 }
 
 type queryTerm struct {
@@ -345,6 +351,7 @@ func (ix *Index) ranked(text string, allow *catalog.Set, k int) []Result {
 	s := ix.scratch()
 	defer ix.release(s)
 	ix.queryTerms(text, s)
+	s.kth = s.kth[:0]
 	terms := capTerms(s.terms)
 	// Rarest first: short lists, which carry the high weights, settle the top k early.
 	for i := 1; i < len(terms); i++ {
@@ -374,6 +381,11 @@ func (ix *Index) ranked(text string, allow *catalog.Set, k int) []Result {
 		qt := terms[i]
 		if ix.postingLen(qt.id) >= longPostings && len(s.touched) >= k && unseen(i) <= checked/2 {
 			checked = unseen(i)
+			// The tools kept at the last check, rescored, often already settle it.
+			if kept := s.keptKth(k); kept > checked {
+				threshold = kept
+				break
+			}
 			threshold = ix.kthScore(s, allow, k)
 			if threshold > 0 && checked < threshold {
 				break
@@ -470,27 +482,27 @@ func (ix *Index) kthScore(s *scratch, allow *catalog.Set, k int) float32 {
 	h := s.kth[:0]
 	for _, d := range s.touched {
 		raw := s.score[d]
-		if len(h) == k && raw <= h[0] {
+		if len(h) == k && raw <= h[0].score {
 			continue // coordination only lowers a score: most tools stop here
 		}
 		sc := raw * s.coord[s.hits[d]]
-		if len(h) == k && sc <= h[0] || sc <= 0 || !allow.Has(int(d)) {
+		if len(h) == k && sc <= h[0].score || sc <= 0 || !allow.Has(int(d)) {
 			continue
 		}
 		if len(h) < k {
-			h = append(h, sc)
-			for j := len(h) - 1; j > 0 && h[j] < h[(j-1)/2]; j = (j - 1) / 2 {
+			h = append(h, scored{sc, d})
+			for j := len(h) - 1; j > 0 && h[j].score < h[(j-1)/2].score; j = (j - 1) / 2 {
 				h[j], h[(j-1)/2] = h[(j-1)/2], h[j]
 			}
 			continue
 		}
-		h[0] = sc
+		h[0] = scored{sc, d}
 		for j := 0; ; {
 			l, m := 2*j+1, j
-			if l < len(h) && h[l] < h[m] {
+			if l < len(h) && h[l].score < h[m].score {
 				m = l
 			}
-			if l+1 < len(h) && h[l+1] < h[m] {
+			if l+1 < len(h) && h[l+1].score < h[m].score {
 				m = l + 1
 			}
 			if m == j {
@@ -504,7 +516,21 @@ func (ix *Index) kthScore(s *scratch, allow *catalog.Set, k int) float32 {
 	if len(h) < k {
 		return 0
 	}
-	return h[0]
+	return h[0].score
+}
+
+// keptKth returns the lowest current final score of the tools kthScore last kept, or 0
+// if it kept fewer than k. Scores only grow, so it too is a lower bound of the final
+// k-th best, and it costs k lookups instead of a pass over every touched tool.
+func (s *scratch) keptKth(k int) float32 {
+	if len(s.kth) < k {
+		return 0
+	}
+	low := float32(math.MaxFloat32)
+	for _, c := range s.kth {
+		low = min(low, s.score[c.doc]*s.coord[s.hits[c.doc]])
+	}
+	return low
 }
 
 func containsTool(rs []Result, t *catalog.Tool) bool {
