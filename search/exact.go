@@ -1,7 +1,5 @@
 package search
 
-import "unicode/utf8"
-
 // exactNames finds the tools whose bare or qualified name, normalized by normalizeName,
 // equals a query. A Go map from name to tools costs a string and a slice per tool to
 // build, which at 10,000 tools was a tenth of an index build; this is a termTable keyed
@@ -46,21 +44,17 @@ func (ix *Index) exactQuery(query string) []int32 {
 	return ix.lookupExact(normalizeName(query))
 }
 
-// moreAlnum reports whether s is ASCII with more than n letters and digits, which its
-// normalized form then has too. It reports false for non-ASCII text, which it leaves to
-// normalizeName.
+// moreAlnum reports whether s has more than n ASCII letters and digits. Normalizing
+// keeps each as one byte, so the normalized s is then longer than n too.
 func moreAlnum(s string, n int) bool {
-	count := 0
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= utf8.RuneSelf {
-			return false
-		}
-		if asciiClass[c] != 0 {
-			count++
+		if asciiClass[s[i]] != 0 {
+			if n--; n < 0 {
+				return true
+			}
 		}
 	}
-	return count > n
+	return false
 }
 
 // lookupExact returns the tools whose bare or qualified name, normalized, is name, in tool

@@ -73,7 +73,16 @@ func TestExactQueryLongNames(t *testing.T) {
 			t.Errorf("exactQuery(%.40q…) = %v, want the tool %.20q…", c.query, got, c.want)
 		}
 	}
-	if moreAlnum("ünïcode "+strings.Repeat("x", 500), 10) {
-		t.Error("moreAlnum counted non-ASCII text; it must leave it to normalizeName")
+	for _, c := range []struct {
+		s    string
+		n    int
+		want bool
+	}{
+		{"abc", 3, false}, {"abcd", 3, true}, {"a-b c_d", 3, true}, {"a - b -", 3, false},
+		{"ünï", 1, false}, {"ünïcode", 3, true}, // ü and ï are not counted, n, c, o, d, e are
+	} {
+		if got := moreAlnum(c.s, c.n); got != c.want {
+			t.Errorf("moreAlnum(%q, %d) = %v, want %v", c.s, c.n, got, c.want)
+		}
 	}
 }
