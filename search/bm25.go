@@ -204,12 +204,16 @@ func (ix *Index) Search(query string, opts Options) ([]Result, error) {
 		}
 	}
 	nExact := len(results)
-	for _, r := range ix.ranked(query, opts.Allow, limit) {
-		if len(results) == limit {
-			break
-		}
-		if !containsTool(results[:nExact], r.Tool) {
-			results = append(results, r)
+	if ranked := ix.ranked(query, opts.Allow, limit); nExact == 0 {
+		results = ranked // the usual case: nothing to merge
+	} else {
+		for _, r := range ranked {
+			if len(results) == limit {
+				break
+			}
+			if !containsTool(results[:nExact], r.Tool) {
+				results = append(results, r)
+			}
 		}
 	}
 	if len(results) == 0 {
