@@ -357,26 +357,26 @@ func (ix *Index) ranked(text string, allow *catalog.Set, k int) []Result {
 	ix.queryTerms(text, s)
 	s.kth = s.kth[:0]
 	terms := capTerms(s.terms)
+	nq := len(terms)
 	// Rarest first: short lists, which carry the high weights, settle the top k early.
-	for i := 1; i < len(terms); i++ {
+	for i := 1; i < nq; i++ {
 		for j := i; j > 0 && ix.postingLen(terms[j].id) < ix.postingLen(terms[j-1].id); j-- {
 			terms[j], terms[j-1] = terms[j-1], terms[j]
 		}
 	}
 	// bound[i] is the most the terms from i on can add to one tool's score.
 	s.bound = s.bound[:0]
-	for range len(terms) + 1 {
+	for range nq + 1 {
 		s.bound = append(s.bound, 0)
 	}
-	for i := len(terms) - 1; i >= 0; i-- {
+	for i := nq - 1; i >= 0; i-- {
 		s.bound[i] = s.bound[i+1] + terms[i].weight*ix.maxScore[terms[i].id]
 	}
-	ix.coordTable(s, len(terms))
+	ix.coordTable(s, nq)
 
 	// A tool not yet seen can match at most the terms left, so coordination caps what
 	// it can reach at unseen(i) = bound[i] * coord[terms left]: the factors grow with
 	// the matched count and none is above 1.
-	nq := len(terms)
 	unseen := func(i int) float32 { return s.bound[i] * s.coord[nq-i] }
 	i := 0
 	threshold := float32(0)
@@ -454,9 +454,9 @@ func (ix *Index) ranked(text string, allow *catalog.Set, k int) []Result {
 func (ix *Index) postingLen(t int32) int32 { return ix.postStart[t+1] - ix.postStart[t] }
 
 // coordTable fills s.coord: the coordination factor by number of matched terms out of nq.
-// A tool matches each query term at most once, so hits never exceed nq.
+// A tool matches each query term at most once, so hits never exceed nq, which capTerms
+// keeps within maxTerms.
 func (ix *Index) coordTable(s *scratch, nq int) {
-	nq = min(nq, math.MaxUint8)
 	s.coord = s.coord[:0]
 	if nq < len(ix.coords) {
 		s.coord = append(s.coord, ix.coords[nq]...)
@@ -490,37 +490,55 @@ func (ix *Index) kthScore(s *scratch, allow *catalog.Set, k int) float32 {
 			continue // coordination only lowers a score: most tools stop here
 		}
 		sc := raw * s.coord[s.hits[d]]
-		if len(h) == k && sc <= h[0].score || sc <= 0 || !allow.Has(int(d)) {
+		if sc <= 0 || !allow.Has(int(d)) {
 			continue
 		}
-		if len(h) < k {
-			h = append(h, scored{sc, d})
-			for j := len(h) - 1; j > 0 && h[j].score < h[(j-1)/2].score; j = (j - 1) / 2 {
-				h[j], h[(j-1)/2] = h[(j-1)/2], h[j]
-			}
-			continue
-		}
-		h[0] = scored{sc, d}
-		for j := 0; ; {
-			l, m := 2*j+1, j
-			if l < len(h) && h[l].score < h[m].score {
-				m = l
-			}
-			if l+1 < len(h) && h[l+1].score < h[m].score {
-				m = l + 1
-			}
-			if m == j {
-				break
-			}
-			h[j], h[m] = h[m], h[j]
-			j = m
-		}
+		h = keepBest(h, scored{sc, d}, k)
 	}
 	s.kth = h
 	if len(h) < k {
 		return 0
 	}
 	return h[0].score
+}
+
+// weaker orders tools for the top k: a lower score, or on a tie the later tool.
+func weaker(a, b scored) bool { return a.score < b.score || a.score == b.score && a.doc > b.doc }
+
+// keepBest offers c to h, a min-heap by weaker of the best tools so far, at most k: h[0]
+// is the weakest kept, the first to go. c comes in while there is room, or in place of
+// h[0] if it beats it.
+func keepBest(h []scored, c scored, k int) []scored {
+	if len(h) < k {
+		h = append(h, c)
+		for i := len(h) - 1; i > 0; { // sift up
+			p := (i - 1) / 2
+			if !weaker(h[i], h[p]) {
+				break
+			}
+			h[i], h[p] = h[p], h[i]
+			i = p
+		}
+		return h
+	}
+	if !weaker(h[0], c) {
+		return h
+	}
+	h[0] = c
+	for i := 0; ; { // sift down
+		l, m := 2*i+1, i
+		if l < len(h) && weaker(h[l], h[m]) {
+			m = l
+		}
+		if l+1 < len(h) && weaker(h[l+1], h[m]) {
+			m = l + 1
+		}
+		if m == i {
+			return h
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
 }
 
 // keptKth returns the lowest current final score of the tools kthScore last kept, or 0
@@ -692,13 +710,7 @@ func (ix *Index) addID(s *scratch, id int32, f float32, inQuery bool) {
 // ruled out the rest. topK then zeroes every touched tool's score, so the scratch is
 // clean for the next search.
 func (ix *Index) topK(s *scratch, docs []int32, allow *catalog.Set, limit int) []Result {
-	// h is a min-heap of candidates: h[0] is the weakest kept, the first to go.
-	type cand struct {
-		score float32
-		doc   int32
-	}
-	weaker := func(a, b cand) bool { return a.score < b.score || a.score == b.score && a.doc > b.doc }
-	h := make([]cand, 0, min(limit, len(docs)))
+	h := make([]scored, 0, min(limit, len(docs)))
 	coord := s.coord
 	for _, d := range docs {
 		raw := s.score[d]
@@ -706,37 +718,10 @@ func (ix *Index) topK(s *scratch, docs []int32, allow *catalog.Set, limit int) [
 			continue
 		}
 		sc := raw * coord[s.hits[d]]
-		if sc <= 0 || len(h) == limit && (sc < h[0].score || sc == h[0].score && d > h[0].doc) || !allow.Has(int(d)) {
+		if sc <= 0 || !allow.Has(int(d)) {
 			continue
 		}
-		c := cand{sc, d}
-		if len(h) < limit {
-			h = append(h, c)
-			for i := len(h) - 1; i > 0; { // sift up
-				p := (i - 1) / 2
-				if !weaker(h[i], h[p]) {
-					break
-				}
-				h[i], h[p] = h[p], h[i]
-				i = p
-			}
-			continue
-		}
-		h[0] = c
-		for i := 0; ; { // sift down
-			l, m := 2*i+1, i
-			if l < len(h) && weaker(h[l], h[m]) {
-				m = l
-			}
-			if l+1 < len(h) && weaker(h[l+1], h[m]) {
-				m = l + 1
-			}
-			if m == i {
-				break
-			}
-			h[i], h[m] = h[m], h[i]
-			i = m
-		}
+		h = keepBest(h, scored{sc, d}, limit)
 	}
 	s.clearScores()
 	sort.Slice(h, func(i, j int) bool { return weaker(h[j], h[i]) })
