@@ -3,6 +3,7 @@ package search
 import (
 	"cmp"
 	"math"
+	"math/bits"
 	"slices"
 	"sort"
 	"strings"
@@ -77,6 +78,7 @@ type scratch struct {
 	coord   []float32 // coordination factor by number of matched terms
 	bound   []float32 // the most the query's remaining terms can add
 	cands   []int32   // tools still able to reach the top k
+	bits    []uint64  // one bit a tool, all zero between uses: sortDocs' bitmap
 	kth     []scored  // heap for kthScore: the best k it found
 
 	words     queryWords // queryTerms' state
@@ -99,7 +101,7 @@ var scratchPools sync.Map // catalog size -> *sync.Pool
 func (ix *Index) scratch() *scratch {
 	n := ix.snap.Len()
 	p, _ := scratchPools.LoadOrStore(n, &sync.Pool{New: func() any {
-		return &scratch{score: make([]float32, n), hits: make([]uint8, n)}
+		return &scratch{score: make([]float32, n), hits: make([]uint8, n), bits: make([]uint64, (n+63)/64)}
 	}})
 	return p.(*sync.Pool).Get().(*scratch)
 }
@@ -411,14 +413,16 @@ func (ix *Index) ranked(text string, allow *catalog.Set, k int) []Result {
 		// matched every term left, reaches the k-th best can finish in the top k; the
 		// others keep their partial scores and stay out.
 		cands := s.cands[:0]
+		rest := s.bound[i]
 		for _, d := range s.touched {
-			if (s.score[d]+s.bound[i])*s.coord[min(nq, int(s.hits[d])+nq-i)] >= threshold {
+			// Coordination only lowers a score: most tools fail on the raw sum alone.
+			if raw := s.score[d] + rest; raw >= threshold && raw*s.coord[min(nq, int(s.hits[d])+nq-i)] >= threshold {
 				cands = append(cands, d)
 			}
 		}
 		few := len(cands) <= 256
 		if few {
-			slices.Sort(cands)
+			s.sortDocs(cands)
 		}
 		for _, qt := range terms[i:] {
 			start, end := ix.postStart[qt.id], ix.postStart[qt.id+1]
@@ -435,7 +439,7 @@ func (ix *Index) ranked(text string, allow *catalog.Set, k int) []Result {
 			}
 			lo := 0
 			for _, d := range cands {
-				lo += sort.Search(len(docs)-lo, func(j int) bool { return docs[lo+j] >= d })
+				lo = lowerBound(docs, lo, d)
 				if lo == len(docs) {
 					break
 				}
@@ -449,6 +453,45 @@ func (ix *Index) ranked(text string, allow *catalog.Set, k int) []Result {
 		return ix.topK(s, cands, allow, k)
 	}
 	return ix.topK(s, s.touched, allow, k)
+}
+
+// sortDocs sorts distinct tool numbers in place through s.bits: a bit set for each, then
+// the words between the lowest and highest read back in order. For the few hundred
+// candidates ranked sorts, that is several times cheaper than a comparison sort. It
+// leaves s.bits all zero.
+func (s *scratch) sortDocs(docs []int32) {
+	if len(docs) == 0 {
+		return
+	}
+	lo, hi := len(s.bits), 0
+	for _, d := range docs {
+		w := int(d >> 6)
+		s.bits[w] |= 1 << (d & 63)
+		lo, hi = min(lo, w), max(hi, w)
+	}
+	out := docs[:0]
+	for w := lo; w <= hi; w++ {
+		for b := s.bits[w]; b != 0; b &= b - 1 {
+			out = append(out, int32(w<<6|bits.TrailingZeros64(b)))
+		}
+		s.bits[w] = 0
+	}
+}
+
+// lowerBound returns the first index from lo on where docs, which is sorted, holds d or
+// more; len(docs) if there is none. Candidates come in order, so each search starts where
+// the last one ended.
+func lowerBound(docs []int32, lo int, d int32) int {
+	for n := len(docs) - lo; n > 0; {
+		half := n >> 1
+		if docs[lo+half] < d {
+			lo += half + 1
+			n -= half + 1
+		} else {
+			n = half
+		}
+	}
+	return lo
 }
 
 func (ix *Index) postingLen(t int32) int32 { return ix.postStart[t+1] - ix.postStart[t] }

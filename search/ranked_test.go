@@ -186,3 +186,42 @@ func TestRankedManyTerms(t *testing.T) {
 		t.Fatalf("ranked = %v, want [everything]", names)
 	}
 }
+
+func TestLowerBound(t *testing.T) {
+	docs := []int32{2, 3, 3, 7, 9, 40}
+	for _, c := range []struct {
+		lo   int
+		d    int32
+		want int
+	}{
+		{0, 0, 0}, {0, 2, 0}, {0, 3, 1}, {0, 4, 3}, {0, 9, 4}, {0, 10, 5}, {0, 41, 6},
+		{2, 3, 2}, {3, 3, 3}, {4, 2, 4}, {6, 1, 6},
+	} {
+		if got := lowerBound(docs, c.lo, c.d); got != c.want {
+			t.Errorf("lowerBound(%v, %d, %d) = %d, want %d", docs, c.lo, c.d, got, c.want)
+		}
+	}
+	if got := lowerBound(nil, 0, 5); got != 0 {
+		t.Errorf("lowerBound(nil, 0, 5) = %d, want 0", got)
+	}
+}
+
+func TestSortDocs(t *testing.T) {
+	s := &scratch{bits: make([]uint64, (1000+63)/64)}
+	for _, docs := range [][]int32{
+		nil,
+		{5},
+		{999, 0, 63, 64, 1, 500},
+		{128, 127, 191, 192},
+	} {
+		want := slices.Sorted(slices.Values(docs))
+		got := slices.Clone(docs)
+		s.sortDocs(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("sortDocs(%v) = %v, want %v", docs, got, want)
+		}
+		if i := slices.IndexFunc(s.bits, func(w uint64) bool { return w != 0 }); i >= 0 {
+			t.Fatalf("sortDocs(%v) left bits set in word %d", docs, i)
+		}
+	}
+}
