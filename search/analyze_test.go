@@ -479,31 +479,39 @@ func TestHashIn(t *testing.T) {
 	}
 }
 
-// TestHasInfix checks hasInfix on its own, and that mayBeIdentifier and mayNamePath,
-// which rule out whole queries and words before a closer look, never rule out a word
-// that names a tool (isIdentifier) or a file (looksLikePath): on edge cases and on every
-// benchmark query.
-func TestHasInfix(t *testing.T) {
+// TestShapeOf checks shapeOf on its own, and that the shapes of a query and of its
+// words, which rule them out before a closer look, never rule out a word that names a
+// tool (isIdentifier) or a file (looksLikePath): on edge cases and on every benchmark
+// query.
+func TestShapeOf(t *testing.T) {
 	for _, c := range []struct {
-		s, seps string
-		want    bool
+		s           string
+		ident, path bool
+		alnum       int
 	}{
-		{"", "_.-", false},
-		{"plain words.", "_.-", false},
-		{"ends with a dash -", "_.-", false},
-		{"a - b. c _ d", "_.-", false},
-		{"sort_list", "_.-", true},
-		{"get-weather", "_.-", true},
-		{"x_", "_.-", false},
-		{"a._b", "_.-", true},
-		{"e.g. this", ".", true},
-		{"report.md", ".", true},
-		{"v2.0", ".", true},
-		{"end. Next", ".", false},
-		{"...", ".", false},
+		{"", false, false, 0},
+		{"plain words.", false, false, 10},
+		{"ends with a dash -", false, false, 13},
+		{"a - b. c _ d", false, false, 4},
+		{"sort_list", true, false, 8},
+		{"get-weather", true, false, 10},
+		{"x_", false, false, 1},
+		{"a._b", true, false, 2},
+		{"_private", true, false, 7},
+		{"e.g. this", true, true, 6},
+		{"report.md", true, true, 8},
+		{"v2.0", true, true, 3},
+		{"end. Next", false, false, 7},
+		{"...", false, false, 0},
+		{"getWeather", true, false, 10},
+		{"GET Weather", false, false, 10},
+		{"open /etc/hosts", false, true, 12},
+		{`C:\data`, false, true, 5},
+		{"ünïcode", false, false, 5}, // ü and ï are not ASCII letters
 	} {
-		if got := hasInfix(c.s, c.seps); got != c.want {
-			t.Errorf("hasInfix(%q, %q) = %v, want %v", c.s, c.seps, got, c.want)
+		got := shapeOf(c.s)
+		if got.ident != c.ident || got.path != c.path || got.alnum != c.alnum {
+			t.Errorf("shapeOf(%q) = %+v, want ident %v, path %v, alnum %d", c.s, got, c.ident, c.path, c.alnum)
 		}
 	}
 
@@ -518,7 +526,7 @@ func TestHasInfix(t *testing.T) {
 			if w != "" && isIdentifier(w) && (!mayBeIdentifier(q) || !mayBeIdentifier(word)) {
 				t.Errorf("identifier %q of %q is ruled out", w, q)
 			}
-			if looksLikePath(w) && !mayNamePath(q) {
+			if looksLikePath(w) && !shapeOf(q).path {
 				t.Errorf("path %q of %q is ruled out", w, q)
 			}
 		}

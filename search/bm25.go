@@ -176,6 +176,10 @@ func checkQuery(query string) error {
 	if strings.TrimSpace(query) == "" {
 		return Errorf(InvalidToolInput, "the query is empty; describe the tool you need in a few words, such as \"create github issue\"")
 	}
+	// A query has no more characters than bytes, so most need no count.
+	if len(query) <= MaxQueryLen {
+		return nil
+	}
 	if n := utf8.RuneCountInString(query); n > MaxQueryLen {
 		return Errorf(InvalidToolInput, "the query is %d characters; the limit is %d, so keep only the words that describe the tool", n, MaxQueryLen)
 	}
@@ -194,19 +198,20 @@ func (ix *Index) Search(query string, opts Options) ([]Result, error) {
 	}
 	limit := opts.limit()
 	var results []Result
-	exact := ix.exactQuery(query)
+	sh := shapeOf(query)
+	exact := ix.exactQuery(query, sh)
 	for _, d := range exact {
 		if opts.Allow.Has(int(d)) && len(results) < limit {
 			results = append(results, Result{Tool: ix.snap.Tool(int(d)), Score: math.Inf(1), Match: MatchExact})
 		}
 	}
-	for _, d := range ix.named(query) {
+	for _, d := range ix.named(query, sh) {
 		if opts.Allow.Has(int(d)) && len(results) < limit && !containsTool(results, ix.snap.Tool(int(d))) {
 			results = append(results, Result{Tool: ix.snap.Tool(int(d)), Score: math.Inf(1), Match: MatchNamed})
 		}
 	}
 	nExact := len(results)
-	if ranked := ix.ranked(query, opts.Allow, limit); nExact == 0 {
+	if ranked := ix.ranked(query, sh, opts.Allow, limit); nExact == 0 {
 		results = ranked // the usual case: nothing to merge
 	} else {
 		for _, r := range ranked {
@@ -228,8 +233,8 @@ func (ix *Index) Search(query string, opts Options) ([]Result, error) {
 // an identifier and is, normalized, a tool's bare or qualified name. A plain word such
 // as "translate" does not count, even when a tool has that name: in a sentence it is far
 // more often just the word.
-func (ix *Index) named(query string) []int32 {
-	if !mayBeIdentifier(query) {
+func (ix *Index) named(query string, sh queryShape) []int32 {
+	if !sh.ident {
 		return nil
 	}
 	var docs []int32
@@ -292,29 +297,89 @@ func snakeCase(w string) string {
 
 // mayBeIdentifier reports whether s may have a word that isIdentifier: a '_', '.' or '-'
 // inside a word, or camelCase.
-func mayBeIdentifier(s string) bool { return hasInfix(s, "_.-") || hasCamel(s) }
+func mayBeIdentifier(s string) bool { return shapeOf(s).ident }
 
-// mayNamePath reports whether query may have a word that looksLikePath: a '/' or '\', or
-// a dot inside a word.
-func mayNamePath(query string) bool {
-	return strings.ContainsAny(query, `/\`) || hasInfix(query, ".")
+// queryShape is what one pass over a query's bytes tells Search about the analyses that
+// cost more than the pass: most queries are plain sentences, which it rules out of the
+// scans for identifiers and file paths and, when long, of the exact-name lookup.
+type queryShape struct {
+	ident bool // a '_', '.' or '-' before a letter or digit, or camelCase: a word may be an identifier
+	path  bool // a '/' or '\', or a '.' before a letter or digit: a word may be a file path
+	alnum int  // ASCII letters and digits
 }
 
-// hasInfix reports whether s has one of the bytes of seps followed by a letter or digit:
-// a separator inside a word, as identifiers (sort_list) and file names (a.md) have. A
-// sentence's own punctuation is followed by a space or nothing, so most queries are
-// ruled out by this one scan.
-func hasInfix(s, seps string) bool {
-	for {
-		i := strings.IndexAny(s, seps)
-		if i < 0 || i+1 >= len(s) {
-			return false
+// Kinds of bytes for shapeOf, and what a pair of them, or the second alone, shows.
+const (
+	kindOther = iota
+	kindLower
+	kindUpper
+	kindDigit
+	kindJoin  // '_' or '-'
+	kindDot   // '.'
+	kindSlash // '/' or '\'
+
+	shapeIdent = 1 << 0
+	shapePath  = 1 << 1
+	shapeAlnum = 1 << 2
+)
+
+var shapeKind = func() (t [256]uint8) {
+	for c := range t {
+		switch cls := asciiClass[c]; {
+		case cls == clsLower:
+			t[c] = kindLower
+		case cls == clsUpper:
+			t[c] = kindUpper
+		case cls == clsDigit:
+			t[c] = kindDigit
+		case c == '_' || c == '-':
+			t[c] = kindJoin
+		case c == '.':
+			t[c] = kindDot
+		case c == '/' || c == '\\':
+			t[c] = kindSlash
 		}
-		if isASCIIAlnum(s[i+1]) {
-			return true
-		}
-		s = s[i+1:]
 	}
+	return t
+}()
+
+// shapePair[prev<<3|cur] is what a byte of kind cur after one of kind prev shows.
+var shapePair = func() (t [64]uint8) {
+	for prev := range 8 {
+		for cur := range 8 {
+			var f uint8
+			switch cur {
+			case kindLower, kindUpper, kindDigit:
+				f = shapeAlnum
+				switch {
+				case prev == kindJoin:
+					f |= shapeIdent
+				case prev == kindDot:
+					f |= shapeIdent | shapePath
+				case prev == kindLower && cur == kindUpper:
+					f |= shapeIdent
+				}
+			case kindSlash:
+				f = shapePath
+			}
+			t[prev<<3|cur] = f
+		}
+	}
+	return t
+}()
+
+// shapeOf takes a query's shape in one pass, without a branch on its bytes.
+func shapeOf(s string) queryShape {
+	var flags uint8
+	n, prev := 0, uint8(kindOther)
+	for i := 0; i < len(s); i++ {
+		k := shapeKind[s[i]]
+		f := shapePair[prev<<3|k]
+		flags |= f
+		n += int(f >> 2 & 1)
+		prev = k
+	}
+	return queryShape{ident: flags&shapeIdent != 0, path: flags&shapePath != 0, alnum: n}
 }
 
 // hasCamel reports whether s has a lowercase letter followed by an uppercase one.
@@ -353,10 +418,10 @@ const longPostings = 256
 // left): once they cannot, the remaining terms are only looked up for the tools
 // that can still make it, by binary search instead of a full scan. The result is exactly
 // that of scoring every posting.
-func (ix *Index) ranked(text string, allow *catalog.Set, k int) []Result {
+func (ix *Index) ranked(text string, sh queryShape, allow *catalog.Set, k int) []Result {
 	s := ix.scratch()
 	defer ix.release(s)
-	ix.queryTerms(text, s)
+	ix.queryTerms(text, sh, s)
 	s.kth = s.kth[:0]
 	terms := capTerms(s.terms)
 	nq := len(terms)
@@ -610,11 +675,11 @@ func containsTool(rs []Result, t *catalog.Tool) bool {
 // queryTerms analyzes the query into s.terms: each known term once, weighted by its idf
 // and by how often the query repeats it, then the terms the thesaurus and file paths
 // imply, at their reduced weights.
-func (ix *Index) queryTerms(query string, s *scratch) {
+func (ix *Index) queryTerms(query string, sh queryShape, s *scratch) {
 	p := &ix.params
 	q := &s.words
 	*q = queryWords{ix: ix, s: s, unknown: q.unknown[:0], ops: q.ops[:0], buf: q.buf,
-		mayPath: (p.PathWords > 0 || p.PathVerbs > 0) && mayNamePath(query)}
+		mayPath: (p.PathWords > 0 || p.PathVerbs > 0) && sh.path}
 	// The build's tokenizer, so a query is split exactly as the tools were; it hands
 	// each word to queryWord instead of counting it.
 	w := &s.tokenizer

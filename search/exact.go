@@ -33,28 +33,16 @@ func buildExact(hashes []uint64) exactNames {
 	return e
 }
 
-// exactQuery is lookupExact of the normalized query. Most queries are sentences with
-// more letters and digits than any tool's name normalizes to (at most 3/2 of its bytes:
-// lowercasing can lengthen a character's encoding by half, and nothing else lengthens
-// a name); those it rules out by counting, before normalizing copies the query.
-func (ix *Index) exactQuery(query string) []int32 {
-	if limit := ix.exact.longest * 3 / 2; len(query) > limit && moreAlnum(query, limit) {
+// exactQuery is lookupExact of the normalized query, whose shape is sh. Most queries
+// are sentences with more letters and digits than any tool's name normalizes to (at
+// most 3/2 of its bytes: lowercasing can lengthen a character's encoding by half,
+// nothing else lengthens a name, and normalizing keeps each ASCII letter and digit as
+// one byte); those it rules out by the count, before normalizing copies the query.
+func (ix *Index) exactQuery(query string, sh queryShape) []int32 {
+	if sh.alnum > ix.exact.longest*3/2 {
 		return nil
 	}
 	return ix.lookupExact(normalizeName(query))
-}
-
-// moreAlnum reports whether s has more than n ASCII letters and digits. Normalizing
-// keeps each as one byte, so the normalized s is then longer than n too.
-func moreAlnum(s string, n int) bool {
-	for i := 0; i < len(s); i++ {
-		if asciiClass[s[i]] != 0 {
-			if n--; n < 0 {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // lookupExact returns the tools whose bare or qualified name, normalized, is name, in tool

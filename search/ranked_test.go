@@ -17,7 +17,7 @@ import (
 // descending, then catalog order.
 func (ix *Index) exhaustive(query string, k int) []Result {
 	s := ix.scratch()
-	ix.queryTerms(query, s)
+	ix.queryTerms(query, shapeOf(query), s)
 	terms := append([]queryTerm(nil), capTerms(s.terms)...)
 	ix.release(s)
 	// ranked adds terms rarest first; float sums depend on the order, so use the same.
@@ -104,7 +104,7 @@ func scaleCatalog(tb testing.TB, n int) (*catalog.Snapshot, []string) {
 // checkExhaustive fails t unless ranked returns exactly what exhaustive does.
 func checkExhaustive(t *testing.T, ix *Index, q string, k int) {
 	t.Helper()
-	got, want := ix.ranked(q, nil, k), ix.exhaustive(q, k)
+	got, want := ix.ranked(q, shapeOf(q), nil, k), ix.exhaustive(q, k)
 	if len(got) != len(want) {
 		t.Fatalf("Coord %v, %q, k=%d: ranked returned %d tools, exhaustive %d", ix.params.Coord, q, k, len(got), len(want))
 	}
@@ -132,8 +132,8 @@ func TestQuerySurfaces(t *testing.T) {
 				continue
 			}
 			a, b := ix.scratch(), plain.scratch()
-			ix.queryTerms(q, a)
-			plain.queryTerms(q, b)
+			ix.queryTerms(q, shapeOf(q), a)
+			plain.queryTerms(q, shapeOf(q), b)
 			if !slices.Equal(a.terms, b.terms) {
 				t.Fatalf("%q: terms %v through the surface table, %v by stemming", q, a.terms, b.terms)
 			}
@@ -177,7 +177,8 @@ func TestRankedManyTerms(t *testing.T) {
 		{"name": "some", "description": strings.Join(words[:20], " "), "inputSchema": map[string]any{"type": "object"}},
 	}})
 	ix := NewIndex(catalogtest.Snapshot(t, string(doc)))
-	got := ix.ranked(strings.Join(words, " "), nil, 5)
+	q := strings.Join(words, " ")
+	got := ix.ranked(q, shapeOf(q), nil, 5)
 	if len(got) != 1 || got[0].Tool.Name != "everything" {
 		var names []string
 		for _, r := range got {
