@@ -842,7 +842,10 @@ func (ix *Index) topK(s *scratch, docs []int32, allow *catalog.Set, limit int) [
 
 // substring is the fallback when nothing scores: tools whose normalized name contains the
 // normalized query, else one of the query's words of three or more characters. Tools
-// matching more words come first, then shorter names.
+// matching more words come first, then shorter names, then catalog order.
+//
+// Each word is found by scanning all the names joined in one string, which the standard
+// library searches with vector instructions, rather than name by name.
 func (ix *Index) substring(query string, allow *catalog.Set, limit int) []Result {
 	q := normalizeName(query)
 	if q == "" {
@@ -854,41 +857,42 @@ func (ix *Index) substring(query string, allow *catalog.Set, limit int) []Result
 			words = append(words, w)
 		}
 	}
-	type cand struct {
-		doc, hits int
-	}
-	var cands []cand
-	names := ix.qualifiedNames()
-	for d, name := range names {
-		if !allow.Has(d) {
-			continue
-		}
-		hits := 0
-		if strings.Contains(name, q) {
-			hits = len(words) + 1
-		} else {
-			for _, w := range words[1:] {
-				if strings.Contains(name, w) {
-					hits++
-				}
+	names, at := ix.qualifiedNames()
+	hits := map[int]int{} // tool -> words its name contains; len(words)+1 for the whole query
+	for wi, w := range words {
+		for from := 0; ; {
+			i := strings.Index(names[from:], w)
+			if i < 0 {
+				break
+			}
+			// The tool whose name the match is in, and on to the next name.
+			d := sort.Search(len(at)-1, func(d int) bool { return int(at[d+1]) > from+i })
+			from = int(at[d+1])
+			switch {
+			case !allow.Has(d):
+			case wi == 0:
+				hits[d] = len(words) + 1
+			case hits[d] <= len(words):
+				hits[d]++
 			}
 		}
-		if hits > 0 {
-			cands = append(cands, cand{d, hits})
-		}
 	}
-	sort.SliceStable(cands, func(i, j int) bool {
-		if cands[i].hits != cands[j].hits {
-			return cands[i].hits > cands[j].hits
+	cands := make([]int, 0, len(hits))
+	for d := range hits {
+		cands = append(cands, d)
+	}
+	slices.SortFunc(cands, func(a, b int) int {
+		if hits[a] != hits[b] {
+			return cmp.Compare(hits[b], hits[a])
 		}
-		return len(names[cands[i].doc]) < len(names[cands[j].doc])
+		if la, lb := at[a+1]-at[a], at[b+1]-at[b]; la != lb {
+			return cmp.Compare(la, lb)
+		}
+		return cmp.Compare(a, b)
 	})
-	var out []Result
-	for _, c := range cands {
-		if len(out) == limit {
-			break
-		}
-		out = append(out, Result{Tool: ix.snap.Tool(c.doc), Score: float64(c.hits), Match: MatchSubstring})
+	out := make([]Result, 0, min(limit, len(cands)))
+	for _, d := range cands[:cap(out)] {
+		out = append(out, Result{Tool: ix.snap.Tool(d), Score: float64(hits[d]), Match: MatchSubstring})
 	}
 	return out
 }

@@ -88,10 +88,13 @@ type Index struct {
 
 	exact exactNames // normalized bare and qualified names -> docs
 
-	// namesOnce makes, on the first substring fallback, names: each tool's normalized
-	// qualified name. The fallback is rare, so builds do not pay for it.
+	// namesOnce makes, on the first substring fallback, every tool's normalized
+	// qualified name, joined: names[nameAt[i]:nameAt[i+1]-1] is tool i's, and a 0 byte
+	// ends each, so one scan of names finds a word in every name and no match spans two.
+	// The fallback is rare, so builds do not pay for it.
 	namesOnce sync.Once
-	names     []string
+	names     string
+	nameAt    []int32
 
 	// foldOnce builds, on the first regex search, every tool's text lowercased for the
 	// regex path's pre-check: folded[foldedAt[i]:foldedAt[i+1]] is tool i's.
@@ -114,15 +117,20 @@ func (ix *Index) termID(t stem) (int32, bool) {
 	return id, true
 }
 
-// qualifiedNames returns each tool's normalized qualified name.
-func (ix *Index) qualifiedNames() []string {
+// qualifiedNames returns every tool's normalized qualified name, joined as the names
+// field says, and where each starts.
+func (ix *Index) qualifiedNames() (string, []int32) {
 	ix.namesOnce.Do(func() {
-		ix.names = make([]string, ix.snap.Len())
+		var b strings.Builder
+		ix.nameAt = make([]int32, ix.snap.Len()+1)
 		for d, t := range ix.snap.Tools() {
-			ix.names[d] = normalizeName(t.Qualified)
+			b.WriteString(normalizeName(t.Qualified))
+			b.WriteByte(0)
+			ix.nameAt[d+1] = int32(b.Len())
 		}
+		ix.names = b.String()
 	})
-	return ix.names
+	return ix.names, ix.nameAt
 }
 
 // NewIndex builds an index over snap with DefaultParams.

@@ -1,0 +1,98 @@
+package search
+
+import (
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/toolshed/toolshed/catalog"
+)
+
+// substringByName is the substring fallback written the plain way, one name at a time:
+// the definition substring's single scan over the joined names must agree with. names
+// are the tools' normalized qualified names.
+func (ix *Index) substringByName(names []string, query string, allow *catalog.Set, limit int) []Result {
+	q := normalizeName(query)
+	if q == "" {
+		return nil
+	}
+	words := []string{q}
+	for _, w := range strings.Split(q, "_") {
+		if len(w) >= 3 && w != q {
+			words = append(words, w)
+		}
+	}
+	type cand struct{ doc, hits, length int }
+	var cands []cand
+	for d, name := range names {
+		hits := 0
+		if strings.Contains(name, q) {
+			hits = len(words) + 1
+		} else {
+			for _, w := range words[1:] {
+				if strings.Contains(name, w) {
+					hits++
+				}
+			}
+		}
+		if hits > 0 && allow.Has(d) {
+			cands = append(cands, cand{d, hits, len(name)})
+		}
+	}
+	slices.SortStableFunc(cands, func(a, b cand) int {
+		if a.hits != b.hits {
+			return b.hits - a.hits
+		}
+		return a.length - b.length
+	})
+	var out []Result
+	for _, c := range cands[:min(limit, len(cands))] {
+		out = append(out, Result{Tool: ix.snap.Tool(c.doc), Score: float64(c.hits), Match: MatchSubstring})
+	}
+	return out
+}
+
+// TestSubstringMatchesByName checks the fallback against substringByName on pieces of
+// real tool names, alone and joined by other words, under a scope and without, at
+// several limits.
+func TestSubstringMatchesByName(t *testing.T) {
+	snap, _ := scaleCatalog(t, 1000)
+	ix := NewIndex(snap)
+	scope := catalog.NewSet(snap)
+	for d := 0; d < snap.Len(); d += 3 {
+		scope.Add(d)
+	}
+	names := make([]string, snap.Len())
+	for d, t := range snap.Tools() {
+		names[d] = normalizeName(t.Qualified)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	piece := func() string {
+		name := snap.Tool(rng.IntN(snap.Len())).Qualified
+		i := rng.IntN(len(name))
+		return name[i : i+min(len(name)-i, 2+rng.IntN(10))]
+	}
+	queries := []string{"", "!!!", "zzz", "get", "GET-File", "issue create", "a_b_c_d", "ünïcode"}
+	for range 300 {
+		queries = append(queries, piece(), piece()+" "+piece(), "xq "+piece()+"-"+piece())
+	}
+	for _, q := range queries {
+		for _, allow := range []*catalog.Set{nil, scope} {
+			for _, limit := range []int{1, 5, 50} {
+				got, want := ix.substring(q, allow, limit), ix.substringByName(names, q, allow, limit)
+				if !slices.EqualFunc(got, want, func(a, b Result) bool { return a.Tool == b.Tool && a.Score == b.Score }) {
+					t.Fatalf("substring(%q, scoped %v, %d) = %v, want %v", q, allow != nil, limit, toolNames(got), toolNames(want))
+				}
+			}
+		}
+	}
+}
+
+func toolNames(rs []Result) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.Tool.Qualified)
+	}
+	return out
+}
