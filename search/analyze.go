@@ -2,6 +2,7 @@ package search
 
 import (
 	"encoding/binary"
+	"strings"
 	"sync"
 	"unicode"
 	"unicode/utf8"
@@ -300,7 +301,7 @@ func normalize(tok string) string {
 	if stopWords[tok] {
 		return ""
 	}
-	if len(tok) <= 3 || !isLowerASCIIWord(tok) {
+	if len(tok) <= 3 || !isLowerASCIIWord(tok) || porter2Keeps(tok) {
 		return tok
 	}
 	env := snowballstem.NewEnv(tok)
@@ -313,6 +314,38 @@ func normalize(tok string) string {
 		stem = stem[:len(stem)-1]
 	}
 	return stem
+}
+
+// porter2Keeps reports whether the English (Porter2) stemmer returns w, a lowercase
+// ASCII word of two letters or more, unchanged, without running it: each of its rules
+// removes or replaces one of a fixed list of suffixes (or acts on a whole word of a
+// fixed list), and w ends in none of them. About a third of the words of tool catalogs
+// end so ("github", "list", "token", "format"), and stemming costs about a microsecond
+// a word, which a first build pays for every distinct word. TestPorter2Keeps holds this
+// to the stemmer itself.
+func porter2Keeps(w string) bool {
+	prev := w[len(w)-2]
+	switch w[len(w)-1] {
+	case 'e', 'i', 's', 'y':
+		return false // many suffixes end so, and step 5 removes a final e
+	case 'c':
+		return prev != 'i' // ic
+	case 'd':
+		return prev != 'e' // ed, eed, ied, and the exceptions succeed, proceed, exceed
+	case 'g':
+		return !strings.HasSuffix(w, "ing") // ing, and the exceptions dying, inning, ...
+	case 'l':
+		return prev != 'a' && prev != 'u' && prev != 'l' // al, ful, and step 5's ll
+	case 'm':
+		return !strings.HasSuffix(w, "ism") // ism, alism
+	case 'n':
+		return !strings.HasSuffix(w, "ion") // ion, ation, ization
+	case 'r':
+		return prev != 'e' && prev != 'o' // er, izer, ator
+	case 't':
+		return prev != 'n' // ant, ent, ment, ement
+	}
+	return true
 }
 
 func isLowerASCIIWord(s string) bool {

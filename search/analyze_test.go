@@ -14,6 +14,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/blevesearch/snowballstem"
+	"github.com/blevesearch/snowballstem/english"
+
 	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/internal/golden"
 	"github.com/toolshed/toolshed/internal/scale"
@@ -545,4 +548,77 @@ func TestIsIdeograph(t *testing.T) {
 			t.Fatalf("%U is an ideograph with a lowercase form %U", r, unicode.ToLower(r))
 		}
 	}
+}
+
+// porter2 is the English stemmer alone, as normalize runs it.
+func porter2(w string) string {
+	env := snowballstem.NewEnv(w)
+	english.Stem(env)
+	return env.Current()
+}
+
+// TestPorter2Keeps holds porter2Keeps to the stemmer: every word it says the stemmer
+// keeps, the stemmer keeps. The words are those of every real catalog and query, the
+// stemmer's own exceptions, and words ending in each of its suffixes.
+func TestPorter2Keeps(t *testing.T) {
+	real, err := scale.Real("../bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	queries, err := scale.Queries("../bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts := append([]string{
+		"succeed proceed exceed canning inning earring herring outing andes atlas bias cosmos",
+		"dying early gently howe idly lying news only singly skies skis sky tying ugly",
+		"generic magic attic tonic cubic deed need agreed field build shipping king thing",
+		"ring config email model ful fall bell pool global useful criticism alarm form",
+		"station million token domain order color actor user timer filter format input",
+		"client comment agent payment list text event patent",
+	}, queries...)
+	for _, src := range real {
+		for _, tool := range src.Tools {
+			texts = append(texts, string(tool))
+		}
+	}
+	seen := map[string]bool{}
+	kept := 0
+	for _, text := range texts {
+		for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return r < 'a' || r > 'z' }) {
+			if len(w) < 2 || seen[w] {
+				continue
+			}
+			seen[w] = true
+			if porter2Keeps(w) {
+				kept++
+				if got := porter2(w); got != w {
+					t.Errorf("porter2Keeps(%q), but the stemmer makes it %q", w, got)
+				}
+			}
+		}
+	}
+	if kept < len(seen)/5 {
+		t.Errorf("porter2Keeps holds for %d of %d words, expected about a third", kept, len(seen))
+	}
+}
+
+// FuzzPorter2Keeps checks porter2Keeps against the stemmer on arbitrary lowercase words.
+func FuzzPorter2Keeps(f *testing.F) {
+	for _, w := range []string{"github", "list", "token", "skis", "sky", "fall", "magic", "agreed"} {
+		f.Add(w)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		w := strings.Map(func(r rune) rune {
+			if r >= 'a' && r <= 'z' {
+				return r
+			}
+			return -1
+		}, strings.ToLower(s))
+		if len(w) >= 2 && porter2Keeps(w) {
+			if got := porter2(w); got != w {
+				t.Errorf("porter2Keeps(%q), but the stemmer makes it %q", w, got)
+			}
+		}
+	})
 }
