@@ -55,6 +55,7 @@ const (
 	MatchNamed     = "named"     // the query names the tool among other words
 	MatchBM25      = "bm25"      // ranked by BM25F
 	MatchSubstring = "substring" // fallback: the query is part of the tool's name
+	MatchFuzzy     = "fuzzy"     // last fallback: the query's words are misspellings of the tool's terms
 	MatchRegex     = "regex"     // the pattern matched one of the tool's fields
 )
 
@@ -124,6 +125,7 @@ func (ix *Index) release(s *scratch) {
 	s.touched = s.touched[:0]
 	s.terms = s.terms[:0]
 	s.words.ix, s.words.s = nil, nil // a pooled scratch must not keep an index alive
+	s.words.fuzzy = false
 	p, _ := scratchPools.Load(len(s.score))
 	p.(*sync.Pool).Put(s)
 }
@@ -191,7 +193,8 @@ func checkQuery(query string) error {
 // first; so does a word of the query written as an identifier (sort_list, getWeather,
 // github.create-issue) that is a tool's exact name, in the order the query names them.
 // When no tool scores, it falls back to tools whose name contains the query or one
-// of its words. An empty or over-long query is an InvalidToolInput error.
+// of its words, and failing that reads the query's words as misspellings of terms the
+// catalog uses (see fuzzy). An empty or over-long query is an InvalidToolInput error.
 func (ix *Index) Search(query string, opts Options) ([]Result, error) {
 	if err := checkQuery(query); err != nil {
 		return nil, err
@@ -225,6 +228,9 @@ func (ix *Index) Search(query string, opts Options) ([]Result, error) {
 	}
 	if len(results) == 0 {
 		results = ix.substring(query, opts.Allow, limit)
+	}
+	if len(results) == 0 {
+		results = ix.fuzzy(query, sh, opts.Allow, limit)
 	}
 	return results, nil
 }
@@ -422,6 +428,11 @@ func (ix *Index) ranked(text string, sh queryShape, allow *catalog.Set, k int) [
 	s := ix.scratch()
 	defer ix.release(s)
 	ix.queryTerms(text, sh, s)
+	return ix.rank(s, allow, k)
+}
+
+// rank is ranked for the query terms in s.terms.
+func (ix *Index) rank(s *scratch, allow *catalog.Set, k int) []Result {
 	s.kth = s.kth[:0]
 	terms := capTerms(s.terms)
 	nq := len(terms)
@@ -679,6 +690,7 @@ func (ix *Index) queryTerms(query string, sh queryShape, s *scratch) {
 	p := &ix.params
 	q := &s.words
 	*q = queryWords{ix: ix, s: s, unknown: q.unknown[:0], ops: q.ops[:0], buf: q.buf,
+		fuzzy: q.fuzzy, misses: q.misses[:0],
 		mayPath: (p.PathWords > 0 || p.PathVerbs > 0) && sh.path}
 	// The build's tokenizer, so a query is split exactly as the tools were; it hands
 	// each word to queryWord instead of counting it.
@@ -717,6 +729,8 @@ type queryWords struct {
 	ix      *Index
 	s       *scratch
 	unknown []string // terms no tool uses, for the thesaurus
+	fuzzy   bool     // collect misses, for the fuzzy fallback
+	misses  []string // with fuzzy: each query word no tool uses, lowercased, then its stem
 	ops     []string // file operations the query's verbs name (see pathVerbs)
 	mayPath bool     // the query may name a file path
 	buf     []byte
@@ -733,8 +747,13 @@ func queryWord[T string | []byte](q *queryWords, h uint64, tok T) {
 	} else {
 		q.buf = appendLower(q.buf[:0], tok)
 		if st := stemOf(q.buf, h); st.text != "" {
-			if !ix.addStem(s, st, 1, true) && p.Synonyms > 0 {
-				q.unknown = append(q.unknown, st.text)
+			if !ix.addStem(s, st, 1, true) {
+				if p.Synonyms > 0 {
+					q.unknown = append(q.unknown, st.text)
+				}
+				if q.fuzzy {
+					q.misses = append(q.misses, string(q.buf), st.text)
+				}
 			}
 			term = st.text
 		} else if p.Questions > 0 {

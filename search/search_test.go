@@ -289,6 +289,59 @@ func TestShortenAndTruncate(t *testing.T) {
 	}
 }
 
+// TestSearchFuzzyFallback checks the last fallback: query words that no tool uses and
+// no name contains are read as misspellings of the catalog's terms, within its scope,
+// and only when nothing else matched.
+func TestSearchFuzzyFallback(t *testing.T) {
+	ix := smallIndex(t)
+	tests := []struct {
+		query string
+		want  []string // the first results, in order
+	}{
+		{"githb isue", []string{"github__create_issue", "github__list_issues"}},
+		{"screnshot captuer", []string{"files__screenshot_capture"}},
+		{"slakc chanels", []string{"slack__send_message", "slack__list_channels"}},
+		{"wether", []string{"weather__get_forecast", "weather__get_alerts"}},
+		{"qaudratic", []string{"calc__solve_quadratic_equation"}}, // its stem is one edit away
+		{"gxthub", []string{"github__create_issue"}},
+		{"xyzzy", nil},   // nothing one edit away
+		{"qithub", nil},  // the first letter is not guessed
+		{"isu", nil},     // too short to guess
+		{"gxxthub", nil}, // two edits, for a word of fewer than eight letters
+		{"rqpqsitory", []string{"github__create_issue"}}, // two edits, for a longer word
+		{"rqpqsqtory", nil}, // three
+	}
+	for _, tc := range tests {
+		results, err := ix.Search(tc.query, search.Options{Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(results) < len(tc.want) || (tc.want == nil && len(results) != 0) {
+			t.Errorf("Search(%q) = %v, want %v first", tc.query, names(results), tc.want)
+			continue
+		}
+		if got := names(results[:len(tc.want)]); len(tc.want) > 0 && !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("Search(%q) = %v, want %v first", tc.query, names(results), tc.want)
+		}
+		for _, r := range results {
+			if r.Match != search.MatchFuzzy {
+				t.Errorf("Search(%q): %s matched by %q, want fuzzy", tc.query, r.Tool.Qualified, r.Match)
+			}
+		}
+	}
+	// The scope holds: only the gitlab issue tool is in it.
+	snap := ix.Snapshot()
+	results, err := ix.Search("githb isue", search.Options{Allow: setOf(t, snap, "gitlab__create_issue")})
+	if err != nil || !reflect.DeepEqual(names(results), []string{"gitlab__create_issue"}) {
+		t.Errorf("Search(githb isue) within gitlab__create_issue = %v, %v", names(results), err)
+	}
+	// A fragment of a name is still a substring match, not a guess.
+	results, _ = ix.Search("eensho", search.Options{})
+	if len(results) == 0 || results[0].Match != search.MatchSubstring {
+		t.Errorf("Search(eensho) = %v, want a substring match", names(results))
+	}
+}
+
 func TestSearchSubstringFallback(t *testing.T) {
 	ix := smallIndex(t)
 	tests := []struct {

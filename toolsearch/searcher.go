@@ -32,10 +32,10 @@ var indexes search.Cache
 // Searcher is a client-side tool search over the deferred tools of a request: a custom
 // tool (see Definition) whose results are tool_reference blocks, which make the Messages
 // API load the referenced tools' definitions, ranked by toolshed's search (BM25F with
-// exact-name matches first and a substring fallback). It finds only the tools that
-// Tools, given the same snapshot and options, sends deferred, so every tool it
-// references is one of the request's tools. A Searcher is immutable and safe for
-// concurrent use.
+// exact-name matches first, then substring and misspelling fallbacks). It finds only
+// the tools that Tools, given the same snapshot and options, sends deferred, so every
+// tool it references is one of the request's tools. A Searcher is immutable and safe
+// for concurrent use.
 type Searcher struct {
 	plan  *plan
 	index *search.Index
