@@ -859,13 +859,9 @@ func (ix *Index) topK(s *scratch, docs []int32, allow *catalog.Set, limit int) [
 	return out
 }
 
-// substring is the fallback when nothing scores: tools whose normalized name contains the
-// normalized query, else one of the query's words of three or more characters. Tools
-// matching more words come first, then shorter names, then catalog order.
-//
-// Each word is found by scanning all the names joined in one string, which the standard
-// library searches with vector instructions, rather than name by name.
-func (ix *Index) substring(query string, allow *catalog.Set, limit int) []Result {
+// substringWords returns what substring looks for in names: the normalized query, then
+// each of its words of three or more characters; nil for a query with no letter or digit.
+func substringWords(query string) []string {
 	q := normalizeName(query)
 	if q == "" {
 		return nil
@@ -875,6 +871,20 @@ func (ix *Index) substring(query string, allow *catalog.Set, limit int) []Result
 		if len(w) >= 3 && w != q {
 			words = append(words, w)
 		}
+	}
+	return words
+}
+
+// substring is the fallback when nothing scores: tools whose normalized name contains the
+// normalized query, else one of the query's words of three or more characters. Tools
+// matching more words come first, then shorter names, then catalog order.
+//
+// Each word is found by scanning all the names joined in one string, which the standard
+// library searches with vector instructions, rather than name by name.
+func (ix *Index) substring(query string, allow *catalog.Set, limit int) []Result {
+	words := substringWords(query)
+	if words == nil {
+		return nil
 	}
 	names, at := ix.qualifiedNames()
 	hits := map[int]int{} // tool -> words its name contains; len(words)+1 for the whole query

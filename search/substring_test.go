@@ -13,21 +13,15 @@ import (
 // the definition substring's single scan over the joined names must agree with. names
 // are the tools' normalized qualified names.
 func (ix *Index) substringByName(names []string, query string, allow *catalog.Set, limit int) []Result {
-	q := normalizeName(query)
-	if q == "" {
+	words := substringWords(query)
+	if words == nil {
 		return nil
-	}
-	words := []string{q}
-	for _, w := range strings.Split(q, "_") {
-		if len(w) >= 3 && w != q {
-			words = append(words, w)
-		}
 	}
 	type cand struct{ doc, hits, length int }
 	var cands []cand
 	for d, name := range names {
 		hits := 0
-		if strings.Contains(name, q) {
+		if strings.Contains(name, words[0]) {
 			hits = len(words) + 1
 		} else {
 			for _, w := range words[1:] {
