@@ -320,7 +320,7 @@ func normalize(tok string) string {
 // porter2Keeps reports whether the English (Porter2) stemmer returns w, a lowercase
 // ASCII word of two letters or more, unchanged, without running it: each of its rules
 // removes or replaces one of a fixed list of suffixes (or acts on a whole word of a
-// fixed list), and w ends in none of them. About a third of the words of tool catalogs
+// fixed list), and w ends in none of them. Over a third of the words of tool catalogs
 // end so ("github", "list", "token", "format"), and stemming costs about a microsecond
 // a word, which a first build pays for every distinct word. TestPorter2Keeps holds this
 // to the stemmer itself.

@@ -416,14 +416,7 @@ func capTerms(terms []queryTerm) []queryTerm {
 // postings for tools that can no longer reach the top k.
 const longPostings = 256
 
-// ranked scores every tool against text and returns the best k.
-//
-// It accumulates term at a time, rarest terms first. Before each long posting list it
-// checks whether the terms left could lift a tool not yet seen into the top k (the
-// MaxScore idea, with the cap coordination puts on a tool that can match only the terms
-// left): once they cannot, the remaining terms are only looked up for the tools
-// that can still make it, by binary search instead of a full scan. The result is exactly
-// that of scoring every posting.
+// ranked scores every tool against text and returns the best k (see rank).
 func (ix *Index) ranked(text string, sh queryShape, allow *catalog.Set, k int) []Result {
 	s := ix.scratch()
 	defer ix.release(s)
@@ -431,7 +424,14 @@ func (ix *Index) ranked(text string, sh queryShape, allow *catalog.Set, k int) [
 	return ix.rank(s, allow, k)
 }
 
-// rank is ranked for the query terms in s.terms.
+// rank scores every tool against the query terms in s.terms and returns the best k.
+//
+// It accumulates term at a time, rarest terms first. Before each long posting list it
+// checks whether the terms left could lift a tool not yet seen into the top k (the
+// MaxScore idea, with the cap coordination puts on a tool that can match only the terms
+// left): once they cannot, the remaining terms are only looked up for the tools
+// that can still make it, by binary search instead of a full scan. The result is exactly
+// that of scoring every posting.
 func (ix *Index) rank(s *scratch, allow *catalog.Set, k int) []Result {
 	s.kth = s.kth[:0]
 	terms := capTerms(s.terms)
