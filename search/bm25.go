@@ -859,20 +859,21 @@ func (ix *Index) topK(s *scratch, docs []int32, allow *catalog.Set, limit int) [
 	return out
 }
 
-// substringWords returns what substring looks for in names: the normalized query, then
-// each of its words of three or more characters; nil for a query with no letter or digit.
-func substringWords(query string) []string {
+// substringWords returns what substring looks for in names: the normalized query
+// whole, and its words of three or more characters. Qualified names are ASCII (see
+// catalog.Qualify), so a query or word with other characters cannot be part of one and
+// is left out (whole is then ""): a query in Korean costs nothing here.
+func substringWords(query string) (whole string, parts []string) {
 	q := normalizeName(query)
-	if q == "" {
-		return nil
+	if isASCII(q) {
+		whole = q
 	}
-	words := []string{q}
 	for _, w := range strings.Split(q, "_") {
-		if len(w) >= 3 && w != q {
-			words = append(words, w)
+		if len(w) >= 3 && w != q && isASCII(w) {
+			parts = append(parts, w)
 		}
 	}
-	return words
+	return whole, parts
 }
 
 // substring is the fallback when nothing scores: tools whose normalized name contains the
@@ -882,29 +883,33 @@ func substringWords(query string) []string {
 // Each word is found by scanning all the names joined in one string, which the standard
 // library searches with vector instructions, rather than name by name.
 func (ix *Index) substring(query string, allow *catalog.Set, limit int) []Result {
-	words := substringWords(query)
-	if words == nil {
+	whole, parts := substringWords(query)
+	if whole == "" && len(parts) == 0 {
 		return nil
 	}
 	names, at := ix.qualifiedNames()
-	hits := map[int]int{} // tool -> words its name contains; len(words)+1 for the whole query
-	for wi, w := range words {
+	// find calls hit for each tool in scope whose name contains w.
+	find := func(w string, hit func(d int)) {
 		for from := 0; ; {
 			i := strings.Index(names[from:], w)
 			if i < 0 {
-				break
+				return
 			}
 			// The tool whose name the match is in, and on to the next name.
 			d := sort.Search(len(at)-1, func(d int) bool { return int(at[d+1]) > from+i })
 			from = int(at[d+1])
-			switch {
-			case !allow.Has(d):
-			case wi == 0:
-				hits[d] = len(words) + 1
-			case hits[d] <= len(words):
-				hits[d]++
+			if allow.Has(d) {
+				hit(d)
 			}
 		}
+	}
+	full := len(parts) + 2 // the score of a name that contains the whole query
+	hits := map[int]int{}  // tool -> score: the words its name contains, or full
+	if whole != "" {
+		find(whole, func(d int) { hits[d] = full })
+	}
+	for _, w := range parts {
+		find(w, func(d int) { hits[d] = min(hits[d]+1, full) })
 	}
 	cands := make([]int, 0, len(hits))
 	for d := range hits {

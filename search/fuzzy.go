@@ -64,10 +64,8 @@ func (ix *Index) addCorrections(s *scratch, word, stem string) {
 	}
 	best := most + 1
 	var found []int32
-	for id, term := range ix.termText {
-		if len(term) < fuzzyMinLen || term[0] != word[0] {
-			continue
-		}
+	for _, id := range ix.termsStartingWith(word[0]) {
+		term := ix.termText[id]
 		d := min(editDistance(word, term, most), editDistance(stem, term, most))
 		if d > most || d > best {
 			continue
@@ -75,7 +73,7 @@ func (ix *Index) addCorrections(s *scratch, word, stem string) {
 		if d < best {
 			best, found = d, found[:0]
 		}
-		found = append(found, int32(id))
+		found = append(found, id)
 	}
 	// The terms in the most tools are the likeliest meant; then the index's order.
 	slices.SortStableFunc(found, func(a, b int32) int { return cmp.Compare(ix.postingLen(b), ix.postingLen(a)) })
@@ -84,13 +82,39 @@ func (ix *Index) addCorrections(s *scratch, word, stem string) {
 	}
 }
 
+// termsStartingWith returns the terms of fuzzyMinLen bytes or more that start with c,
+// which the fuzzy fallback compares a word starting with c to. The first call sorts
+// every term by its first byte, once for the index.
+func (ix *Index) termsStartingWith(c byte) []int32 {
+	ix.firstOnce.Do(func() {
+		ix.byFirst = new([256][]int32)
+		for id, t := range ix.termText {
+			if len(t) >= fuzzyMinLen {
+				ix.byFirst[t[0]] = append(ix.byFirst[t[0]], int32(id))
+			}
+		}
+	})
+	return ix.byFirst[c]
+}
+
 // editDistance returns the optimal string alignment distance between a and b (the
 // insertions, deletions, substitutions and swaps of adjacent bytes that turn one into
 // the other, none applied twice to the same place), or most+1 when it is more than
-// most. It stops as soon as a row of the table passes most, and allocates nothing; a b
-// of 64 bytes or more counts as too far.
+// most. Within one edit it compares the strings once; beyond, it fills the table row by
+// row, stops as soon as a row passes most, and allocates nothing (a b of 64 bytes or
+// more then counts as too far).
 func editDistance(a, b string, most int) int {
-	if len(a)-len(b) > most || len(b)-len(a) > most || len(b) >= 64 {
+	switch {
+	case a == b:
+		return 0
+	case len(a)-len(b) > most || len(b)-len(a) > most:
+		return most + 1
+	case most == 1:
+		if oneEdit(a, b) {
+			return 1
+		}
+		return 2
+	case len(b) >= 64:
 		return most + 1
 	}
 	var rows [3][64]int // the rows for a[:i-2], a[:i-1] and a[:i]
@@ -119,4 +143,21 @@ func editDistance(a, b string, most int) int {
 		prev2, prev, cur = prev, cur, prev2
 	}
 	return min(prev[len(b)], most+1)
+}
+
+// oneEdit reports whether a and b, which differ and whose lengths differ by at most
+// one, are one insertion, deletion, substitution or swap of adjacent bytes apart.
+func oneEdit(a, b string) bool {
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	i := 0
+	for i < len(a) && a[i] == b[i] {
+		i++
+	}
+	if len(a) < len(b) {
+		return a[i:] == b[i+1:] // b has one byte more, at i
+	}
+	return a[i+1:] == b[i+1:] || // a substitution at i
+		i+1 < len(a) && a[i] == b[i+1] && a[i+1] == b[i] && a[i+2:] == b[i+2:] // a swap
 }

@@ -1,6 +1,9 @@
 package search
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // osaDistance is the optimal string alignment distance written plainly, with the whole
 // table and no bound: the definition editDistance must agree with.
@@ -46,6 +49,8 @@ func TestEditDistance(t *testing.T) {
 		{"abcdef", "ab", 2, 3},      // the lengths alone rule it out
 		{"x", "y", 0, 1},            // most 0: equal or not
 		{"repository", "repositor", 2, 1},
+		{strings.Repeat("a", 70), strings.Repeat("a", 70) + "b", 1, 1},  // one edit: no limit on length
+		{strings.Repeat("a", 70), strings.Repeat("a", 68) + "bb", 2, 3}, // two: the table's limit
 	} {
 		if got := editDistance(c.a, c.b, c.most); got != c.want {
 			t.Errorf("editDistance(%q, %q, %d) = %d, want %d", c.a, c.b, c.most, got, c.want)
@@ -65,8 +70,8 @@ func FuzzEditDistance(f *testing.F) {
 			return
 		}
 		want := min(osaDistance(a, b), m+1)
-		if len(b) >= 64 {
-			want = m + 1
+		if m >= 2 && a != b && len(b) >= 64 {
+			want = m + 1 // the table's limit
 		}
 		if got := editDistance(a, b, m); got != want {
 			t.Errorf("editDistance(%q, %q, %d) = %d, want %d", a, b, m, got, want)

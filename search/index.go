@@ -96,6 +96,11 @@ type Index struct {
 	names     string
 	nameAt    []int32
 
+	// firstOnce makes, on the first fuzzy fallback, byFirst: the ids of the terms of
+	// fuzzyMinLen bytes or more, by their first byte.
+	firstOnce sync.Once
+	byFirst   *[256][]int32
+
 	// foldOnce builds, on the first regex search, every tool's text lowercased for the
 	// regex path's pre-check: folded[foldedAt[i]:foldedAt[i+1]] is tool i's.
 	foldOnce sync.Once

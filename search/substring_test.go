@@ -13,18 +13,15 @@ import (
 // the definition substring's single scan over the joined names must agree with. names
 // are the tools' normalized qualified names.
 func (ix *Index) substringByName(names []string, query string, allow *catalog.Set, limit int) []Result {
-	words := substringWords(query)
-	if words == nil {
-		return nil
-	}
+	whole, parts := substringWords(query)
 	type cand struct{ doc, hits, length int }
 	var cands []cand
 	for d, name := range names {
 		hits := 0
-		if strings.Contains(name, words[0]) {
-			hits = len(words) + 1
+		if whole != "" && strings.Contains(name, whole) {
+			hits = len(parts) + 2
 		} else {
-			for _, w := range words[1:] {
+			for _, w := range parts {
 				if strings.Contains(name, w) {
 					hits++
 				}
@@ -67,7 +64,7 @@ func TestSubstringMatchesByName(t *testing.T) {
 		i := rng.IntN(len(name))
 		return name[i : i+min(len(name)-i, 2+rng.IntN(10))]
 	}
-	queries := []string{"", "!!!", "zzz", "get", "GET-File", "issue create", "a_b_c_d", "ünïcode"}
+	queries := []string{"", "!!!", "zzz", "get", "GET-File", "issue create", "a_b_c_d", "ünïcode", "최근 github 이슈", "ünï_get"}
 	for range 300 {
 		queries = append(queries, piece(), piece()+" "+piece(), "xq "+piece()+"-"+piece())
 	}
