@@ -34,6 +34,8 @@ func TestCommands(t *testing.T) {
 		{"search-bad-limit", "search --limit 0 weather", 2},
 		{"search-small-catalog", "search --catalog testdata/small.json weather forecast for Paris", 0},
 		{"search-no-match", "search --catalog testdata/small.json zzzqqq", 0},
+		{"search-substring", "search --catalog testdata/small.json ecas", 0},
+		{"search-typo", "search --catalog testdata/small.json wether forcast", 0},
 		{"search-missing-catalog", "search --catalog testdata/missing.json weather", 1},
 		{"search-not-json-catalog", "search --catalog testdata/notjson.json --catalog testdata/small.json alerts", 0},
 		{"describe", "describe github__create_issue", 0},

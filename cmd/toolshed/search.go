@@ -89,6 +89,13 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "no tool matched %q among %d tools\n", query, snap.Len())
 		return nil
 	}
+	// The fallbacks are guesses; say so, so a typo is not mistaken for a poor ranking.
+	switch results[0].Match {
+	case search.MatchSubstring:
+		fmt.Fprintf(stdout, "no word of %q matched; tools whose names contain it:\n", query)
+	case search.MatchFuzzy:
+		fmt.Fprintf(stdout, "no word of %q matched; read as misspellings of words the tools use:\n", query)
+	}
 	for i, r := range results {
 		fmt.Fprintf(stdout, "%2d. %s\n", i+1, r.Tool.Qualified)
 		if d := bridge.Snippet(r.Tool.Description, 110); d != "" {
