@@ -880,26 +880,35 @@ func substringWords(query string) (whole string, parts []string) {
 // normalized query, else one of the query's words of three or more characters. Tools
 // matching more words come first, then shorter names, then catalog order.
 //
-// Each word is found by scanning all the names joined in one string, which the standard
-// library searches with vector instructions, rather than name by name.
+// A word is looked for only in the names that have every pair of adjacent bytes it has,
+// as far as the gram bits tell (see gramBit): a few ANDs of sets of tools rule out
+// nearly all names before any is searched.
 func (ix *Index) substring(query string, allow *catalog.Set, limit int) []Result {
 	whole, parts := substringWords(query)
 	if whole == "" && len(parts) == 0 {
 		return nil
 	}
-	names, at := ix.qualifiedNames()
+	names, at, gramTools := ix.qualifiedNames()
+	n := len(at) - 1
+	k := (n + 63) / 64
+	maybe := make([]uint64, k)
 	// find calls hit for each tool in scope whose name contains w.
 	find := func(w string, hit func(d int)) {
-		for from := 0; ; {
-			i := strings.Index(names[from:], w)
-			if i < 0 {
-				return
+		for i := range maybe {
+			maybe[i] = ^uint64(0)
+		}
+		for i := 0; i+1 < len(w); i++ {
+			set := gramTools[gramBit(w[i], w[i+1])*k:][:k]
+			for j := range maybe {
+				maybe[j] &= set[j]
 			}
-			// The tool whose name the match is in, and on to the next name.
-			d := sort.Search(len(at)-1, func(d int) bool { return int(at[d+1]) > from+i })
-			from = int(at[d+1])
-			if allow.Has(d) {
-				hit(d)
+		}
+		for j, bits64 := range maybe {
+			for ; bits64 != 0; bits64 &= bits64 - 1 {
+				d := j*64 + bits.TrailingZeros64(bits64)
+				if d < n && allow.Has(d) && strings.Contains(names[at[d]:at[d+1]], w) {
+					hit(d)
+				}
 			}
 		}
 	}

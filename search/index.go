@@ -89,12 +89,14 @@ type Index struct {
 	exact exactNames // normalized bare and qualified names -> docs
 
 	// namesOnce makes, on the first substring fallback, every tool's normalized
-	// qualified name, joined: names[nameAt[i]:nameAt[i+1]-1] is tool i's, and a 0 byte
-	// ends each, so one scan of names finds a word in every name and no match spans two.
-	// The fallback is rare, so builds do not pay for it.
+	// qualified name, joined: names[nameAt[i]:nameAt[i+1]] is tool i's; and for each of
+	// the 128 bits of gramBit, the set of tools whose name has a pair of adjacent bytes
+	// with that bit: gramTools[b*k:(b+1)*k] for k = (tools+63)/64, a bit a tool. The
+	// fallback is rare, so builds do not pay for it.
 	namesOnce sync.Once
 	names     string
 	nameAt    []int32
+	gramTools []uint64
 
 	// firstOnce makes, on the first fuzzy fallback, byFirst: the ids of the terms of
 	// fuzzyMinLen bytes or more, by their first byte.
@@ -123,19 +125,35 @@ func (ix *Index) termID(t stem) (int32, bool) {
 }
 
 // qualifiedNames returns every tool's normalized qualified name, joined as the names
-// field says, and where each starts.
-func (ix *Index) qualifiedNames() (string, []int32) {
+// field says, where each starts, and the tools by gram bit (gramTools).
+func (ix *Index) qualifiedNames() (names string, at []int32, gramTools []uint64) {
 	ix.namesOnce.Do(func() {
+		n := ix.snap.Len()
+		k := (n + 63) / 64
 		var b strings.Builder
-		ix.nameAt = make([]int32, ix.snap.Len()+1)
+		ix.nameAt = make([]int32, n+1)
+		ix.gramTools = make([]uint64, gramBitCount*k)
 		for d, t := range ix.snap.Tools() {
-			b.WriteString(normalizeName(t.Qualified))
-			b.WriteByte(0)
+			name := normalizeName(t.Qualified)
+			b.WriteString(name)
 			ix.nameAt[d+1] = int32(b.Len())
+			for i := 0; i+1 < len(name); i++ {
+				ix.gramTools[gramBit(name[i], name[i+1])*k+d/64] |= 1 << (d % 64)
+			}
 		}
 		ix.names = b.String()
 	})
-	return ix.names, ix.nameAt
+	return ix.names, ix.nameAt, ix.gramTools
+}
+
+// gramBitCount is how many bits gramBit spreads the pairs of bytes over.
+const gramBitCount = 128
+
+// gramBit hashes a pair of adjacent bytes to one of gramBitCount bits. A name that
+// contains a word has every pair of the word, so it is in the set of each of the word's
+// bits: intersecting those sets rules out all but a few names before any is searched.
+func gramBit(a, b byte) int {
+	return int((uint32(a)<<8 | uint32(b)) * 0x9E3779B1 >> 25) // 0..127
 }
 
 // NewIndex builds an index over snap with DefaultParams.
