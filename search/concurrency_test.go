@@ -37,6 +37,10 @@ func TestConcurrentSearch(t *testing.T) {
 		}
 		reqs = append(reqs, request{query: search.Shorten(q.Query, search.MaxQueryLen), opts: opts})
 	}
+	// Queries for the fallbacks, whose tables the first of them builds.
+	for _, q := range []string{"githb isue", "screnshot", "eensho", "ead_fi", "xyzzy"} {
+		reqs = append(reqs, request{query: q, opts: search.Options{Limit: 5}}, request{query: q, opts: search.Options{Limit: 3, Allow: half}})
+	}
 	for _, p := range []string{"issue", "github.*pull", "^browser_", "file$", "screenshot|snapshot", "[a-z]+_[a-z]+_[a-z]+"} {
 		// A budget far beyond need: this test is about answers, not speed.
 		reqs = append(reqs, request{pattern: p, opts: search.Options{Limit: 8, Budget: time.Minute}}, request{pattern: p, opts: search.Options{Limit: 20, Allow: half, Budget: time.Minute}})
