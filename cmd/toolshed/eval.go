@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/toolshed/toolshed/catalog"
@@ -17,8 +18,9 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&catalogs, "catalog", "catalog `FILE` of the benchmark set (repeatable)")
 	queries := fs.String("queries", "", "queries `FILE` (JSON lines of {\"id\", \"query\", \"relevant\"})")
 	asJSON := fs.Bool("json", false, "print JSON")
+	misses := fs.Bool("misses", false, "also list the queries whose first 5 results lack a relevant tool, with where the relevant ones ranked")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: toolshed eval --catalog FILE --queries FILE [--json]")
+		fmt.Fprintln(stderr, "usage: toolshed eval --catalog FILE --queries FILE [--json] [--misses]")
 		fmt.Fprintln(stderr, "  for example: toolshed eval --catalog bench/bfcl/catalog.json --queries bench/bfcl/queries.jsonl")
 		fs.PrintDefaults()
 	}
@@ -49,6 +51,9 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		}
 		return tools, err
 	})
+	if !*misses {
+		r.Misses = nil
+	}
 	if *asJSON {
 		return writeJSON(stdout, r)
 	}
@@ -59,5 +64,35 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if r.Errors > 0 {
 		fmt.Fprintf(stdout, "  errors     %d queries failed and scored 0\n", r.Errors)
 	}
+	if *misses {
+		printMisses(stdout, r)
+	}
 	return nil
+}
+
+// printMisses lists the queries that missed a relevant tool in their first five results:
+// each relevant tool with its rank (- when not in the first 50), then what came first.
+func printMisses(w io.Writer, r eval.Report) {
+	fmt.Fprintf(w, "\n%d of %d queries miss a relevant tool in their first 5 results:\n", len(r.Misses), r.Queries)
+	for _, m := range r.Misses {
+		q := strings.Join(strings.Fields(m.Query), " ")
+		if short := search.Truncate(q, 100); short != q {
+			q = short + " …"
+		}
+		fmt.Fprintf(w, "\n  %s  %s\n", m.ID, q)
+		var want []string
+		for _, rel := range m.Relevant {
+			rank := "-"
+			if rel.Rank > 0 {
+				rank = fmt.Sprint(rel.Rank)
+			}
+			want = append(want, fmt.Sprintf("%s (%s)", rel.Name, rank))
+		}
+		fmt.Fprintf(w, "    wanted  %s\n", strings.Join(want, ", "))
+		if m.Error != "" {
+			fmt.Fprintf(w, "    failed  %s\n", m.Error)
+		} else {
+			fmt.Fprintf(w, "    got     %s\n", strings.Join(m.Top, ", "))
+		}
+	}
 }

@@ -48,6 +48,7 @@ func TestCommands(t *testing.T) {
 		{"tokens-bad-window", "tokens --context-window -1", 2},
 		{"eval", "eval --catalog testdata/small.json --queries testdata/small-queries.jsonl", 0},
 		{"eval-json", "eval --catalog testdata/small.json --queries testdata/small-queries.jsonl --json", 0},
+		{"eval-misses", "eval --catalog testdata/small.json --queries testdata/small-queries.jsonl --misses", 0},
 		{"eval-missing-queries", "eval --catalog testdata/small.json", 2},
 		{"proxy-bad-kind", "proxy --upstream-kind gemini", 2},
 		{"proxy-bad-listen", "proxy --listen 127.0.0.1:notaport", 2},

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"sort"
 	"time"
 
@@ -65,6 +66,28 @@ type Report struct {
 	Tools    int     `json:"tools"`
 	Queries  int     `json:"queries"`
 	Errors   int     `json:"errors"`
+	// Misses are the queries whose first five answers lack a relevant tool, in the
+	// order of the queries file: what to read to see why recall@5 is not 1.
+	Misses []Miss `json:"misses,omitempty"`
+}
+
+// Miss is a query whose first five distinct answers lack at least one relevant tool.
+type Miss struct {
+	ID    string `json:"id"`
+	Query string `json:"query"`
+	// Relevant gives each relevant name's rank among the distinct names returned (1 is
+	// first), 0 when it is not among the first Depth.
+	Relevant []Ranked `json:"relevant"`
+	// Top are the first five distinct names returned.
+	Top []string `json:"top"`
+	// Error is the search's error, if it failed.
+	Error string `json:"error,omitempty"`
+}
+
+// Ranked is a tool name and its rank, 0 for none.
+type Ranked struct {
+	Name string `json:"name"`
+	Rank int    `json:"rank"`
 }
 
 // SearchFunc runs one query and returns tools best first.
@@ -86,12 +109,16 @@ func Run(queries []Query, tools int, buildTime time.Duration, search SearchFunc)
 		lat = append(lat, float64(time.Since(start).Nanoseconds())/1000)
 		if err != nil {
 			r.Errors++
+			r.Misses = append(r.Misses, miss(q, nil, err))
 			continue
 		}
 		ranked := distinctNames(found, 10)
 		rel := map[string]bool{}
 		for _, name := range q.Relevant {
 			rel[name] = true
+		}
+		if recall(ranked, rel, 5) < 1 {
+			r.Misses = append(r.Misses, miss(q, distinctNames(found, Depth), nil))
 		}
 		r.Recall1 += recall(ranked, rel, 1)
 		r.Recall5 += recall(ranked, rel, 5)
@@ -117,6 +144,18 @@ func Run(queries []Query, tools int, buildTime time.Duration, search SearchFunc)
 	r.P50us = percentile(lat, 0.50)
 	r.P99us = percentile(lat, 0.99)
 	return r
+}
+
+// miss describes q, whose search returned the distinct names ranked or failed with err.
+func miss(q Query, ranked []string, err error) Miss {
+	m := Miss{ID: q.ID, Query: q.Query, Top: append([]string{}, ranked[:min(5, len(ranked))]...)}
+	if err != nil {
+		m.Error = err.Error()
+	}
+	for _, name := range q.Relevant {
+		m.Relevant = append(m.Relevant, Ranked{Name: name, Rank: slices.Index(ranked, name) + 1})
+	}
+	return m
 }
 
 // distinctNames returns the first k distinct bare names of tools.

@@ -223,8 +223,34 @@ func TestRunErrors(t *testing.T) {
 		t.Errorf("report %+v: a failed query must score zero and count as an error", r)
 	}
 	empty := Run(nil, 0, 0, func(string) ([]*catalog.Tool, error) { return nil, nil })
-	if empty != (Report{}) {
+	if !reflect.DeepEqual(empty, Report{}) {
 		t.Errorf("no queries: %+v", empty)
+	}
+	if want := []Miss{{Query: "fails", Relevant: []Ranked{{"a", 0}}, Top: []string{}, Error: "boom"}}; !reflect.DeepEqual(r.Misses, want) {
+		t.Errorf("misses %+v, want %+v", r.Misses, want)
+	}
+}
+
+// TestRunMisses checks that the queries missing a relevant tool in their first five
+// distinct names are listed, each relevant tool with its rank among the first Depth.
+func TestRunMisses(t *testing.T) {
+	queries := []Query{
+		{ID: "hit", Query: "hit", Relevant: []string{"a"}},
+		{ID: "late", Query: "late", Relevant: []string{"a", "g"}},
+		{ID: "none", Query: "none", Relevant: []string{"z"}},
+	}
+	answers := map[string][]*catalog.Tool{
+		"hit":  tools("a", "b"),
+		"late": tools("a", "b", "b", "c", "d", "e", "f", "g"), // b twice: g is seventh distinct
+		"none": tools("a", "b", "c", "d", "e", "f"),
+	}
+	r := Run(queries, 0, 0, func(q string) ([]*catalog.Tool, error) { return answers[q], nil })
+	want := []Miss{
+		{ID: "late", Query: "late", Relevant: []Ranked{{"a", 1}, {"g", 7}}, Top: []string{"a", "b", "c", "d", "e"}},
+		{ID: "none", Query: "none", Relevant: []Ranked{{"z", 0}}, Top: []string{"a", "b", "c", "d", "e"}},
+	}
+	if !reflect.DeepEqual(r.Misses, want) {
+		t.Errorf("misses\n%+v\nwant\n%+v", r.Misses, want)
 	}
 }
 
