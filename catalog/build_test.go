@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"reflect"
 	"regexp"
@@ -287,6 +288,16 @@ func TestBuildSchemaTypeEscaped(t *testing.T) {
 	}
 }
 
+// manyEnumValues are more enum values than a Param keeps, and manyEnum their JSON list.
+var manyEnumValues, manyEnum = func() ([]string, string) {
+	var vals, quoted []string
+	for i := range catalog.MaxEnumValues + 5 {
+		vals = append(vals, fmt.Sprintf("v%d", i))
+		quoted = append(quoted, fmt.Sprintf("%q", vals[i]))
+	}
+	return vals, strings.Join(quoted, ", ")
+}()
+
 func TestBuildOptionalFields(t *testing.T) {
 	snap := build(t, "s",
 		`{"name": "bare"}`,
@@ -296,6 +307,9 @@ func TestBuildOptionalFields(t *testing.T) {
 		`{"name": "nested", "inputSchema": {"type": "object", "required": ["filter", 5, "missing"], "properties": {
 			"filter": {"type": "object", "properties": {"state": {"description": "open or closed"}, "labels": {"type": "array", "items": {"type": "object", "properties": {"name": {}}}}}},
 			"deep": {"properties": {"a": {"properties": {"b": {"properties": {"c": {}}}}}}}}}}`,
+		`{"name": "enums", "inputSchema": {"type": "object", "properties": {
+			"unit": {"type": "string", "enum": ["celsius", "fahrenheit", 3, null, "", "\u00e9t\u00e9"]},
+			"many": {"enum": [`+manyEnum+`]}}}}`,
 	)
 	tests := []struct {
 		name     string
@@ -316,6 +330,10 @@ func TestBuildOptionalFields(t *testing.T) {
 			{Name: "deep.a", Depth: 1},
 			{Name: "deep.a.b", Depth: 2},
 		}, []string{"filter", "missing"}},
+		{"enums", "", []catalog.Param{
+			{Name: "unit", Enum: []string{"celsius", "fahrenheit", "été"}},
+			{Name: "many", Enum: manyEnumValues[:catalog.MaxEnumValues]},
+		}, nil},
 	}
 	for i, tc := range tests {
 		tl := snap.Tool(i)

@@ -173,6 +173,12 @@ func paramsOf(schema []byte, prefix string, depth int, required []string, out []
 					title = jsonscan.Unquote(v)
 				case "items":
 					items = v
+				case "enum":
+					jsonscan.Elements(v, func(e []byte) {
+						if s := jsonscan.Unquote(e); s != "" && len(p.Enum) < MaxEnumValues {
+							p.Enum = append(p.Enum, s)
+						}
+					})
 				}
 				return true
 			})

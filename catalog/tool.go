@@ -63,9 +63,17 @@ type Tool struct {
 type Param struct {
 	Name        string
 	Description string
-	Required    bool
-	Depth       int
+	// Enum holds the string values of the property's "enum", in order, at most
+	// MaxEnumValues of them: the words a tool accepts ("celsius", "fahrenheit") say what
+	// it does as much as its description.
+	Enum     []string
+	Required bool
+	Depth    int
 }
+
+// MaxEnumValues is the most enum values a Param keeps; longer lists (every country, every
+// time zone) would drown the rest of a tool's text.
+const MaxEnumValues = 32
 
 // Definition returns the tool as a client sends it to a model: the Anthropic Messages API
 // shape {"name", "description", "input_schema"} under the qualified name, as compact JSON

@@ -195,6 +195,9 @@ func referenceTerms(tools []*catalog.Tool) []fieldTerms {
 		for _, p := range t.Params {
 			add(fieldParamName, p.Name)
 			add(fieldParamDesc, p.Description)
+			for _, v := range p.Enum {
+				add(fieldParamDesc, v)
+			}
 		}
 		add(fieldServer, t.Server)
 		out[d] = ft
@@ -314,7 +317,11 @@ func trickyCatalog(t testing.TB, n int) *catalog.Snapshot {
 		}
 		props := map[string]any{}
 		for j := range i % 4 {
-			props[fmt.Sprintf("%s_%d", trickyTexts[(i+j*5)%k], j)] = map[string]any{"type": "string", "description": trickyTexts[(i*3+j)%k]}
+			prop := map[string]any{"type": "string", "description": trickyTexts[(i*3+j)%k]}
+			if j == 1 {
+				prop["enum"] = []string{trickyTexts[(i*17)%k], trickyTexts[(i*19+2)%k]}
+			}
+			props[fmt.Sprintf("%s_%d", trickyTexts[(i+j*5)%k], j)] = prop
 		}
 		tool := map[string]any{
 			"name":        fmt.Sprintf("%s_%d", trickyTexts[i%k], i),

@@ -210,6 +210,9 @@ func textSize(t *catalog.Tool) int {
 	size := len(t.Name) + len(t.Title) + len(t.Description) + len(t.Server)
 	for i := range t.Params {
 		size += len(t.Params[i].Name) + len(t.Params[i].Description)
+		for _, v := range t.Params[i].Enum {
+			size += len(v)
+		}
 	}
 	return size
 }
@@ -251,6 +254,9 @@ func (w *worker) tokenize(tools []*catalog.Tool, nameHashes []uint64) {
 		for _, p := range t.Params {
 			w.text(fieldParamName, p.Name)
 			w.text(fieldParamDesc, p.Description)
+			for _, v := range p.Enum {
+				w.text(fieldParamDesc, v)
+			}
 		}
 		w.text(fieldServer, t.Server)
 		w.lens[i] = w.docLen

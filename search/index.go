@@ -1,6 +1,7 @@
 // Package search finds tools in a catalog: BM25F ranking over a tool's name, title,
-// description, parameter names and descriptions and server name, with exact-name matching
-// and a substring fallback, and regular-expression search over the same fields.
+// description, parameter names, descriptions and enum values, and server name, with
+// exact-name matching, substring and misspelling fallbacks, and regular-expression search
+// over the same fields.
 //
 // An Index is built once per catalog snapshot (see Cache) and is then read-only, so any
 // number of goroutines may search it at once. It is written by hand for speed: a search
@@ -22,7 +23,7 @@ const (
 	fieldTitle            // its human title
 	fieldDesc             // its description
 	fieldParamName        // input schema property names
-	fieldParamDesc        // input schema property descriptions
+	fieldParamDesc        // input schema property descriptions and enum values
 	fieldServer           // the server's name
 	numFields
 )

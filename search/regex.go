@@ -25,6 +25,9 @@ func foldTools(tools []*catalog.Tool) (string, []int32) {
 		size += len(t.Qualified) + len(t.Name) + len(t.Title) + len(t.Description) + len(t.Server) + 5
 		for _, p := range t.Params {
 			size += len(p.Name) + len(p.Description) + 2
+			for _, v := range p.Enum {
+				size += len(v) + 1
+			}
 		}
 	}
 	buf := make([]byte, 0, size)
@@ -39,6 +42,9 @@ func foldTools(tools []*catalog.Tool) (string, []int32) {
 		for _, p := range t.Params {
 			buf = foldASCII(buf, p.Name)
 			buf = foldASCII(buf, p.Description)
+			for _, v := range p.Enum {
+				buf = foldASCII(buf, v)
+			}
 		}
 	}
 	offsets[len(tools)] = int32(len(buf))
@@ -74,9 +80,9 @@ func foldASCII(buf []byte, s string) []byte {
 // The fields a regex is tried on, best first; a tool ranks by the first that matches.
 var regexFields = []string{"name", "title", "description", "parameter", "server"}
 
-// Regex finds tools whose name, title, description, parameter names or descriptions, or
-// server name match pattern, case-insensitively, the way Python's re.search matches
-// anywhere in a string. Tools matching in their name come first, then title,
+// Regex finds tools whose name, title, description, parameter names, descriptions or
+// enum values, or server name match pattern, case-insensitively, the way Python's
+// re.search matches anywhere in a string. Tools matching in their name come first, then title,
 // description, parameters and server; ties keep catalog order.
 //
 // Patterns are limited to MaxPatternLen characters and to what RE2 supports, which runs in
@@ -141,6 +147,11 @@ func matchField(re *regexp.Regexp, t *catalog.Tool, f int) bool {
 		for _, p := range t.Params {
 			if re.MatchString(p.Name) || p.Description != "" && re.MatchString(p.Description) {
 				return true
+			}
+			for _, v := range p.Enum {
+				if re.MatchString(v) {
+					return true
+				}
 			}
 		}
 		return false

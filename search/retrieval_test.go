@@ -17,7 +17,7 @@ func TestRetrievalRegression(t *testing.T) {
 		minRecall5 float64
 	}{
 		{"livemcpbench", 0.39},
-		{"bfcl", 0.85},
+		{"bfcl", 0.86},
 	}
 	for _, tc := range tests {
 		t.Run(tc.set, func(t *testing.T) {

@@ -289,6 +289,24 @@ func TestShortenAndTruncate(t *testing.T) {
 	}
 }
 
+// TestSearchEnumValues checks that the values a parameter accepts are searched with the
+// tool, by words and by regex, as its parameter text.
+func TestSearchEnumValues(t *testing.T) {
+	ix := search.NewIndex(catalogtest.Snapshot(t, `{"servers": [{"name": "conv", "tools": [
+		{"name": "convert", "description": "Convert a temperature.",
+		 "inputSchema": {"type": "object", "properties": {"to": {"type": "string", "enum": ["kelvin", "rankine"]}}}},
+		{"name": "round", "description": "Round a number to some digits.",
+		 "inputSchema": {"type": "object", "properties": {"digits": {"type": "integer"}}}}]}]}`))
+	results, err := ix.Search("rankine", search.Options{})
+	if err != nil || len(results) != 1 || results[0].Tool.Name != "convert" || results[0].Match != search.MatchBM25 {
+		t.Errorf("Search(rankine) = %v, %v; want convert by bm25", names(results), err)
+	}
+	results, err = ix.Regex("kel.in", search.Options{})
+	if err != nil || len(results) != 1 || results[0].Tool.Name != "convert" || results[0].Field != "parameter" {
+		t.Errorf("Regex(kel.in) = %+v, %v; want convert in its parameters", results, err)
+	}
+}
+
 // TestSearchFuzzyFallback checks the last fallback: query words that no tool uses and
 // no name contains are read as misspellings of the catalog's terms, within its scope,
 // and only when nothing else matched.
