@@ -309,7 +309,8 @@ func TestBuildOptionalFields(t *testing.T) {
 			"deep": {"properties": {"a": {"properties": {"b": {"properties": {"c": {}}}}}}}}}}`,
 		`{"name": "enums", "inputSchema": {"type": "object", "properties": {
 			"unit": {"type": "string", "enum": ["celsius", "fahrenheit", 3, null, "", "\u00e9t\u00e9"]},
-			"many": {"enum": [`+manyEnum+`]}}}}`,
+			"many": {"enum": [`+manyEnum+`]},
+			"kinds": {"type": "array", "items": {"type": "string", "enum": ["issue", "pr"]}}}}}`,
 	)
 	tests := []struct {
 		name     string
@@ -333,6 +334,7 @@ func TestBuildOptionalFields(t *testing.T) {
 		{"enums", "", []catalog.Param{
 			{Name: "unit", Enum: []string{"celsius", "fahrenheit", "été"}},
 			{Name: "many", Enum: manyEnumValues[:catalog.MaxEnumValues]},
+			{Name: "kinds", Enum: []string{"issue", "pr"}},
 		}, nil},
 	}
 	for i, tc := range tests {

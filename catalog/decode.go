@@ -174,11 +174,15 @@ func paramsOf(schema []byte, prefix string, depth int, required []string, out []
 				case "items":
 					items = v
 				case "enum":
-					jsonscan.Elements(v, func(e []byte) {
-						if s := jsonscan.Unquote(e); s != "" && len(p.Enum) < MaxEnumValues {
-							p.Enum = append(p.Enum, s)
-						}
-					})
+					p.Enum = appendEnum(p.Enum, v)
+				}
+				return true
+			})
+			// An array of enum values accepts the same words: {"type": "array",
+			// "items": {"enum": [...]}}.
+			jsonscan.Members(items, func(k string, v []byte) bool {
+				if k == "enum" {
+					p.Enum = appendEnum(p.Enum, v)
 				}
 				return true
 			})
@@ -197,6 +201,17 @@ func paramsOf(schema []byte, prefix string, depth int, required []string, out []
 		return true
 	})
 	return out
+}
+
+// appendEnum appends to dst the string values of the JSON array v, up to MaxEnumValues
+// in all; other values (numbers, null) and empty strings say nothing and are skipped.
+func appendEnum(dst []string, v []byte) []string {
+	jsonscan.Elements(v, func(e []byte) {
+		if s := jsonscan.Unquote(e); s != "" && len(dst) < MaxEnumValues {
+			dst = append(dst, s)
+		}
+	})
+	return dst
 }
 
 // absent reports a member that is missing or null.
