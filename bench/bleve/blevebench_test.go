@@ -127,7 +127,7 @@ func bleveMapping() mapping.IndexMapping {
 }
 
 // bleveText is everything toolshed searches in a tool, as one text: name, title,
-// description, parameter names and descriptions, and server name.
+// description, parameter names, descriptions and enum values, and server name.
 func bleveText(t *catalog.Tool) string {
 	var sb strings.Builder
 	sb.WriteString(t.Name)
@@ -140,6 +140,10 @@ func bleveText(t *catalog.Tool) string {
 		sb.WriteString(p.Name)
 		sb.WriteByte(' ')
 		sb.WriteString(p.Description)
+		for _, v := range p.Enum {
+			sb.WriteByte(' ')
+			sb.WriteString(v)
+		}
 	}
 	sb.WriteByte('\n')
 	sb.WriteString(t.Server)
