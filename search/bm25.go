@@ -728,13 +728,16 @@ func (ix *Index) queryTerms(query string, sh queryShape, s *scratch) {
 type queryWords struct {
 	ix      *Index
 	s       *scratch
-	unknown []string // terms no tool uses, for the thesaurus
-	fuzzy   bool     // collect misses, for the fuzzy fallback
-	misses  []string // with fuzzy: each query word no tool uses, lowercased, then its stem
-	ops     []string // file operations the query's verbs name (see pathVerbs)
-	mayPath bool     // the query may name a file path
+	unknown []string    // terms no tool uses, for the thesaurus
+	fuzzy   bool        // collect misses, for the fuzzy fallback
+	misses  []queryMiss // with fuzzy: the query words no tool uses
+	ops     []string    // file operations the query's verbs name (see pathVerbs)
+	mayPath bool        // the query may name a file path
 	buf     []byte
 }
+
+// queryMiss is a query word no tool uses, lowercased, and its stem.
+type queryMiss struct{ word, stem string }
 
 // queryWord takes one word of the query: its hashToken and its text, in any case. A
 // word the catalog uses is looked up as the build analyzed it, with no stemming.
@@ -752,7 +755,7 @@ func queryWord[T string | []byte](q *queryWords, h uint64, tok T) {
 					q.unknown = append(q.unknown, st.text)
 				}
 				if q.fuzzy {
-					q.misses = append(q.misses, string(q.buf), st.text)
+					q.misses = append(q.misses, queryMiss{string(q.buf), st.text})
 				}
 			}
 			term = st.text

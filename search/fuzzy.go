@@ -39,9 +39,8 @@ func (ix *Index) fuzzy(query string, sh queryShape, allow *catalog.Set, k int) [
 	// The terms the query has score nothing, or Search would not be here; only the
 	// corrections count.
 	s.terms = s.terms[:0]
-	misses := s.words.misses
-	for i := 0; i+1 < len(misses); i += 2 {
-		ix.addCorrections(s, misses[i], misses[i+1])
+	for _, m := range s.words.misses {
+		ix.addCorrections(s, m.word, m.stem)
 	}
 	if len(s.terms) == 0 {
 		return nil
@@ -63,12 +62,12 @@ func (ix *Index) addCorrections(s *scratch, word, stem string) {
 	if len(word) >= fuzzyLongLen {
 		most = 2
 	}
-	best := most + 1
+	best := most // the smallest distance found so far, or the most allowed
 	var found []int32
 	for _, id := range ix.termsStartingWith(word[0]) {
 		term := ix.termText[id]
 		d := min(editDistance(word, term, most), editDistance(stem, term, most))
-		if d > most || d > best {
+		if d > best {
 			continue
 		}
 		if d < best {
