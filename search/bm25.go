@@ -891,8 +891,8 @@ func (ix *Index) substring(query string, allow *catalog.Set, limit int) []Result
 	if whole == "" && len(parts) == 0 {
 		return nil
 	}
-	names, at, gramTools := ix.qualifiedNames()
-	n := len(at) - 1
+	names, gramTools := ix.qualifiedNames()
+	n := len(names)
 	k := (n + 63) / 64
 	maybe := make([]uint64, k)
 	// find calls hit for each tool in scope whose name contains w.
@@ -909,7 +909,7 @@ func (ix *Index) substring(query string, allow *catalog.Set, limit int) []Result
 		for j, bits64 := range maybe {
 			for ; bits64 != 0; bits64 &= bits64 - 1 {
 				d := j*64 + bits.TrailingZeros64(bits64)
-				if d < n && allow.Has(d) && strings.Contains(names[at[d]:at[d+1]], w) {
+				if d < n && allow.Has(d) && strings.Contains(names[d], w) {
 					hit(d)
 				}
 			}
@@ -931,7 +931,7 @@ func (ix *Index) substring(query string, allow *catalog.Set, limit int) []Result
 		if hits[a] != hits[b] {
 			return cmp.Compare(hits[b], hits[a])
 		}
-		if la, lb := at[a+1]-at[a], at[b+1]-at[b]; la != lb {
+		if la, lb := len(names[a]), len(names[b]); la != lb {
 			return cmp.Compare(la, lb)
 		}
 		return cmp.Compare(a, b)

@@ -89,14 +89,12 @@ type Index struct {
 
 	exact exactNames // normalized bare and qualified names -> docs
 
-	// namesOnce makes, on the first substring fallback, every tool's normalized
-	// qualified name, joined: names[nameAt[i]:nameAt[i+1]] is tool i's; and for each of
-	// the 128 bits of gramBit, the set of tools whose name has a pair of adjacent bytes
-	// with that bit: gramTools[b*k:(b+1)*k] for k = (tools+63)/64, a bit a tool. The
-	// fallback is rare, so builds do not pay for it.
+	// namesOnce makes, on the first substring fallback, names: every tool's normalized
+	// qualified name; and for each of the 128 bits of gramBit, the set of tools whose
+	// name has a pair of adjacent bytes with that bit: gramTools[b*k:(b+1)*k] for
+	// k = (tools+63)/64, a bit a tool. The fallback is rare, so builds do not pay for it.
 	namesOnce sync.Once
-	names     string
-	nameAt    []int32
+	names     []string
 	gramTools []uint64
 
 	// firstOnce makes, on the first fuzzy fallback, byFirst: the ids of the terms of
@@ -125,26 +123,23 @@ func (ix *Index) termID(t stem) (int32, bool) {
 	return id, true
 }
 
-// qualifiedNames returns every tool's normalized qualified name, joined as the names
-// field says, where each starts, and the tools by gram bit (gramTools).
-func (ix *Index) qualifiedNames() (names string, at []int32, gramTools []uint64) {
+// qualifiedNames returns every tool's normalized qualified name and the tools by gram
+// bit (see the gramTools field).
+func (ix *Index) qualifiedNames() (names []string, gramTools []uint64) {
 	ix.namesOnce.Do(func() {
 		n := ix.snap.Len()
 		k := (n + 63) / 64
-		var b strings.Builder
-		ix.nameAt = make([]int32, n+1)
+		ix.names = make([]string, n)
 		ix.gramTools = make([]uint64, gramBitCount*k)
 		for d, t := range ix.snap.Tools() {
 			name := normalizeName(t.Qualified)
-			b.WriteString(name)
-			ix.nameAt[d+1] = int32(b.Len())
+			ix.names[d] = name
 			for i := 0; i+1 < len(name); i++ {
 				ix.gramTools[gramBit(name[i], name[i+1])*k+d/64] |= 1 << (d % 64)
 			}
 		}
-		ix.names = b.String()
 	})
-	return ix.names, ix.nameAt, ix.gramTools
+	return ix.names, ix.gramTools
 }
 
 // gramBitCount is how many bits gramBit spreads the pairs of bytes over.

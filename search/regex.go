@@ -82,8 +82,8 @@ var regexFields = []string{"name", "title", "description", "parameter", "server"
 
 // Regex finds tools whose name, title, description, parameter names, descriptions or
 // enum values, or server name match pattern, case-insensitively, the way Python's
-// re.search matches anywhere in a string. Tools matching in their name come first, then title,
-// description, parameters and server; ties keep catalog order.
+// re.search matches anywhere in a string. Tools matching in their name come first, then
+// title, description, parameters and server; ties keep catalog order.
 //
 // Patterns are limited to MaxPatternLen characters and to what RE2 supports, which runs in
 // time linear in the text: lookarounds, backreferences, atomic groups, possessive

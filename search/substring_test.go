@@ -9,9 +9,9 @@ import (
 	"github.com/toolshed/toolshed/catalog"
 )
 
-// substringByName is the substring fallback written the plain way, one name at a time:
-// the definition substring's single scan over the joined names must agree with. names
-// are the tools' normalized qualified names.
+// substringByName is the substring fallback written the plain way, every name searched:
+// the definition that substring, which searches only the names its pair sets leave,
+// must agree with. names are the tools' normalized qualified names.
 func (ix *Index) substringByName(names []string, query string, allow *catalog.Set, limit int) []Result {
 	whole, parts := substringWords(query)
 	type cand struct{ doc, hits, length int }
