@@ -564,8 +564,9 @@ func porter2(w string) string {
 	return env.Current()
 }
 
-// TestPorter2Keeps holds porter2Keeps to the stemmer: every word it says the stemmer
-// keeps, the stemmer keeps. The words are those of every real catalog and query, the
+// TestPorter2Keeps holds porter2Keeps and porter2Plural to the stemmer: every word the
+// first says the stemmer keeps, the stemmer keeps, and every plural the second strips of
+// its s, the stemmer strips the same way. The words are those of every real catalog and query, the
 // stemmer's own exceptions, and words ending in each of its suffixes.
 func TestPorter2Keeps(t *testing.T) {
 	real, err := scale.Real("../bench")
@@ -590,29 +591,30 @@ func TestPorter2Keeps(t *testing.T) {
 		}
 	}
 	seen := map[string]bool{}
-	kept := 0
+	kept, plurals := 0, 0
 	for _, text := range texts {
 		for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return r < 'a' || r > 'z' }) {
 			if len(w) < 2 || seen[w] {
 				continue
 			}
 			seen[w] = true
-			if porter2Keeps(w) {
-				kept++
-				if got := porter2(w); got != w {
-					t.Errorf("porter2Keeps(%q), but the stemmer makes it %q", w, got)
-				}
-			}
+			k, p := checkPorter2Shortcuts(t, w)
+			kept += k
+			plurals += p
 		}
 	}
 	if kept < len(seen)/5 {
 		t.Errorf("porter2Keeps holds for %d of %d words, expected about a third", kept, len(seen))
 	}
+	if plurals < len(seen)/20 {
+		t.Errorf("porter2Plural holds for %d of %d words, expected about a tenth", plurals, len(seen))
+	}
 }
 
-// FuzzPorter2Keeps checks porter2Keeps against the stemmer on arbitrary lowercase words.
+// FuzzPorter2Keeps checks porter2Keeps and porter2Plural against the stemmer on arbitrary
+// lowercase words.
 func FuzzPorter2Keeps(f *testing.F) {
-	for _, w := range []string{"github", "list", "token", "skis", "sky", "fall", "magic", "agreed"} {
+	for _, w := range []string{"github", "list", "token", "skis", "sky", "fall", "magic", "agreed", "tokens", "news", "gas", "menus"} {
 		f.Add(w)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -622,10 +624,29 @@ func FuzzPorter2Keeps(f *testing.F) {
 			}
 			return -1
 		}, strings.ToLower(s))
-		if len(w) >= 2 && porter2Keeps(w) {
-			if got := porter2(w); got != w {
-				t.Errorf("porter2Keeps(%q), but the stemmer makes it %q", w, got)
-			}
+		if len(w) >= 2 {
+			checkPorter2Shortcuts(t, w)
 		}
 	})
+}
+
+// checkPorter2Shortcuts checks what porter2Keeps and porter2Plural say of w, a lowercase
+// word of two letters or more, against the stemmer, and counts which of them held.
+func checkPorter2Shortcuts(t *testing.T, w string) (kept, plural int) {
+	t.Helper()
+	if porter2Keeps(w) {
+		kept = 1
+		if got := porter2(w); got != w {
+			t.Errorf("porter2Keeps(%q), but the stemmer makes it %q", w, got)
+		}
+	}
+	if len(w) >= 4 {
+		if x, ok := porter2Plural(w); ok {
+			plural = 1
+			if got := porter2(w); got != x {
+				t.Errorf("porter2Plural(%q) = %q, but the stemmer makes it %q", w, x, got)
+			}
+		}
+	}
+	return kept, plural
 }
