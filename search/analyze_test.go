@@ -210,7 +210,7 @@ func referenceTerms(tools []*catalog.Tool) []fieldTerms {
 func workerTerms(tools []*catalog.Tool) []fieldTerms {
 	w := &worker{from: 0, to: len(tools)}
 	w.tokenize(tools, make([]uint64, 2*len(tools)))
-	stemNew([]*worker{w})
+	stemNew([]*worker{w})()
 	out := make([]fieldTerms, len(tools))
 	for d := range tools {
 		ft := make(fieldTerms, numFields)

@@ -66,7 +66,8 @@ func NewIndexParams(snap *catalog.Snapshot, p Params) *Index {
 	workers := splitWork(tools)
 	nameHashes := make([]uint64, 2*n)
 	parallel(workers, func(_ int, w *worker) { w.tokenize(tools, nameHashes) })
-	stemNew(workers)
+	published := stemNew(workers)
+	defer published()
 
 	// Step 2: global term ids, in order of first appearance.
 	ix.terms = newTermTable(len(workers[0].stems) + len(workers[0].stems)/2)

@@ -3,7 +3,6 @@ package search
 import (
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 )
@@ -73,13 +72,16 @@ type stemmedWord struct {
 // worker, whose hash falls in its share, once, and writes the stem into every worker
 // that met it. The writes go to distinct entries of the workers' stems, so no lock is
 // needed.
-func stemNew(workers []*worker) {
+//
+// Publishing copies the whole table on one goroutine while the build goes on; the
+// returned function waits for it.
+func stemNew(workers []*worker) (wait func()) {
 	total := 0
 	for _, w := range workers {
 		total += len(w.fresh)
 	}
 	if total == 0 {
-		return
+		return func() {}
 	}
 	k := min(runtime.GOMAXPROCS(0), max(1, total/500), 16)
 	stemmed := make([][]stemmedWord, k)
@@ -88,26 +90,56 @@ func stemNew(workers []*worker) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			seen := newTermTable(total/k + 16) // hash -> index in mine
-			var mine []stemmedWord
-			for _, v := range workers {
-				for _, nw := range v.fresh {
-					if (nw.h>>40)%uint64(k) != uint64(i) {
-						continue
-					}
-					s, ok := seen.find(nw.h)
-					if !ok {
-						s.id = int32(len(mine))
-						mine = append(mine, stemmedWord{nw.h, stemOfText(normalize(lowerCopy(nw.text)))})
-					}
-					v.stems[nw.id] = mine[s.id].stem
-				}
-			}
-			stemmed[i] = mine
+			stemmed[i] = stemShare(workers, i, k, total/k*9/8+16)
 		}()
 	}
 	wg.Wait()
-	publish(stemmed)
+	published := make(chan struct{})
+	go func() {
+		publish(stemmed)
+		close(published)
+	}()
+	return func() { <-published }
+}
+
+// stemShare is stemmer i of k: it stems the new words whose hash is in its share and
+// writes each stem into every worker that met the word. Its share is about size words.
+func stemShare(workers []*worker, i, k, size int) []stemmedWord {
+	type ref struct{ worker, id, word int32 } // workers[worker].stems[id] is mine[word]
+	seen := newTermTable(size)                // hash -> index in mine
+	var (
+		mine  = make([]stemmedWord, 0, size)
+		refs  = make([]ref, 0, size)
+		lower []byte                   // the words of mine, lowercased, one after another
+		ends  = make([]int32, 0, size) // where each word of mine ends in lower
+	)
+	for wi, v := range workers {
+		for _, nw := range v.fresh {
+			if (nw.h>>40)%uint64(k) != uint64(i) {
+				continue
+			}
+			s, ok := seen.find(nw.h)
+			if !ok {
+				s.id = int32(len(mine))
+				mine = append(mine, stemmedWord{h: nw.h})
+				lower = appendLower(lower, nw.text)
+				ends = append(ends, int32(len(lower)))
+			}
+			refs = append(refs, ref{int32(wi), nw.id, s.id})
+		}
+	}
+	// One string holds the lowercase copies of all the words, so that the process-wide
+	// table keeps no tool's text alive, for one allocation instead of one a word.
+	text := string(lower)
+	from := int32(0)
+	for j, end := range ends {
+		mine[j].stem = stemOfText(normalize(text[from:end]))
+		from = end
+	}
+	for _, r := range refs {
+		workers[r.worker].stems[r.id] = mine[r.word].stem
+	}
+	return mine
 }
 
 // publish adds newly stemmed words to a copy of the published table and publishes it.
@@ -136,15 +168,4 @@ func publish(stemmed [][]stemmedWord) {
 		}
 	}
 	published.Store(t)
-}
-
-// lowerCopy returns s with its ASCII letters lowercased, always as a new string: a word
-// of a tool's text must not keep the whole text alive in the process-wide stem table.
-func lowerCopy(s string) string {
-	var b strings.Builder
-	b.Grow(len(s))
-	for i := 0; i < len(s); i++ {
-		b.WriteByte(lowerByte[s[i]])
-	}
-	return b.String()
 }
