@@ -3,6 +3,7 @@ package search
 import (
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"sync"
 	"unicode/utf8"
@@ -394,14 +395,25 @@ func newSurface[T string | []byte](w *worker, h uint64, tok T) int32 {
 		if !stop {
 			// A string tok is part of the tool's text, so keeping it costs no copy;
 			// stemNew lowercases the words it stems, each once.
-			w.fresh = append(w.fresh, newWord{id: int32(len(w.stems)), h: h, text: string(tok)})
+			w.fresh = appendDoubling(w.fresh, newWord{id: int32(len(w.stems)), h: h, text: string(tok)})
 		}
 	}
 	if stop {
 		return -1
 	}
-	w.stems = append(w.stems, term)
+	w.stems = appendDoubling(w.stems, term)
 	return int32(len(w.stems) - 1)
+}
+
+// appendDoubling is append for the lists a build grows one surface form at a time: it
+// doubles their capacity when they are full. append grows a long slice by a quarter at
+// a time, so for those lists a build allocated five times their final size, which the
+// garbage collector then had to keep up with.
+func appendDoubling[T any](s []T, v T) []T {
+	if len(s) == cap(s) {
+		s = slices.Grow(s, max(len(s), 256))
+	}
+	return append(s, v)
 }
 
 // mergeSurfaces turns the workers' surface tables into one table from the hash of every
