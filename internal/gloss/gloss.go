@@ -1,0 +1,144 @@
+// Package gloss gives the English glosses of Chinese words, so that a tool described in
+// Chinese can be found by a request written in English, and the other way round.
+//
+// Many MCP servers describe their tools in Chinese only ("获取天气预报"), and a search
+// index that splits that text into characters can match it only to Chinese queries. The
+// table here, drawn from the CC-CEDICT dictionary, maps about 32,000 Chinese words (the
+// most frequent 20,000 of jieba's dictionary and single characters, in simplified and
+// traditional forms, less function words) to the English words of their first sense:
+// 获取 to "gain get acquire", 天气 to "weather", 预报 to "forecast". Append segments a
+// text into the longest words the table knows and appends their glosses, which the
+// index then treats as more words of the text.
+//
+// The table is embedded (glosses.txt, CC BY-SA 4.0, see SOURCE.md) with a hash index
+// made when it was generated (glosses.idx), so it costs no work to load: a word is a
+// hash and a probe or two.
+package gloss
+
+import (
+	_ "embed"
+	"strings"
+)
+
+// table is lines of a headword, a tab and its gloss, sorted by headword; idx is its
+// index, as gen.go describes: the number of hash slots, the slots, and the longest
+// headword starting with each character.
+var (
+	//go:embed glosses.txt
+	table string
+	//go:embed glosses.idx
+	idx string
+)
+
+// The headwords are CJK Unified Ideographs, U+4E00 to U+9FFF; first and last bound them.
+const (
+	first = 0x4e00
+	last  = 0x9fff
+	// maxWord is the longest headword in bytes: four characters of three bytes.
+	maxWord = 12
+	// leadMin and leadMax bound the first bytes of their UTF-8 encodings.
+	leadMin, leadMax = 0xe4, 0xe9
+)
+
+// slots is the number of hash slots; the table of longest headwords follows them.
+var slots = uint32(u32(0))
+
+// u32 reads the little-endian uint32 at offset i of idx.
+func u32(i uint32) uint32 {
+	return uint32(idx[i]) | uint32(idx[i+1])<<8 | uint32(idx[i+2])<<16 | uint32(idx[i+3])<<24
+}
+
+// longest returns the most characters of a headword that starts with c.
+func longest(c rune) int { return int(idx[4+4*slots+uint32(c-first)]) }
+
+// hashStep adds character c to hash h, which starts at hashStart. It is FNV-1a over
+// characters rather than bytes, so that the hashes of a word's prefixes come one
+// character at a time; gen.go hashes headwords the same way.
+func hashStep(h uint32, c rune) uint32 { return (h ^ uint32(c)) * 16777619 }
+
+const hashStart = 2166136261
+
+// lookup returns the gloss of a headword, given its hash.
+func lookup(word string, h uint32) (string, bool) {
+	mask := slots - 1
+	for j := h & mask; ; j = (j + 1) & mask {
+		at := u32(4 + 4*j)
+		if at == 0 {
+			return "", false
+		}
+		// The line at at-1 is the word's if it starts with the word and a tab.
+		l := table[at-1:]
+		if len(l) > len(word) && l[len(word)] == '\t' && l[:len(word)] == word {
+			l = l[len(word)+1:]
+			return l[:strings.IndexByte(l, '\n')], true
+		}
+	}
+}
+
+// charAt decodes the character at text[i] if it is in the table's range, which UTF-8
+// encodes in three bytes, or returns -1.
+func charAt(text string, i int) rune {
+	if i+2 >= len(text) {
+		return -1
+	}
+	b0, b1, b2 := text[i], text[i+1], text[i+2]
+	if !MayStart(b0) || b1&0xc0 != 0x80 || b2&0xc0 != 0x80 {
+		return -1
+	}
+	c := rune(b0&0x0f)<<12 | rune(b1&0x3f)<<6 | rune(b2&0x3f)
+	if c < first {
+		return -1 // U+4000 to U+4DFF share the lead byte of U+4E00
+	}
+	return c
+}
+
+// MayStart reports whether b may be the first byte of a character of a word the table
+// knows, so that a caller scanning text anyway can tell when Append has work to do.
+func MayStart(b byte) bool { return b >= leadMin && b <= leadMax }
+
+// Append appends to dst the glosses of the Chinese words of text, each followed by a
+// space, and returns the extended buffer. It reads text from left to right, taking at
+// each Chinese character the longest word of the table that starts there (up to four
+// characters); characters the table lacks, and all other text, add nothing.
+func Append(dst []byte, text string) []byte {
+	var hashes [5]uint32 // hashes[k]: of the k characters from i
+	for i := 0; i < len(text); {
+		if !MayStart(text[i]) {
+			i++ // most text: ASCII, or a byte of a character outside the range
+			continue
+		}
+		c := charAt(text, i)
+		if c < 0 {
+			i++
+			continue
+		}
+		if longest(c) == 0 {
+			i += 3 // no word starts with c
+			continue
+		}
+		// The candidates: the next one to longest(c) characters, all in the table's
+		// range, since a headword is made of nothing else.
+		k, h := 1, hashStep(hashStart, c)
+		hashes[1] = h
+		for k < longest(c) {
+			d := charAt(text, i+3*k)
+			if d < 0 {
+				break
+			}
+			h = hashStep(h, d)
+			k++
+			hashes[k] = h
+		}
+		n := 1 // characters to move past
+		for ; k > 0; k-- {
+			if gloss, ok := lookup(text[i:i+3*k], hashes[k]); ok {
+				dst = append(dst, gloss...)
+				dst = append(dst, ' ')
+				n = k
+				break
+			}
+		}
+		i += 3 * n
+	}
+	return dst
+}
