@@ -18,6 +18,7 @@ import (
 	"github.com/blevesearch/snowballstem/english"
 
 	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/internal/gloss"
 	"github.com/toolshed/toolshed/internal/golden"
 	"github.com/toolshed/toolshed/internal/scale"
 )
@@ -192,6 +193,7 @@ func referenceTerms(tools []*catalog.Tool) []fieldTerms {
 		add(fieldName, t.Name)
 		add(fieldTitle, t.Title)
 		add(fieldDesc, t.Description)
+		add(fieldDesc, string(gloss.Append(nil, t.Description)))
 		for _, p := range t.Params {
 			add(fieldParamName, p.Name)
 			add(fieldParamDesc, p.Description)

@@ -699,7 +699,11 @@ func (ix *Index) queryTerms(query string, sh queryShape, s *scratch) {
 		w.query = q
 		w.emit = w.emitToken
 	}
+	w.chinese = false
 	w.text(0, query)
+	if w.chinese {
+		w.glosses(query) // a request in Chinese also asks in English
+	}
 	if p.Prefix > 0 {
 		for _, qt := range s.terms[:len(s.terms):len(s.terms)] {
 			term := ix.termText[qt.id]

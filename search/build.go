@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/internal/gloss"
 )
 
 // Building an index runs in three steps so that the costly parts use every core:
@@ -45,7 +46,8 @@ type worker struct {
 	fresh    []newWord   // words no build had stemmed, waiting for stemNew
 	query    *queryWords // set when the worker analyzes a query instead of tools
 
-	longestName int // bytes of the longest bare or qualified name of the worker's tools
+	longestName int  // bytes of the longest bare or qualified name of the worker's tools
+	chinese     bool // whether text has met a character package gloss may know since it was cleared
 
 	cut    [maxParts + 1]int32 // where the parts of the word being split start
 	doc    int32
@@ -252,7 +254,11 @@ func (w *worker) tokenize(tools []*catalog.Tool, nameHashes []uint64) {
 		w.docLen = [numFields]uint32{}
 		w.text(fieldName, t.Name)
 		w.text(fieldTitle, t.Title)
+		w.chinese = false
 		w.text(fieldDesc, t.Description)
+		if w.chinese {
+			w.glosses(t.Description)
+		}
 		for _, p := range t.Params {
 			w.text(fieldParamName, p.Name)
 			w.text(fieldParamDesc, p.Description)
@@ -328,6 +334,18 @@ func (w *worker) text(f int, s string) {
 	}
 }
 
+// glosses analyzes the English glosses of the Chinese words of s (see package gloss) as
+// more text of the current field: a tool's description, so that a request in English
+// finds a tool described in Chinese, or a query, so that a request in Chinese finds a
+// tool described in English. It allocates the text, since the worker may keep words
+// of it.
+func (w *worker) glosses(s string) {
+	w.buf = gloss.Append(w.buf[:0], s)
+	if len(w.buf) > 0 {
+		w.text(w.field, string(w.buf))
+	}
+}
+
 // maxParts is the most parts text splits a word into before leaving it to tokenize.
 const maxParts = 16
 
@@ -342,6 +360,7 @@ func (w *worker) continuesWord(s string, i int) bool {
 func (w *worker) unicodeText(s string, i int) int {
 	j := i
 	for j < len(s) && byteClass[s[j]] != 0 {
+		w.chinese = w.chinese || gloss.MayStart(s[j])
 		j++
 	}
 	w.buf = tokenize(s[i:j], w.buf, w.emit)

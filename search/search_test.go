@@ -307,6 +307,32 @@ func TestSearchEnumValues(t *testing.T) {
 	}
 }
 
+// TestSearchAcrossChinese checks that English and Chinese text meet through the glosses
+// of package gloss: a request in English finds a tool described only in Chinese, and a
+// request in Chinese a tool described only in English. The tools' names say nothing.
+func TestSearchAcrossChinese(t *testing.T) {
+	ix := search.NewIndex(catalogtest.Snapshot(t, `{"servers": [{"name": "s", "tools": [
+		{"name": "t1", "description": "获取天气预报", "inputSchema": {"type": "object"}},
+		{"name": "t2", "description": "查询新闻热门话题", "inputSchema": {"type": "object"}},
+		{"name": "t3", "description": "Play a video game.", "inputSchema": {"type": "object"}},
+		{"name": "t4", "description": "Send an email.", "inputSchema": {"type": "object"}}]}]}`))
+	for _, tc := range []struct{ query, want string }{
+		{"weather forecast", "t1"},
+		{"popular news topics", "t2"},
+		{"玩游戏", "t3"},
+		{"视频", "t3"},
+	} {
+		results, err := ix.Search(tc.query, search.Options{Limit: 1})
+		if err != nil || len(results) != 1 || results[0].Tool.Name != tc.want || results[0].Match != search.MatchBM25 {
+			t.Errorf("Search(%q) = %v, %v; want %s by bm25", tc.query, names(results), err, tc.want)
+		}
+	}
+	// The glosses are for ranking only: regex search reads the definitions as they are.
+	if results, err := ix.Regex("weather", search.Options{}); err != nil || len(results) != 0 {
+		t.Errorf("Regex(weather) = %v, %v; want nothing", names(results), err)
+	}
+}
+
 // TestSearchFuzzyFallback checks the last fallback: query words that no tool uses and
 // no name contains are read as misspellings of the catalog's terms, within its scope,
 // and only when nothing else matched.
