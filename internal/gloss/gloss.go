@@ -17,6 +17,7 @@ package gloss
 
 import (
 	_ "embed"
+	"slices"
 	"strings"
 )
 
@@ -45,6 +46,7 @@ var slots = uint32(u32(0))
 
 // u32 reads the little-endian uint32 at offset i of idx.
 func u32(i uint32) uint32 {
+	_ = idx[i+3] // one bounds check for the four bytes
 	return uint32(idx[i]) | uint32(idx[i+1])<<8 | uint32(idx[i+2])<<16 | uint32(idx[i+3])<<24
 }
 
@@ -58,21 +60,28 @@ func hashStep(h uint32, c rune) uint32 { return (h ^ uint32(c)) * 16777619 }
 
 const hashStart = 2166136261
 
-// lookup returns the gloss of a headword, given its hash.
-func lookup(word string, h uint32) (string, bool) {
+// lookup returns where the line of a headword starts, given its hash.
+func lookup(word string, h uint32) (uint32, bool) {
 	mask := slots - 1
 	for j := h & mask; ; j = (j + 1) & mask {
 		at := u32(4 + 4*j)
 		if at == 0 {
-			return "", false
+			return 0, false
 		}
 		// The line at at-1 is the word's if it starts with the word and a tab.
 		l := table[at-1:]
 		if len(l) > len(word) && l[len(word)] == '\t' && l[:len(word)] == word {
-			l = l[len(word)+1:]
-			return l[:strings.IndexByte(l, '\n')], true
+			return at - 1, true
 		}
 	}
+}
+
+// appendGloss appends the gloss of the line at offset at, whose headword is n bytes,
+// and a space.
+func appendGloss(dst []byte, at uint32, n int) []byte {
+	l := table[int(at)+n+1:]
+	dst = append(dst, l[:strings.IndexByte(l, '\n')]...)
+	return append(dst, ' ')
 }
 
 // charAt decodes the character at text[i] if it is in the table's range, which UTF-8
@@ -99,9 +108,13 @@ func MayStart(b byte) bool { return b >= leadMin && b <= leadMax }
 // Append appends to dst the glosses of the Chinese words of text, each followed by a
 // space, and returns the extended buffer. It reads text from left to right, taking at
 // each Chinese character the longest word of the table that starts there (up to four
-// characters); characters the table lacks, and all other text, add nothing.
+// characters), and glosses each word once; characters the table lacks, and all other
+// text, add nothing.
 func Append(dst []byte, text string) []byte {
 	var hashes [5]uint32 // hashes[k]: of the k characters from i
+	// The words glossed so far, by line, each glossed once: a word said again adds
+	// nothing to what a text is about, and the index reads less.
+	seen := make([]uint32, 0, 64)
 	for i := 0; i < len(text); {
 		if !MayStart(text[i]) {
 			i++ // most text: ASCII, or a byte of a character outside the range
@@ -112,15 +125,16 @@ func Append(dst []byte, text string) []byte {
 			i++
 			continue
 		}
-		if longest(c) == 0 {
+		most := longest(c)
+		if most == 0 {
 			i += 3 // no word starts with c
 			continue
 		}
-		// The candidates: the next one to longest(c) characters, all in the table's
-		// range, since a headword is made of nothing else.
+		// The candidates: the next one to most characters, all in the table's range,
+		// since a headword is made of nothing else.
 		k, h := 1, hashStep(hashStart, c)
 		hashes[1] = h
-		for k < longest(c) {
+		for k < most {
 			d := charAt(text, i+3*k)
 			if d < 0 {
 				break
@@ -131,9 +145,13 @@ func Append(dst []byte, text string) []byte {
 		}
 		n := 1 // characters to move past
 		for ; k > 0; k-- {
-			if gloss, ok := lookup(text[i:i+3*k], hashes[k]); ok {
-				dst = append(dst, gloss...)
-				dst = append(dst, ' ')
+			if at, ok := lookup(text[i:i+3*k], hashes[k]); ok {
+				if !slices.Contains(seen, at) {
+					dst = appendGloss(dst, at, 3*k)
+					if len(seen) < cap(seen) {
+						seen = append(seen, at)
+					}
+				}
 				n = k
 				break
 			}

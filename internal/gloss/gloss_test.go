@@ -16,6 +16,8 @@ func TestAppend(t *testing.T) {
 		// The longest word wins: 游戏 is one word, not 游 and 戏.
 		{"游戏", "game "},
 		{"获取天气", "gain get acquire weather "},
+		// A word said again is glossed once.
+		{"天气，天气", "weather "},
 		// Other text between words adds nothing and does not join them.
 		{"查询 the 天气!", "check weather "},
 		// Traditional forms have their own lines.
@@ -92,8 +94,8 @@ func TestTable(t *testing.T) {
 		if i > 0 && head <= heads[i-1] {
 			t.Fatalf("line %d: %q after %q", i, head, heads[i-1])
 		}
-		if g, ok := lookup(head, hashOf(head)); !ok || g != glosses[i] {
-			t.Fatalf("lookup(%q) = %q, %v; want %q", head, g, ok, glosses[i])
+		if at, ok := lookup(head, hashOf(head)); !ok || string(appendGloss(nil, at, len(head))) != glosses[i]+" " {
+			t.Fatalf("lookup(%q) = %d, %v; want the line of %q", head, at, ok, glosses[i])
 		}
 		c, _ := utf8.DecodeRuneInString(head)
 		longestOf[c] = max(longestOf[c], utf8.RuneCountInString(head))
@@ -121,43 +123,56 @@ func TestTable(t *testing.T) {
 }
 
 // TestAppendMatchesDefinition holds Append to a plain longest-match over a map of the
-// table, on text made of the table's own headwords, split and joined at random places.
+// table, each word glossed once, on texts made of the table's own headwords: runs of
+// them, with words said twice, stray characters and spaces between.
 func TestAppendMatchesDefinition(t *testing.T) {
 	heads, glosses := entries(t)
 	words := map[string]string{}
 	for i, h := range heads {
 		words[h] = glosses[i]
 	}
-	var text strings.Builder
-	for i := 0; i < len(heads); i += 7 {
-		text.WriteString(heads[i])
-		if i%5 == 0 { // and the first character of another headword
-			h := heads[(i*31)%len(heads)]
-			_, size := utf8.DecodeRuneInString(h)
-			text.WriteString(h[:size])
-		}
-		if i%11 == 0 {
-			text.WriteString(" ")
-		}
-	}
-	s := text.String()
-	var want []byte
-	for i := 0; i < len(s); {
-		c, size := utf8.DecodeRuneInString(s[i:])
-		best := size
-		if c >= first && c <= last {
-			for n := min(len(s)-i, maxWord); n > 0; n-- {
-				if g, ok := words[s[i:i+n]]; ok {
-					want = append(append(want, g...), ' ')
-					best = n
-					break
-				}
+	texts := 0
+	for from := 0; from < len(heads); from += 7 * 20 {
+		var text strings.Builder
+		for i := from; i < min(from+7*20, len(heads)); i += 7 {
+			text.WriteString(heads[i])
+			if i%5 == 0 { // and the first character of another headword
+				h := heads[(i*31)%len(heads)]
+				_, size := utf8.DecodeRuneInString(h)
+				text.WriteString(h[:size])
+			}
+			if i%11 == 0 {
+				text.WriteString(" ")
 			}
 		}
-		i += best
+		text.WriteString(heads[from]) // a word again
+		s := text.String()
+		var want []byte
+		seen := map[string]bool{}
+		for i := 0; i < len(s); {
+			c, size := utf8.DecodeRuneInString(s[i:])
+			best := size
+			if c >= first && c <= last {
+				for n := min(len(s)-i, maxWord); n > 0; n-- {
+					if g, ok := words[s[i:i+n]]; ok {
+						if !seen[s[i:i+n]] {
+							want = append(append(want, g...), ' ')
+							seen[s[i:i+n]] = true
+						}
+						best = n
+						break
+					}
+				}
+			}
+			i += best
+		}
+		if got := Append(nil, s); string(got) != string(want) {
+			t.Fatalf("Append(%q) = %q, want %q", s, got, want)
+		}
+		texts++
 	}
-	if got := Append(nil, s); string(got) != string(want) {
-		t.Errorf("Append differs from the definition over %d bytes of text", len(s))
+	if texts < 200 {
+		t.Errorf("only %d texts", texts)
 	}
 }
 
