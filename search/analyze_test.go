@@ -568,8 +568,8 @@ func porter2(w string) string {
 
 // TestPorter2Keeps holds porter2Keeps and porter2Plural to the stemmer: every word the
 // first says the stemmer keeps, the stemmer keeps, and every plural the second strips of
-// its s, the stemmer strips the same way. The words are those of every real catalog and query, the
-// stemmer's own exceptions, and words ending in each of its suffixes.
+// its s, the stemmer strips the same way. The words are those of every real catalog and
+// query, the stemmer's own exceptions, and words ending in each of its suffixes.
 func TestPorter2Keeps(t *testing.T) {
 	real, err := scale.Real("../bench")
 	if err != nil {
