@@ -108,12 +108,14 @@ func MayStart(b byte) bool { return b >= leadMin && b <= leadMax }
 // Append appends to dst the glosses of the Chinese words of text, each followed by a
 // space, and returns the extended buffer. It reads text from left to right, taking at
 // each Chinese character the longest word of the table that starts there (up to four
-// characters), and glosses each word once; characters the table lacks, and all other
-// text, add nothing.
+// characters), and glosses each word once (it remembers the first 64 distinct words, so
+// a longer text may gloss a later repeat again); characters the table lacks, and all
+// other text, add nothing.
 func Append(dst []byte, text string) []byte {
 	var hashes [5]uint32 // hashes[k]: of the k characters from i
 	// The words glossed so far, by line, each glossed once: a word said again adds
-	// nothing to what a text is about, and the index reads less.
+	// nothing to what a text is about, and the index reads less. A fixed capacity keeps
+	// it on the stack and the linear search short.
 	seen := make([]uint32, 0, 64)
 	for i := 0; i < len(text); {
 		if !MayStart(text[i]) {
