@@ -297,6 +297,7 @@ var trickyTexts = []string{
 	"aAaAaAaAaAaAaAaAaAaAaAaAaAaAaAaAaAaAaA",
 	"the and of to a an THE The", "Please list all the files in this directory",
 	"创建一个新的问题", "ひらがな カタカナ 漢字", "abc中文def", "中文abc", "搜索search工具",
+	"\u4dff\u4e00\u9fff\ua000", "中\u0301文", "中文\xe4\xb8", "获取café天气", "获取_天气-预报.数据",
 	"café", "Café crème brûlée", "caféBar", "HTTPServerCafé", "naïve_bayesClassifier",
 	"über_cool", "ÄÖÜ äöü", "İstanbul", "Straße", "cafe\u0301s", "\u212aelvin \u017fong",
 	"x😀y", "😀😀 launch 🚀rocket🚀", "emoji🙂Name", "a\u200bb", "١٢٣ arabic digits",
@@ -555,6 +556,33 @@ func TestIsIdeograph(t *testing.T) {
 		}
 		if want && unicode.ToLower(r) != r {
 			t.Fatalf("%U is an ideograph with a lowercase form %U", r, unicode.ToLower(r))
+		}
+	}
+}
+
+// TestIsCJK checks the build's shortcut for Chinese characters over every rune, and over
+// truncated and invalid encodings: isCJK holds exactly for the CJK Unified Ideographs,
+// which tokenize makes tokens of one character, and hashCJK is their hashToken.
+func TestIsCJK(t *testing.T) {
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		s := string(r) + "x"
+		want := r >= 0x4e00 && r <= 0x9fff
+		if got := isCJK(s, 0); got != want {
+			t.Fatalf("isCJK(%U) = %v, want %v", r, got, want)
+		}
+		if !want {
+			continue
+		}
+		if !isIdeograph(r) {
+			t.Fatalf("%U is not an ideograph", r)
+		}
+		if got, want := hashCJK(s, 0), hashToken([]byte(string(r))); got != want {
+			t.Fatalf("hashCJK(%U) = %x, want hashToken = %x", r, got, want)
+		}
+	}
+	for _, s := range []string{"", "\xe4", "\xe4\xb8", "中"[:2], "\xe4\xb8\x41", "\xe4\x41\x80", "\xe4\xb8\xc0", "\xea\x80\x80"} {
+		if isCJK(s, 0) {
+			t.Errorf("isCJK(%q) = true, want false", s)
 		}
 	}
 }

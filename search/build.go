@@ -292,6 +292,14 @@ func (w *worker) text(f int, s string) {
 			continue
 		}
 		if cls == clsHigh {
+			if isCJK(s, i) {
+				// Most non-ASCII text of tool definitions is Chinese, a token per
+				// character: take it without the general tokenizer's decoding.
+				w.chinese = true
+				addToken(w, hashCJK(s, i), s[i:i+3])
+				i += 3
+				continue
+			}
 			i = w.unicodeText(s, i)
 			continue
 		}
@@ -346,6 +354,26 @@ func (w *worker) glosses(s string) {
 	}
 }
 
+// isCJK reports whether s[i:] starts with a CJK Unified Ideograph (U+4E00 to U+9FFF),
+// which UTF-8 encodes in three bytes, the first 0xe4 to 0xe9. tokenize makes each one a
+// token of its own.
+func isCJK(s string, i int) bool {
+	if i+2 >= len(s) {
+		return false
+	}
+	b0, b1, b2 := s[i], s[i+1], s[i+2]
+	return b0 >= 0xe4 && b0 <= 0xe9 && b1&0xc0 == 0x80 && b2&0xc0 == 0x80 && (b0 > 0xe4 || b1 >= 0xb8)
+}
+
+// hashK0x3 is 3*hashK0 modulo 2^64, the start of hashToken for three bytes.
+const hashK0x3 = 0xdaa66d2c7ddf743f
+
+// hashCJK is hashToken of the three bytes of the character at s[i].
+func hashCJK(s string, i int) uint64 {
+	x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16
+	return hashMix(hashMix(hashK0x3 ^ x))
+}
+
 // maxParts is the most parts text splits a word into before leaving it to tokenize.
 const maxParts = 16
 
@@ -355,12 +383,18 @@ func (w *worker) continuesWord(s string, i int) bool {
 	return !isIdeograph(r) && isWordRune(r)
 }
 
-// unicodeText analyzes the stretch of s from i to the next ASCII separator with the
-// general tokenizer, and returns where it stopped.
+// unicodeText analyzes the stretch of s from i to the next ASCII separator or Chinese
+// character with the general tokenizer, and returns where it stopped. A Chinese
+// character is a token of its own, so text can take it from there.
 func (w *worker) unicodeText(s string, i int) int {
 	j := i
 	for j < len(s) && byteClass[s[j]] != 0 {
-		w.chinese = w.chinese || gloss.MayStart(s[j])
+		if gloss.MayStart(s[j]) {
+			if j > i && isCJK(s, j) {
+				break
+			}
+			w.chinese = true
+		}
 		j++
 	}
 	w.buf = tokenize(s[i:j], w.buf, w.emit)
