@@ -21,9 +21,11 @@
 // glosses.idx lets the package look words up without reading the table first. It is, in
 // little-endian order: a uint32 n, a power of two; n uint32 slots of an open-addressing
 // hash table of the headwords (FNV-1a over their characters, linear probing), each the
-// offset of a line in glosses.txt plus one, or 0 for an empty slot; and for each
-// character from U+4E00 to U+9FFF a byte, the most characters of a headword that starts
-// with it.
+// offset of a line in glosses.txt plus one in its low 20 bits and the top 12 bits of the
+// headword's hash above them, or 0 for an empty slot; for each character from U+4E00
+// to U+9FFF a byte whose bit k-1 says whether a headword of k characters starts with
+// it; and a filter of 2^16 bits, the bit at the low 16 bits of the hash of a word's
+// first two characters set for every headword of three or four characters.
 package main
 
 import (
@@ -141,21 +143,32 @@ func indexOf(heads []string, offsets []int) []byte {
 		n <<= 1
 	}
 	slots := make([]uint32, n)
-	longest := make([]byte, 0x9fff-0x4e00+1)
+	lengths := make([]byte, 0x9fff-0x4e00+1)
+	pairs := make([]byte, 1<<16/8)
 	for i, h := range heads {
+		if offsets[i]+1 >= 1<<20 {
+			log.Fatalf("the table passes 1 MiB at %q: the index has 20 bits for an offset", h)
+		}
 		j := hash(h) & uint32(n-1)
 		for slots[j] != 0 {
 			j = (j + 1) & uint32(n-1)
 		}
-		slots[j] = uint32(offsets[i] + 1)
-		c, _ := utf8.DecodeRuneInString(h)
-		longest[c-0x4e00] = max(longest[c-0x4e00], byte(utf8.RuneCountInString(h)))
+		slots[j] = uint32(offsets[i]+1) | hash(h)&0xfff00000
+		c, size := utf8.DecodeRuneInString(h)
+		k := utf8.RuneCountInString(h)
+		lengths[c-0x4e00] |= 1 << (k - 1)
+		if k >= 3 {
+			d, _ := utf8.DecodeRuneInString(h[size:])
+			p := hash(string([]rune{c, d})) & (1<<16 - 1)
+			pairs[p/8] |= 1 << (p % 8)
+		}
 	}
 	out := binary.LittleEndian.AppendUint32(nil, uint32(n))
 	for _, s := range slots {
 		out = binary.LittleEndian.AppendUint32(out, s)
 	}
-	return append(out, longest...)
+	out = append(out, lengths...)
+	return append(out, pairs...)
 }
 
 // maxSense is the most words of a sense taken as a gloss: longer ones explain usage

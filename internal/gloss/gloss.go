@@ -17,13 +17,15 @@ package gloss
 
 import (
 	_ "embed"
+	"math/bits"
 	"slices"
 	"strings"
 )
 
 // table is lines of a headword, a tab and its gloss, sorted by headword; idx is its
-// index, as gen.go describes: the number of hash slots, the slots, and the longest
-// headword starting with each character.
+// index, as gen.go describes: the number of hash slots, the slots, the lengths of the
+// headwords starting with each character, and a filter of the first two characters of
+// the longer headwords.
 var (
 	//go:embed glosses.txt
 	table string
@@ -39,10 +41,21 @@ const (
 	maxWord = 12
 	// leadMin and leadMax bound the first bytes of their UTF-8 encodings.
 	leadMin, leadMax = 0xe4, 0xe9
+	// A slot holds the offset of a line plus one in its low offsetBits bits, and the
+	// top bits of the headword's hash above them, so that a probe of a slot that holds
+	// another word seldom needs to read the table.
+	offsetBits = 20
+	// pairBits is the number of bits of the filter of first characters.
+	pairBits = 1 << 16
 )
 
-// slots is the number of hash slots; the table of longest headwords follows them.
-var slots = uint32(u32(0))
+var (
+	// slots is the number of hash slots.
+	slots = u32(0)
+	// lengthsAt and pairsAt are where the character lengths and the filter start in idx.
+	lengthsAt = 4 + 4*slots
+	pairsAt   = lengthsAt + last - first + 1
+)
 
 // u32 reads the little-endian uint32 at offset i of idx.
 func u32(i uint32) uint32 {
@@ -50,8 +63,18 @@ func u32(i uint32) uint32 {
 	return uint32(idx[i]) | uint32(idx[i+1])<<8 | uint32(idx[i+2])<<16 | uint32(idx[i+3])<<24
 }
 
-// longest returns the most characters of a headword that starts with c.
-func longest(c rune) int { return int(idx[4+4*slots+uint32(c-first)]) }
+// lengths returns the lengths of the headwords that start with c: bit k-1 is set if one
+// has k characters.
+func lengths(c rune) byte { return idx[lengthsAt+uint32(c-first)] }
+
+// mayGoOn reports whether a headword of three or more characters may start with the two
+// characters whose hash is h. It says yes for about one pair in thirty that no
+// headword starts with, and never says no for one that does: a filter that spares
+// Append most probes for long words, which few texts hold.
+func mayGoOn(h uint32) bool {
+	p := h & (pairBits - 1)
+	return idx[pairsAt+p/8]&(1<<(p%8)) != 0
+}
 
 // hashStep adds character c to hash h, which starts at hashStart. It is FNV-1a over
 // characters rather than bytes, so that the hashes of a word's prefixes come one
@@ -64,11 +87,15 @@ const hashStart = 2166136261
 func lookup(word string, h uint32) (uint32, bool) {
 	mask := slots - 1
 	for j := h & mask; ; j = (j + 1) & mask {
-		at := u32(4 + 4*j)
-		if at == 0 {
+		v := u32(4 + 4*j)
+		if v == 0 {
 			return 0, false
 		}
+		if (v^h)>>offsetBits != 0 {
+			continue // another word's slot
+		}
 		// The line at at-1 is the word's if it starts with the word and a tab.
+		at := v & (1<<offsetBits - 1)
 		l := table[at-1:]
 		if len(l) > len(word) && l[len(word)] == '\t' && l[:len(word)] == word {
 			return at - 1, true
@@ -127,16 +154,20 @@ func Append(dst []byte, text string) []byte {
 			i++
 			continue
 		}
-		most := longest(c)
-		if most == 0 {
+		lens := lengths(c)
+		if lens == 0 {
 			i += 3 // no word starts with c
 			continue
 		}
+		most := bits.Len8(lens)
 		// The candidates: the next one to most characters, all in the table's range,
 		// since a headword is made of nothing else.
 		k, h := 1, hashStep(hashStart, c)
 		hashes[1] = h
 		for k < most {
+			if k == 2 && !mayGoOn(h) {
+				break
+			}
 			d := charAt(text, i+3*k)
 			if d < 0 {
 				break
@@ -147,6 +178,9 @@ func Append(dst []byte, text string) []byte {
 		}
 		n := 1 // characters to move past
 		for ; k > 0; k-- {
+			if lens&(1<<(k-1)) == 0 {
+				continue // no word of k characters starts with c
+			}
 			if at, ok := lookup(text[i:i+3*k], hashes[k]); ok {
 				if !slices.Contains(seen, at) {
 					dst = appendGloss(dst, at, 3*k)

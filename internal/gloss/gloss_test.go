@@ -71,14 +71,16 @@ func hashOf(word string) uint32 {
 // TestTable checks the embedded table and its index, which Append relies on: every line
 // a headword of one to four characters of the indexed range, a tab and a gloss of
 // printable ASCII; the lines sorted by headword, with no headword twice; every headword
-// found through the index, which holds nothing else; and the longest headword starting
-// with each character recorded. gen.go writes both files; run it if this fails.
+// found through the index, which holds nothing else, each slot marked with its word's
+// hash; the lengths of the headwords starting with each character recorded; and the
+// filter passing the first two characters of every longer headword while it stays
+// sparse. gen.go writes both files; run it if this fails.
 func TestTable(t *testing.T) {
 	heads, glosses := entries(t)
 	if len(heads) < 30000 {
 		t.Fatalf("table has %d lines, expected over 30,000", len(heads))
 	}
-	longestOf := map[rune]int{}
+	lengthsOf := map[rune]byte{}
 	for i, head := range heads {
 		if k := utf8.RuneCountInString(head); k < 1 || k > 4 || len(head) > maxWord {
 			t.Fatalf("line %d: headword %q", i, head)
@@ -97,25 +99,45 @@ func TestTable(t *testing.T) {
 		if at, ok := lookup(head, hashOf(head)); !ok || string(appendGloss(nil, at, len(head))) != glosses[i]+" " {
 			t.Fatalf("lookup(%q) = %d, %v; want the line of %q", head, at, ok, glosses[i])
 		}
-		c, _ := utf8.DecodeRuneInString(head)
-		longestOf[c] = max(longestOf[c], utf8.RuneCountInString(head))
+		c, size := utf8.DecodeRuneInString(head)
+		k := utf8.RuneCountInString(head)
+		lengthsOf[c] |= 1 << (k - 1)
+		if k >= 3 && !mayGoOn(hashOf(head[:size+3])) {
+			t.Fatalf("the filter rules out %q", head)
+		}
 	}
-	if slots&(slots-1) != 0 || len(idx) != int(4+4*slots+last-first+1) {
+	if slots&(slots-1) != 0 || len(idx) != int(4+4*slots+last-first+1+pairBits/8) {
 		t.Fatalf("index of %d bytes for %d slots", len(idx), slots)
 	}
 	used := 0
 	for j := range slots {
-		if u32(4+4*j) != 0 {
-			used++
+		v := u32(4 + 4*j)
+		if v == 0 {
+			continue
+		}
+		used++
+		at := v&(1<<offsetBits-1) - 1
+		head := table[at:][:strings.IndexByte(table[at:], '\t')]
+		if (v^hashOf(head))>>offsetBits != 0 {
+			t.Fatalf("slot %d of %q is marked %x", j, head, v>>offsetBits)
 		}
 	}
 	if used != len(heads) {
 		t.Errorf("index has %d slots in use for %d headwords", used, len(heads))
 	}
 	for c := rune(first); c <= last; c++ {
-		if longest(c) != longestOf[c] {
-			t.Fatalf("longest(%q) = %d, want %d", c, longest(c), longestOf[c])
+		if lengths(c) != lengthsOf[c] {
+			t.Fatalf("lengths(%q) = %04b, want %04b", c, lengths(c), lengthsOf[c])
 		}
+	}
+	set := 0
+	for p := range uint32(pairBits) {
+		if mayGoOn(p) {
+			set++
+		}
+	}
+	if set > pairBits/20 {
+		t.Errorf("the filter passes %d of %d pairs", set, pairBits)
 	}
 	if _, ok := lookup("猫狗鸡鸭", hashOf("猫狗鸡鸭")); ok {
 		t.Error("lookup found a word that is not in the table")
