@@ -261,10 +261,13 @@ var queryStems struct {
 // stemCacheMax bounds each of the process-wide stem caches.
 const stemCacheMax = 1 << 18
 
-// stemOf is normalize through the stem caches, for a lowercased token in a buffer and
-// its hashToken.
+// stemOf is normalize through the stem caches and stemdict.txt, for a lowercased token
+// in a buffer and its hashToken.
 func stemOf(tok []byte, h uint64) stem {
 	if t, ok := cachedStem(h); ok {
+		return t
+	}
+	if t, ok := builtinStem(h, tok); ok {
 		return t
 	}
 	queryStems.RLock()

@@ -43,8 +43,9 @@ type worker struct {
 	df       []int32 // per term, within this worker's tools
 	buf      []byte
 	emit     func([]byte, uint64)
-	fresh    []newWord   // words no build had stemmed, waiting for stemNew
-	query    *queryWords // set when the worker analyzes a query instead of tools
+	fresh    []newWord     // words no build had stemmed, waiting for stemNew
+	builtin  []stemmedWord // words no build had stemmed, whose stems stemdict.txt gave
+	query    *queryWords   // set when the worker analyzes a query instead of tools
 
 	longestName int  // bytes of the longest bare or qualified name of the worker's tools
 	chinese     bool // whether text has met a character package gloss may know since it was cleared
@@ -93,7 +94,7 @@ func NewIndexParams(snap *catalog.Snapshot, p Params) *Index {
 		w.remap(nt)
 	})
 	for _, w := range workers {
-		w.stems, w.termOf, w.surface, w.fresh = nil, nil, nil, nil
+		w.stems, w.termOf, w.surface, w.fresh, w.builtin = nil, nil, nil, nil, nil
 	}
 
 	var sumLen [numFields]float64
@@ -437,10 +438,16 @@ func (w *worker) count(s *termSlot) {
 }
 
 // newSurface numbers a surface form the worker has not seen; stop words get -1. A word
-// no build has stemmed before keeps an empty term until stemNew fills it in. The text is
-// copied only then, and only when it lives in a buffer.
+// no build has stemmed before takes its stem from stemdict.txt if it is common, or else
+// keeps an empty term until stemNew fills it in. The text is copied only then, and only
+// when it lives in a buffer.
 func newSurface[T string | []byte](w *worker, h uint64, tok T) int32 {
 	term, known := cachedStem(h)
+	if !known {
+		if term, known = builtinStem(h, tok); known {
+			w.builtin = appendDoubling(w.builtin, stemmedWord{h: h, stem: term})
+		}
+	}
 	stop := known && term.text == ""
 	if !known {
 		var buf [64]byte

@@ -73,30 +73,38 @@ type stemmedWord struct {
 // that met it. The writes go to distinct entries of the workers' stems, so no lock is
 // needed.
 //
-// Publishing copies the whole table on one goroutine while the build goes on; the
-// returned function waits for it.
+// Publishing copies the whole table on one goroutine while the build goes on, with the
+// words whose stems the workers took from stemdict.txt; the returned function waits
+// for it.
 func stemNew(workers []*worker) (wait func()) {
 	total := 0
+	var learned [][]stemmedWord
 	for _, w := range workers {
 		total += len(w.fresh)
+		if len(w.builtin) > 0 {
+			learned = append(learned, w.builtin)
+		}
 	}
-	if total == 0 {
+	if total > 0 {
+		k := min(runtime.GOMAXPROCS(0), max(1, total/500), 16)
+		stemmed := make([][]stemmedWord, k)
+		var wg sync.WaitGroup
+		for i := range k {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				stemmed[i] = stemShare(workers, i, k, total/k*9/8+16)
+			}()
+		}
+		wg.Wait()
+		learned = append(learned, stemmed...)
+	}
+	if len(learned) == 0 {
 		return func() {}
 	}
-	k := min(runtime.GOMAXPROCS(0), max(1, total/500), 16)
-	stemmed := make([][]stemmedWord, k)
-	var wg sync.WaitGroup
-	for i := range k {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			stemmed[i] = stemShare(workers, i, k, total/k*9/8+16)
-		}()
-	}
-	wg.Wait()
 	published := make(chan struct{})
 	go func() {
-		publish(stemmed)
+		publish(learned)
 		close(published)
 	}()
 	return func() { <-published }
@@ -154,7 +162,11 @@ func publish(stemmed [][]stemmedWord) {
 		}
 		t.words, t.stems = old.words.clone(), slices.Clone(old.stems)
 	} else {
-		t.words = newTermTable(len(stemmed[0]) * len(stemmed))
+		n := 0
+		for _, words := range stemmed {
+			n += len(words)
+		}
+		t.words = newTermTable(n)
 	}
 	for _, words := range stemmed {
 		for _, w := range words {
