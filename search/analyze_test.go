@@ -140,12 +140,62 @@ func TestNormalizeName(t *testing.T) {
 		{"__x__", "x"},
 		{"", ""},
 		{strings.Repeat("Ab_", 100), strings.TrimSuffix(strings.Repeat("ab_", 100), "_")},
+		{strings.Repeat("aB-", 42) + "cD", strings.Repeat("ab_", 42) + "cd"}, // 128 bytes
+		{strings.Repeat("X", 129), strings.Repeat("x", 129)},                 // longer than any valid name
+		{"___", ""},
+		{"Get2FA-Code_v3..", "get2fa_code_v3"},
 	}
 	for _, tc := range tests {
 		if got := normalizeName(tc.in); got != tc.want {
 			t.Errorf("normalizeName(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
+	// The ASCII path, which builds take for every name, against the definition.
+	real, err := scale.Real("../bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := append([]string{}, trickyTexts...)
+	for _, tc := range tests {
+		names = append(names, tc.in)
+	}
+	snap, _ := catalog.Build(real)
+	for _, tool := range snap.Tools() {
+		names = append(names, tool.Name, tool.Qualified)
+	}
+	ascii := 0
+	for _, s := range names {
+		want := normalizeAnyName(s)
+		if got, ok := normalizeASCIIName(s); ok {
+			ascii++
+			if got != want {
+				t.Fatalf("normalizeASCIIName(%q) = %q, want %q", s, got, want)
+			}
+		}
+		if got := nameHash(s); got != hashToken([]byte(want)) {
+			t.Fatalf("nameHash(%q) is not the hash of %q", s, want)
+		}
+	}
+	if ascii < len(names)*9/10 {
+		t.Errorf("only %d of %d names took the ASCII path", ascii, len(names))
+	}
+}
+
+// FuzzNormalizeName checks the ASCII path of normalizeName against the definition on
+// any text, and that neither panics.
+func FuzzNormalizeName(f *testing.F) {
+	for _, s := range []string{"create_issue", "Get2FA-Code", "__x__", "Café", strings.Repeat("a", 129)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want := normalizeAnyName(s)
+		if got, ok := normalizeASCIIName(s); ok && got != want {
+			t.Fatalf("normalizeASCIIName(%q) = %q, want %q", s, got, want)
+		}
+		if got := nameHash(s); got != hashToken([]byte(want)) {
+			t.Fatalf("nameHash(%q) is not the hash of %q", s, want)
+		}
+	})
 }
 
 func TestOptionsLimit(t *testing.T) {

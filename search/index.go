@@ -162,6 +162,12 @@ func normalizeName(s string) string {
 	if n, ok := normalizeASCIIName(s); ok {
 		return n
 	}
+	return normalizeAnyName(s)
+}
+
+// normalizeAnyName is normalizeName for any text: the definition, which
+// normalizeASCIIName follows for ASCII names.
+func normalizeAnyName(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	sep := false
@@ -183,40 +189,57 @@ func normalizeName(s string) string {
 // allocating more than the result.
 func normalizeASCIIName(s string) (string, bool) {
 	var buf [catalog.MaxNameLen]byte
-	b, ok := appendASCIIName(buf[:0], s)
-	return string(b), ok
+	n, ok := foldASCIIName(&buf, s)
+	return string(buf[:n]), ok
 }
 
 // nameHash is hashToken of normalizeName(s), without allocating for ASCII names.
 func nameHash(s string) uint64 {
 	var buf [catalog.MaxNameLen]byte
-	if b, ok := appendASCIIName(buf[:0], s); ok {
-		return hashToken(b)
+	if n, ok := foldASCIIName(&buf, s); ok {
+		return hashToken(buf[:n])
 	}
 	return hashToken([]byte(normalizeName(s)))
 }
 
-// appendASCIIName appends normalizeName(s) to b if s is ASCII, and reports whether it was.
-func appendASCIIName(b []byte, s string) ([]byte, bool) {
-	sep := false
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= utf8.RuneSelf {
-			return b, false
-		}
-		cls := asciiClass[c]
-		if cls == 0 {
-			sep = true
-			continue
-		}
-		if sep && len(b) > 0 {
-			b = append(b, '_')
-		}
-		sep = false
-		if cls == clsUpper {
-			c += 'a' - 'A'
-		}
-		b = append(b, c)
+// foldASCIIName writes normalizeName(s) into buf and returns its length, if s is ASCII
+// and no longer than buf; the result is never longer than s. A build folds every
+// tool's name and qualified name, so the loop is a table lookup and a store a byte.
+func foldASCIIName(buf *[catalog.MaxNameLen]byte, s string) (int, bool) {
+	if len(s) > len(buf) {
+		return 0, false
 	}
-	return b, true
+	n, sep := 0, false
+	for i := 0; i < len(s); i++ {
+		c := nameFold[s[i]]
+		switch c {
+		case 0:
+			sep = n > 0
+			continue
+		case 0xff:
+			return 0, false
+		}
+		if sep {
+			buf[n] = '_'
+			n++
+			sep = false
+		}
+		buf[n] = c
+		n++
+	}
+	return n, true
 }
+
+// nameFold maps an ASCII letter to its lowercase form, a digit to itself, another ASCII
+// byte (a separator) to 0, and a byte of a non-ASCII character to 0xff.
+var nameFold = func() (t [256]byte) {
+	for c := range 256 {
+		switch {
+		case c >= utf8.RuneSelf:
+			t[c] = 0xff
+		case asciiClass[c] != 0:
+			t[c] = byte(c) | 0x20 // lowercases a letter; a digit stays
+		}
+	}
+	return t
+}()
