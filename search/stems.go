@@ -150,7 +150,8 @@ func stemShare(workers []*worker, i, k, size int) []stemmedWord {
 	return mine
 }
 
-// publish adds newly stemmed words to a copy of the published table and publishes it.
+// publish adds newly learned words, stemmed or taken from stemdict.txt, to a copy of the
+// published table and publishes it.
 // Past stemCacheMax words the table stops growing.
 func publish(stemmed [][]stemmedWord) {
 	publishMu.Lock()

@@ -2,6 +2,7 @@ package search
 
 import (
 	"encoding/json"
+	"reflect"
 	"runtime"
 	"testing"
 	"unsafe"
@@ -38,5 +39,28 @@ func TestStemCacheKeepsNoCatalogText(t *testing.T) {
 	}
 	if _, ok := cachedStem(hashToken([]byte("zqx"))); !ok {
 		t.Error(`"zqx" left the stem table`)
+	}
+}
+
+// TestColdBuildLearnsDictWords checks a first build in a process: the words it takes
+// from stemdict.txt are published like the words it stems, so a rebuild finds both in
+// the stem table, and the two builds make the same index.
+func TestColdBuildLearnsDictWords(t *testing.T) {
+	resetCaches()
+	defer resetCaches()
+	snap := trickyCatalog(t, 600)
+	cold := NewIndex(snap)
+	for _, w := range []string{"creates", "summaries", "files", "directory"} {
+		if _, ok := builtinStem(hashToken([]byte(w)), w); !ok {
+			t.Fatalf("%q is not in stemdict.txt", w)
+		}
+		if _, ok := cachedStem(hashToken([]byte(w))); !ok {
+			t.Errorf("%q, from stemdict.txt, is not in the stem table after a first build", w)
+		}
+	}
+	warm := NewIndex(snap)
+	if !reflect.DeepEqual(cold.termText, warm.termText) || !reflect.DeepEqual(cold.postStart, warm.postStart) ||
+		!reflect.DeepEqual(cold.postDoc, warm.postDoc) || !reflect.DeepEqual(cold.postScore, warm.postScore) {
+		t.Error("a first build and a rebuild made different indexes")
 	}
 }
