@@ -356,15 +356,9 @@ func (w *worker) glosses(s string) {
 }
 
 // isCJK reports whether s[i:] starts with a CJK Unified Ideograph (U+4E00 to U+9FFF),
-// which UTF-8 encodes in three bytes, the first 0xe4 to 0xe9. tokenize makes each one a
-// token of its own.
-func isCJK(s string, i int) bool {
-	if i+2 >= len(s) {
-		return false
-	}
-	b0, b1, b2 := s[i], s[i+1], s[i+2]
-	return b0 >= 0xe4 && b0 <= 0xe9 && b1&0xc0 == 0x80 && b2&0xc0 == 0x80 && (b0 > 0xe4 || b1 >= 0xb8)
-}
+// three bytes in UTF-8, which tokenize makes a token of its own. Package gloss defines
+// the range, as its table's.
+func isCJK(s string, i int) bool { return gloss.CharAt(s, i) >= 0 }
 
 // hashK0x3 is 3*hashK0 modulo 2^64, the start of hashToken for three bytes.
 const hashK0x3 = 0xdaa66d2c7ddf743f

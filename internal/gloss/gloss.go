@@ -111,9 +111,9 @@ func appendGloss(dst []byte, at uint32, n int) []byte {
 	return append(dst, ' ')
 }
 
-// charAt decodes the character at text[i] if it is in the table's range, which UTF-8
-// encodes in three bytes, or returns -1.
-func charAt(text string, i int) rune {
+// CharAt decodes the character at text[i] if it is a CJK Unified Ideograph (U+4E00 to
+// U+9FFF), the table's range, which UTF-8 encodes in three bytes; else it returns -1.
+func CharAt(text string, i int) rune {
 	if i+2 >= len(text) {
 		return -1
 	}
@@ -149,7 +149,7 @@ func Append(dst []byte, text string) []byte {
 			i++ // most text: ASCII, or a byte of a character outside the range
 			continue
 		}
-		c := charAt(text, i)
+		c := CharAt(text, i)
 		if c < 0 {
 			i++
 			continue
@@ -168,7 +168,7 @@ func Append(dst []byte, text string) []byte {
 			if k == 2 && !mayGoOn(h) {
 				break
 			}
-			d := charAt(text, i+3*k)
+			d := CharAt(text, i+3*k)
 			if d < 0 {
 				break
 			}
