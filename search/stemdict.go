@@ -78,11 +78,7 @@ func hasLowerPrefix[T string | []byte](line string, tok T) bool {
 		return false
 	}
 	for i := range len(tok) {
-		c := tok[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != line[i] {
+		if lowerByte[tok[i]] != line[i] {
 			return false
 		}
 	}
