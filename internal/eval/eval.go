@@ -117,17 +117,17 @@ func Run(queries []Query, tools int, buildTime time.Duration, search SearchFunc)
 		for _, name := range q.Relevant {
 			rel[name] = true
 		}
-		if recall(ranked, rel, 5) < 1 {
+		r5 := recall(ranked, rel, 5)
+		if r5 < 1 {
 			r.Misses = append(r.Misses, miss(q, distinctNames(found, Depth), nil))
+		} else {
+			r.Comp5++
 		}
 		r.Recall1 += recall(ranked, rel, 1)
-		r.Recall5 += recall(ranked, rel, 5)
+		r.Recall5 += r5
 		r.Recall10 += recall(ranked, rel, 10)
 		r.NDCG5 += ndcg(ranked, rel, 5)
 		r.NDCG10 += ndcg(ranked, rel, 10)
-		if recall(ranked, rel, 5) == 1 {
-			r.Comp5++
-		}
 		for i, name := range ranked {
 			if rel[name] {
 				r.MRR += 1 / float64(i+1)
