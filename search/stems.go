@@ -151,9 +151,8 @@ func stemShare(workers []*worker, i, k, size int) []stemmedWord {
 }
 
 // publish adds newly learned words, stemmed or taken from stemdict.txt, to a copy of the
-// published table and publishes it.
-// Past stemCacheMax words the table stops growing.
-func publish(stemmed [][]stemmedWord) {
+// published table and publishes it. Past stemCacheMax words the table stops growing.
+func publish(learned [][]stemmedWord) {
 	publishMu.Lock()
 	defer publishMu.Unlock()
 	t := &stemTable{}
@@ -164,12 +163,12 @@ func publish(stemmed [][]stemmedWord) {
 		t.words, t.stems = old.words.clone(), slices.Clone(old.stems)
 	} else {
 		n := 0
-		for _, words := range stemmed {
+		for _, words := range learned {
 			n += len(words)
 		}
 		t.words = newTermTable(n)
 	}
-	for _, words := range stemmed {
+	for _, words := range learned {
 		for _, w := range words {
 			if len(t.stems) == stemCacheMax {
 				break
