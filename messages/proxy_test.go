@@ -710,9 +710,10 @@ func TestSearchInputErrors(t *testing.T) {
 }
 
 // TestSearchTimeout checks that a regex search past Proxy.RegexBudget answers
-// execution_time_exceeded, and the model is told so.
+// execution_time_exceeded, and the model is told so. The pattern has no literal text to
+// narrow the tools down by and matches none, so every field of every tool is tried.
 func TestSearchTimeout(t *testing.T) {
-	h := newHarness(t, fakellm.Call("", "toolu_1", "tool_search_tool_regex", `{"pattern":"(a|b)*c"}`), fakellm.Say("ok"))
+	h := newHarness(t, fakellm.Call("", "toolu_1", "tool_search_tool_regex", `{"pattern":"(a|b)*[\\x{E000}-\\x{E0FF}]"}`), fakellm.Say("ok"))
 	h.proxy.RegexBudget = time.Nanosecond
 	tools := tools("regex")
 	for i := range 500 {

@@ -54,6 +54,15 @@ func reportLatency(b *testing.B, lat []time.Duration) {
 // BenchmarkIndexBuild measures cold builds: the process-wide stem cache and build
 // buffers are emptied before each, as in a process that has never built an index.
 func BenchmarkIndexBuild(b *testing.B) {
+	benchFresh(b, func(_ *testing.B, snap *catalog.Snapshot) func() {
+		search.ResetCaches()
+		return func() { search.NewIndex(snap) }
+	})
+}
+
+// benchFresh measures, at each of benchSizes, the operation prepare returns, each time
+// on the fresh state prepare makes untimed.
+func benchFresh(b *testing.B, prepare func(b *testing.B, snap *catalog.Snapshot) func()) {
 	for _, n := range benchSizes {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			snap := benchSnapshot(b, n)
@@ -61,9 +70,9 @@ func BenchmarkIndexBuild(b *testing.B) {
 			b.ResetTimer()
 			for range b.N {
 				b.StopTimer()
-				search.ResetCaches()
+				op := prepare(b, snap)
 				b.StartTimer()
-				search.NewIndex(snap)
+				op()
 			}
 		})
 	}
@@ -131,4 +140,17 @@ func BenchmarkRegex(b *testing.B) {
 			reportLatency(b, lat)
 		})
 	}
+}
+
+// BenchmarkRegexFirst measures the first regex search over a new index, which folds the
+// tools' text and indexes its trigrams before it searches.
+func BenchmarkRegexFirst(b *testing.B) {
+	benchFresh(b, func(b *testing.B, snap *catalog.Snapshot) func() {
+		ix := search.NewIndex(snap)
+		return func() {
+			if _, err := ix.Regex("weather", search.Options{Limit: 5}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -79,7 +79,7 @@ type scratch struct {
 	coord   []float32 // coordination factor by number of matched terms
 	bound   []float32 // the most the query's remaining terms can add
 	cands   []int32   // tools still able to reach the top k
-	bits    []uint64  // one bit a tool, all zero between uses: sortDocs' bitmap
+	bits    []uint64  // one bit a tool, all zero between uses: sortDocs' bit set
 	kth     []scored  // heap for kthScore: the best k it found
 
 	words     queryWords // queryTerms' state
@@ -498,7 +498,7 @@ func (ix *Index) rank(s *scratch, allow *catalog.Set, k int) []Result {
 		}
 		few := len(cands) <= 256
 		if few {
-			s.sortDocs(cands)
+			cands = sortDocs(cands, s.bits)
 		}
 		for _, qt := range terms[i:] {
 			start, end := ix.postStart[qt.id], ix.postStart[qt.id+1]
@@ -531,27 +531,29 @@ func (ix *Index) rank(s *scratch, allow *catalog.Set, k int) []Result {
 	return ix.topK(s, s.touched, allow, k)
 }
 
-// sortDocs sorts distinct tool numbers in place through s.bits: a bit set for each, then
-// the words between the lowest and highest read back in order. For the few hundred
-// candidates ranked sorts, that is several times cheaper than a comparison sort. It
-// leaves s.bits all zero.
-func (s *scratch) sortDocs(docs []int32) {
+// sortDocs sorts tool numbers in place through set, a bit set of the tools, all zero: a
+// bit set for each, then the words between the lowest and highest read back in order.
+// For the few hundred candidates ranked sorts, that is several times cheaper than a
+// comparison sort. Repeated numbers come out once, so it returns the sorted numbers as a
+// prefix of docs. It leaves set all zero.
+func sortDocs(docs []int32, set []uint64) []int32 {
 	if len(docs) == 0 {
-		return
+		return docs
 	}
-	lo, hi := len(s.bits), 0
+	lo, hi := len(set), 0
 	for _, d := range docs {
 		w := int(d >> 6)
-		s.bits[w] |= 1 << (d & 63)
+		set[w] |= 1 << (d & 63)
 		lo, hi = min(lo, w), max(hi, w)
 	}
 	out := docs[:0]
 	for w := lo; w <= hi; w++ {
-		for b := s.bits[w]; b != 0; b &= b - 1 {
+		for b := set[w]; b != 0; b &= b - 1 {
 			out = append(out, int32(w<<6|bits.TrailingZeros64(b)))
 		}
-		s.bits[w] = 0
+		set[w] = 0
 	}
+	return out
 }
 
 // lowerBound returns the first index from lo on where docs, which is sorted, holds d or
@@ -945,4 +947,13 @@ func (ix *Index) substring(query string, allow *catalog.Set, limit int) []Result
 		out = append(out, Result{Tool: ix.snap.Tool(d), Score: float64(hits[d]), Match: MatchSubstring})
 	}
 	return out
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }

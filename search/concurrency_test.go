@@ -59,7 +59,8 @@ func TestConcurrentSearch(t *testing.T) {
 	for i, r := range reqs {
 		want[i] = run(r)
 	}
-	// A fresh index, so the regex path's lazy fold also happens concurrently.
+	// A fresh index, so the regex path's lazy fold, and the trigram index it builds in
+	// the background, happen while the searches run.
 	ix = search.NewIndex(ix.Snapshot())
 	var wg sync.WaitGroup
 	errs := make(chan string, 16*len(reqs))

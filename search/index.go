@@ -102,11 +102,10 @@ type Index struct {
 	firstOnce sync.Once
 	byFirst   *[256][]int32
 
-	// foldOnce builds, on the first regex search, every tool's text lowercased for the
-	// regex path's pre-check: folded[foldedAt[i]:foldedAt[i+1]] is tool i's.
-	foldOnce sync.Once
-	folded   string
-	foldedAt []int32
+	// regexOnce builds, on the first regex search, the tools' text and its trigram
+	// index for the regex path (see regexText).
+	regexOnce sync.Once
+	regexText *regexText
 }
 
 // Snapshot returns the catalog the index was built from.

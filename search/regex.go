@@ -15,68 +15,6 @@ import (
 // matches almost nothing literal over a very large catalog gets near it.
 const DefaultRegexBudget = 100 * time.Millisecond
 
-// foldTools returns the searchable text of every tool, lowercased (see foldASCII) and
-// concatenated into one string, with the offsets where each tool's text starts; the regex
-// path checks a pattern's required literal there before running the pattern. One string
-// for the whole catalog keeps the build to a single allocation.
-func foldTools(tools []*catalog.Tool) (string, []int32) {
-	size := 0
-	for _, t := range tools {
-		size += len(t.Qualified) + len(t.Name) + len(t.Title) + len(t.Description) + len(t.Server) + 5
-		for _, p := range t.Params {
-			size += len(p.Name) + len(p.Description) + 2
-			for _, v := range p.Enum {
-				size += len(v) + 1
-			}
-		}
-	}
-	buf := make([]byte, 0, size)
-	offsets := make([]int32, len(tools)+1)
-	for i, t := range tools {
-		offsets[i] = int32(len(buf))
-		buf = foldASCII(buf, t.Qualified)
-		buf = foldASCII(buf, t.Name)
-		buf = foldASCII(buf, t.Title)
-		buf = foldASCII(buf, t.Description)
-		buf = foldASCII(buf, t.Server)
-		for _, p := range t.Params {
-			buf = foldASCII(buf, p.Name)
-			buf = foldASCII(buf, p.Description)
-			for _, v := range p.Enum {
-				buf = foldASCII(buf, v)
-			}
-		}
-	}
-	offsets[len(tools)] = int32(len(buf))
-	return string(buf), offsets
-}
-
-// foldASCII appends s and a newline to buf, with ASCII letters lowercased and the two
-// non-ASCII letters that case-insensitive matching folds into ASCII (KELVIN SIGN to k,
-// LONG S to s) replaced, so that a lowercase ASCII literal of a (?i) pattern is found in
-// the result wherever the pattern matches s.
-func foldASCII(buf []byte, s string) []byte {
-	n := len(buf)
-	buf = append(buf, s...)
-	out := buf[n:]
-	w := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c-'A' < 26 {
-				c += 'a' - 'A'
-			}
-		} else if c == 0xe2 && strings.HasPrefix(s[i:], "\u212a") {
-			c, i = 'k', i+2
-		} else if c == 0xc5 && strings.HasPrefix(s[i:], "\u017f") {
-			c, i = 's', i+1
-		}
-		out[w] = c
-		w++
-	}
-	return append(buf[:n+w], '\n')
-}
-
 // The fields a regex is tried on, best first; a tool ranks by the first that matches.
 var regexFields = []string{"name", "title", "description", "parameter", "server"}
 
@@ -90,39 +28,60 @@ var regexFields = []string{"name", "title", "description", "parameter", "server"
 // quantifiers and conditionals are InvalidToolInput errors naming the construct. A search
 // that runs past opts.Budget stops with ExecutionTimeExceeded.
 func (ix *Index) Regex(pattern string, opts Options) ([]Result, error) {
-	re, literal, err := CompileRegex(pattern)
+	c, err := compileRegex(pattern)
 	if err != nil {
 		return nil, err
 	}
+	rt := ix.regexSource()
+	return ix.regex(c, opts, rt, rt.trigrams())
+}
+
+// regexSource returns the tools' text for regex search, folding it on first use.
+func (ix *Index) regexSource() *regexText {
+	ix.regexOnce.Do(func() { ix.regexText = newRegexText(ix.snap.Tools()) })
+	return ix.regexText
+}
+
+// regex searches for c over rt, with the candidates tg gives, or every tool if tg is
+// nil.
+func (ix *Index) regex(c *compiledRegex, opts Options, rt *regexText, tg *trigrams) ([]Result, error) {
 	budget := opts.Budget
 	if budget <= 0 {
 		budget = DefaultRegexBudget
 	}
-	limit := opts.limit()
 	deadline := time.Now().Add(budget)
-	ix.foldOnce.Do(func() { ix.folded, ix.foldedAt = foldTools(ix.snap.Tools()) })
-	// Candidates: allowed tools whose text has the pattern's required literal.
-	var cands []int32
-	for d := range ix.snap.Len() {
-		if opts.Allow.Has(d) && (literal == "" || strings.Contains(ix.folded[ix.foldedAt[d]:ix.foldedAt[d+1]], literal)) {
-			cands = append(cands, int32(d))
-		}
+	limit := opts.limit()
+	n := ix.snap.Len()
+	// Candidates: the tools whose text may have the literals every match contains.
+	cands, all := []int32(nil), true
+	if tg != nil {
+		s := ix.scratch()
+		cands, all = tg.candidates(c.need, n, s.bits)
+		ix.release(s)
+	}
+	count := len(cands)
+	if all {
+		count = n
 	}
 	// Results rank by the field that matched, then catalog order, so the fields are
 	// tried one at a time over all candidates and the search stops once limit is met.
 	var out []Result
-	done := make([]bool, len(cands))
+	done := make([]bool, count)
 	checked := 0
 	for field := range regexFields {
-		for i, d := range cands {
-			if done[i] {
+		for i := range count {
+			d := int32(i)
+			if !all {
+				d = cands[i]
+			}
+			if done[i] || !opts.Allow.Has(int(d)) || !rt.mayMatch(d, field, c.need) {
 				continue
 			}
 			if checked++; checked&63 == 0 && time.Now().After(deadline) {
 				return nil, Errorf(ExecutionTimeExceeded, "the pattern ran longer than %v over %d tools; make it more specific (add literal words, or anchor it with ^ or $) and retry", budget, ix.snap.Len())
 			}
 			t := ix.snap.Tool(int(d))
-			if matchField(re, t, field) {
+			if matchField(c.re, t, field) {
 				done[i] = true
 				out = append(out, Result{Tool: t, Score: float64(len(regexFields) - field), Match: MatchRegex, Field: regexFields[field]})
 				if len(out) == limit {
@@ -161,17 +120,32 @@ func matchField(re *regexp.Regexp, t *catalog.Tool, f int) bool {
 }
 
 // CompileRegex checks and compiles a tool-search pattern: Python re syntax as far as RE2
-// shares it, matched case-insensitively. It also returns a lowercase literal that every
-// match must contain ("" if there is none worth using), for a fast pre-check.
-func CompileRegex(pattern string) (*regexp.Regexp, string, error) {
+// shares it, matched case-insensitively.
+func CompileRegex(pattern string) (*regexp.Regexp, error) {
+	c, err := compileRegex(pattern)
+	if err != nil {
+		return nil, err
+	}
+	return c.re, nil
+}
+
+// compiledRegex is a pattern compiled for search: the expression, and the literal text
+// every match contains (see literals).
+type compiledRegex struct {
+	re   *regexp.Regexp
+	need [][]string
+}
+
+// compileRegex is CompileRegex, with the literal analysis for search.
+func compileRegex(pattern string) (*compiledRegex, error) {
 	if pattern == "" {
-		return nil, "", Errorf(InvalidToolInput, "the pattern is empty; give a regular expression such as \"github.*issue\"")
+		return nil, Errorf(InvalidToolInput, "the pattern is empty; give a regular expression such as \"github.*issue\"")
 	}
 	if n := utf8.RuneCountInString(pattern); n > MaxPatternLen {
-		return nil, "", Errorf(InvalidToolInput, "the pattern is %d characters; the limit is %d, so match a shorter distinctive part of the name or description", n, MaxPatternLen)
+		return nil, Errorf(InvalidToolInput, "the pattern is %d characters; the limit is %d, so match a shorter distinctive part of the name or description", n, MaxPatternLen)
 	}
 	if construct := unsupportedConstruct(pattern); construct != "" {
-		return nil, "", Errorf(InvalidToolInput, "the pattern uses %s, which this regular-expression engine (RE2, linear-time) does not support; rewrite the pattern without it", construct)
+		return nil, Errorf(InvalidToolInput, "the pattern uses %s, which this regular-expression engine (RE2, linear-time) does not support; rewrite the pattern without it", construct)
 	}
 	expr := "(?i)" + translatePython(pattern)
 	tree, err := syntax.Parse(expr, syntax.Perl)
@@ -180,17 +154,13 @@ func CompileRegex(pattern string) (*regexp.Regexp, string, error) {
 		if se, ok := err.(*syntax.Error); ok {
 			msg = se.Code.String() + ": `" + strings.TrimPrefix(se.Expr, "(?i)") + "`"
 		}
-		return nil, "", Errorf(InvalidToolInput, "the pattern is not a valid regular expression (%s); fix it and retry", msg)
+		return nil, Errorf(InvalidToolInput, "the pattern is not a valid regular expression (%s); fix it and retry", msg)
 	}
 	re, err := regexp.Compile(expr)
 	if err != nil {
-		return nil, "", Errorf(InvalidToolInput, "the pattern is not a valid regular expression (%v); fix it and retry", err)
+		return nil, Errorf(InvalidToolInput, "the pattern is not a valid regular expression (%v); fix it and retry", err)
 	}
-	lit := requiredLiteral(tree.Simplify())
-	if len(lit) < 2 || !isASCII(lit) {
-		lit = ""
-	}
-	return re, strings.ToLower(lit), nil
+	return &compiledRegex{re: re, need: literals(tree.Simplify()).required()}, nil
 }
 
 // translatePython rewrites the Python spellings RE2 writes differently: \Z (end of text)
@@ -322,45 +292,3 @@ func closesRepeat(p string, i int) bool {
 }
 
 func isLetterByte(c byte) bool { return asciiClass[c]&(clsLower|clsUpper) != 0 }
-
-// requiredLiteral returns the longest literal text every match of re must contain, or "".
-func requiredLiteral(re *syntax.Regexp) string {
-	switch re.Op {
-	case syntax.OpLiteral:
-		return string(re.Rune)
-	case syntax.OpCapture:
-		return requiredLiteral(re.Sub[0])
-	case syntax.OpPlus:
-		return requiredLiteral(re.Sub[0])
-	case syntax.OpRepeat:
-		if re.Min >= 1 {
-			return requiredLiteral(re.Sub[0])
-		}
-	case syntax.OpConcat:
-		best, run := "", ""
-		for _, sub := range re.Sub {
-			if sub.Op == syntax.OpLiteral {
-				run += string(sub.Rune)
-			} else {
-				run = ""
-			}
-			if len(run) > len(best) {
-				best = run
-			}
-			if l := requiredLiteral(sub); len(l) > len(best) {
-				best = l
-			}
-		}
-		return best
-	}
-	return ""
-}
-
-func isASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] >= utf8.RuneSelf {
-			return false
-		}
-	}
-	return true
-}

@@ -2,13 +2,17 @@ package search_test
 
 import (
 	"errors"
+	"math/rand/v2"
 	"reflect"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/internal/catalogtest"
+	"github.com/toolshed/toolshed/internal/scale"
 	"github.com/toolshed/toolshed/search"
 )
 
@@ -127,7 +131,7 @@ func TestCompileRegexTranslation(t *testing.T) {
 		{`(?m)^b`, []string{"a\nb"}, []string{"ab"}},
 	}
 	for _, tc := range tests {
-		re, _, err := search.CompileRegex(tc.pattern)
+		re, err := search.CompileRegex(tc.pattern)
 		if err != nil {
 			t.Errorf("CompileRegex(%q): %v", tc.pattern, err)
 			continue
@@ -145,37 +149,59 @@ func TestCompileRegexTranslation(t *testing.T) {
 	}
 }
 
-// TestCompileRegexLiteral checks the literal the pre-check looks for: lowercase, and one
-// every match contains.
-func TestCompileRegexLiteral(t *testing.T) {
-	tests := []struct{ pattern, literal string }{
-		{"weather", "weather"},
-		{"WEATHER", "weather"},
-		{"github.*issue", "github"},
-		{"get_(forecast|alerts)", "get_"},
-		{"create|delete", ""},
-		{"(slack)+", "slack"},
-		{"ab?", ""},
-		{"x", ""},
-		{"[a-z]+_[a-z]+", ""},
-		{"(?:pull){2}_request", "pullpull"},
-		{"café", ""},
-		{"Kelvin", "kelvin"},
+// TestRegexLiterals checks the literal text a pattern's matches must contain, which
+// chooses the candidates and skips fields: folded as the tools' text is, and only what
+// every match has.
+func TestRegexLiterals(t *testing.T) {
+	tests := []struct {
+		pattern string
+		need    [][]string
+	}{
+		{"weather", [][]string{{"weather"}}},
+		{"WEATHER", [][]string{{"weather"}}},
+		{"github.*issue", [][]string{{"github"}, {"issue"}}},
+		{"get_(forecast|alerts)", [][]string{{"get_forecast", "get_alerts"}}},
+		{"create|delete", [][]string{{"create", "delete"}}},
+		{"screenshot|snapshot", [][]string{{"screenshot", "snapshot"}}},
+		{"(slack)+", [][]string{{"slack"}}},
+		{"[Ss]lack", [][]string{{"slack"}}},
+		{"^get_", [][]string{{"get_"}}},
+		{"file$", [][]string{{"file"}}},
+		{`\bpull request\b`, [][]string{{"pull request"}}},
+		{"ab?", [][]string{{"a"}}},
+		{"x", [][]string{{"x"}}},
+		{"a*", nil},
+		{".", nil},
+		{"[a-z]+_[a-z]+", [][]string{{"_"}}},
+		{"(?:pull){2}_request", [][]string{{"pullpull_request"}}},
+		{"ab|c.*d", [][]string{{"ab", "c"}}},
+		{"ab|c*", nil},
+		{"v[0-9]", [][]string{{"v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9"}}},
+		{"[a-f][a-f]x", [][]string{{"a", "b", "c", "d", "e", "f"}, {"ax", "bx", "cx", "dx", "ex", "fx"}}},
+		{"[a-z]x", [][]string{{"x"}}},
+		{"café", [][]string{{"caf"}}},
+		{"ÉTÉ", [][]string{{"t"}}},
+		{"É", nil},
+		{"a\uFFFDb", [][]string{{"a"}, {"b"}}},
+		{"Kelvin", [][]string{{"kelvin"}}},
+		{`\x{212A}elvin`, [][]string{{"kelvin"}}},
+		{"天气", [][]string{{"天气"}}},
+		{"(?-i)Slack", [][]string{{"slack"}}},
 	}
 	for _, tc := range tests {
-		_, lit, err := search.CompileRegex(tc.pattern)
-		if err != nil || lit != tc.literal {
-			t.Errorf("CompileRegex(%q) literal %q, %v; want %q", tc.pattern, lit, err, tc.literal)
+		need, err := search.RegexNeed(tc.pattern)
+		if err != nil || !reflect.DeepEqual(need, tc.need) {
+			t.Errorf("RegexNeed(%q) = %q, %v; want %q", tc.pattern, need, err, tc.need)
 		}
 	}
 }
 
 // TestRegexCaseFolding checks that the literal pre-check does not lose matches that
-// case-insensitive matching finds in non-ASCII letters (KELVIN SIGN, LONG S).
+// case-insensitive matching finds in non-ASCII letters (KELVIN SIGN, LONG S, É for é).
 func TestRegexCaseFolding(t *testing.T) {
-	snap := catalogtest.Snapshot(t, `{"tools": [{"name": "temp", "description": "Degrees \u212Aelvin"}, {"name": "other", "description": "Fa\u017Ft"}, {"name": "none", "description": "Celsius"}]}`)
+	snap := catalogtest.Snapshot(t, `{"tools": [{"name": "temp", "description": "Degrees \u212Aelvin"}, {"name": "other", "description": "Fa\u017Ft"}, {"name": "none", "description": "Celsius"}, {"name": "menu", "description": "La carte du café"}]}`)
 	ix := search.NewIndex(snap)
-	for pattern, want := range map[string]string{"kelvin": "default__temp", "KELVIN": "default__temp", "fast": "default__other", "FAST": "default__other"} {
+	for pattern, want := range map[string]string{"kelvin": "default__temp", "KELVIN": "default__temp", "fast": "default__other", "FAST": "default__other", "CAFÉ": "default__menu", "u c.f": "default__menu"} {
 		results, err := ix.Regex(pattern, search.Options{})
 		if err != nil || len(results) != 1 || results[0].Tool.Qualified != want {
 			t.Errorf("Regex(%q) = %v, %v; want %s", pattern, names(results), err, want)
@@ -230,7 +256,7 @@ func TestRegexUnsupported(t *testing.T) {
 	}
 	// The same characters where they are not those constructs are fine.
 	for _, p := range []string{`[(?=]`, `\(\?=`, `[\1]x`, `a*`, `a+?`, `a*?`, `(?:abc)+`, `(?i:x)`, `(?s)x`, `[+*]+`, `\++`, `\\1`} {
-		if _, _, err := search.CompileRegex(p); err != nil && strings.Contains(err.Error(), "uses") {
+		if _, err := search.CompileRegex(p); err != nil && strings.Contains(err.Error(), "uses") {
 			t.Errorf("CompileRegex(%q) = %v", p, err)
 		}
 	}
@@ -258,7 +284,7 @@ func TestRegexInvalid(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.message, func(t *testing.T) {
 			for _, run := range []func() error{
-				func() error { _, _, err := search.CompileRegex(tc.pattern); return err },
+				func() error { _, err := search.CompileRegex(tc.pattern); return err },
 				func() error { _, err := ix.Regex(tc.pattern, search.Options{}); return err },
 			} {
 				err := run()
@@ -303,8 +329,8 @@ func TestRegexBudget(t *testing.T) {
 	// A class of private-use characters: no literal for the pre-check, and no match, so
 	// every field of every tool is tried.
 	const pattern = `[\x{E000}-\x{E0FF}]{2}`
-	if _, lit, err := search.CompileRegex(pattern); err != nil || lit != "" {
-		t.Fatalf("CompileRegex: literal %q, %v", lit, err)
+	if need, err := search.RegexNeed(pattern); err != nil || need != nil {
+		t.Fatalf("RegexNeed: %q, %v", need, err)
 	}
 	// With time enough (generous, so that a slow machine or the race detector does not
 	// matter) the search completes and finds nothing.
@@ -337,7 +363,7 @@ func FuzzRegex(f *testing.F) {
 	ix := search.NewIndex(snap)
 	allowed := setOf(f, snap, "github__create_issue", "slack__send_message", "files__read_file", "weather__get_forecast", "calc__solve_quadratic_equation")
 	f.Fuzz(func(t *testing.T, pattern string) {
-		re, lit, err := search.CompileRegex(pattern)
+		re, err := search.CompileRegex(pattern)
 		if err != nil {
 			var se *search.Error
 			if !errors.As(err, &se) || se.Code != search.InvalidToolInput || re != nil {
@@ -345,31 +371,31 @@ func FuzzRegex(f *testing.F) {
 			}
 			return
 		}
-		if lit != strings.ToLower(lit) {
-			t.Fatalf("literal %q is not lowercase", lit)
+		need, _ := search.RegexNeed(pattern)
+		for _, alts := range need {
+			for _, lit := range alts {
+				if lit == "" || strings.IndexFunc(lit, func(r rune) bool { return r >= 'A' && r <= 'Z' }) >= 0 {
+					t.Fatalf("RegexNeed(%q) has %q, which is empty or has ASCII capitals", pattern, lit)
+				}
+			}
 		}
 		results, err := ix.Regex(pattern, search.Options{Allow: allowed, Limit: 50})
 		if err != nil {
 			t.Fatalf("Regex(%q) after CompileRegex accepted it: %v", pattern, err)
 		}
 		for _, r := range results {
-			if !allowed.Has(r.Tool.Index) {
-				t.Fatalf("Regex(%q) returned %s, which is not allowed", pattern, r.Tool.Qualified)
-			}
 			if r.Match != search.MatchRegex || r.Field == "" {
 				t.Fatalf("Regex(%q): result %+v", pattern, r)
 			}
 		}
-		// Every allowed tool whose name matches is found.
-		for _, tl := range snap.Tools() {
-			if allowed.Has(tl.Index) && (re.MatchString(tl.Name) || re.MatchString(tl.Qualified)) {
-				found := false
-				for _, r := range results {
-					found = found || r.Tool == tl
-				}
-				if !found {
-					t.Fatalf("Regex(%q) missed %s, whose name matches", pattern, tl.Qualified)
-				}
+		want := scanRegex(snap, re, allowed, 50)
+		if got := resultFields(results); !slices.Equal(got, want) {
+			t.Fatalf("Regex(%q) = %v; trying every tool finds %v", pattern, got, want)
+		}
+		for _, trigrams := range []bool{false, true} {
+			results, err := search.RegexWith(ix, pattern, search.Options{Allow: allowed, Limit: 50}, trigrams)
+			if got := resultFields(results); err != nil || !slices.Equal(got, want) {
+				t.Fatalf("Regex(%q), trigrams %v = %v, %v; trying every tool finds %v", pattern, trigrams, got, err, want)
 			}
 		}
 	})
@@ -387,5 +413,128 @@ func TestRegexLongServerName(t *testing.T) {
 	results, err := search.NewIndex(snap).Regex("endzulu", search.Options{})
 	if err != nil || len(results) != 1 || results[0].Field != "server" {
 		t.Fatalf("Regex(endzulu) = %v, %v; want the tool, matched by its server", results, err)
+	}
+}
+
+// scanRegex is what Regex must return, found the slow way: every allowed tool tried on
+// every field, fields in rank order, as qualified name and field.
+func scanRegex(snap *catalog.Snapshot, re *regexp.Regexp, allow *catalog.Set, limit int) []string {
+	matches := func(t *catalog.Tool, field string) bool {
+		switch field {
+		case "name":
+			return re.MatchString(t.Name) || re.MatchString(t.Qualified)
+		case "title":
+			return t.Title != "" && re.MatchString(t.Title)
+		case "description":
+			return re.MatchString(t.Description)
+		case "parameter":
+			for _, p := range t.Params {
+				if re.MatchString(p.Name) || p.Description != "" && re.MatchString(p.Description) || slices.ContainsFunc(p.Enum, re.MatchString) {
+					return true
+				}
+			}
+			return false
+		}
+		return re.MatchString(t.Server)
+	}
+	var out []string
+	found := map[int]bool{}
+	for _, field := range []string{"name", "title", "description", "parameter", "server"} {
+		for _, t := range snap.Tools() {
+			if allow.Has(t.Index) && !found[t.Index] && matches(t, field) {
+				found[t.Index] = true
+				if out = append(out, t.Qualified+" "+field); len(out) == limit {
+					return out
+				}
+			}
+		}
+	}
+	return out
+}
+
+// resultFields returns results as scanRegex does.
+func resultFields(results []search.Result) []string {
+	var out []string
+	for _, r := range results {
+		out = append(out, r.Tool.Qualified+" "+r.Field)
+	}
+	return out
+}
+
+// TestRegexMatchesScan holds Regex, which tries only the tools and fields that have a
+// pattern's literals, to trying every tool on every field, over the real tools with
+// patterns of the shapes models write, made from the tools' own words: both before its
+// trigram index is built and with it.
+func TestRegexMatchesScan(t *testing.T) {
+	real, err := scale.Real("../bench")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, _ := catalog.Build(scale.Catalog(real, 800))
+	ix := search.NewIndex(snap)
+	var words []string
+	for _, tl := range snap.Tools()[:300] {
+		words = append(words, strings.FieldsFunc(tl.Name+" "+tl.Description, func(r rune) bool { return r == ' ' || r == '.' || r == ',' })...)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	word := func() string {
+		w := words[rng.IntN(len(words))]
+		if len(w) > 4 && rng.IntN(2) == 0 { // a piece of a word, in any case
+			i := rng.IntN(len(w) - 3)
+			w = w[i : i+3+rng.IntN(len(w)-i-2)]
+		}
+		if rng.IntN(3) == 0 {
+			w = strings.ToUpper(w)
+		}
+		return regexp.QuoteMeta(w)
+	}
+	patterns := append([]string{}, "weather", "github.*issue", "create|delete", "^get_", "(?i)slack", "file$",
+		`\bpull request\b`, "screenshot|snapshot", "[a-z]+_[a-z]+_[a-z]+", "calendar.*event", "kel.in", "天气|新闻", "x{0}", "ab|c*")
+	for range 80 {
+		var p string
+		switch rng.IntN(7) {
+		case 0:
+			p = word()
+		case 1:
+			p = word() + ".*" + word()
+		case 2:
+			p = word() + "|" + word()
+		case 3:
+			p = "^" + word()
+		case 4:
+			p = word() + "$"
+		case 5:
+			p = `\b` + word() + `\b`
+		default:
+			p = word() + "[_ -]?" + word()
+		}
+		patterns = append(patterns, p)
+	}
+	if raceEnabled {
+		patterns = patterns[:30] // the race detector checks the concurrency, not results
+	}
+	allowed := catalog.NewSet(snap)
+	for i := 0; i < snap.Len(); i += 3 {
+		allowed.Add(i)
+	}
+	for _, p := range patterns {
+		re, err := search.CompileRegex(p)
+		if err != nil {
+			t.Fatalf("CompileRegex(%q): %v", p, err)
+		}
+		for _, allow := range []*catalog.Set{nil, allowed} {
+			all := scanRegex(snap, re, allow, search.MaxLimit)
+			for _, limit := range []int{5, search.MaxLimit} {
+				for _, trigrams := range []bool{false, true} {
+					results, err := search.RegexWith(ix, p, search.Options{Allow: allow, Limit: limit, Budget: time.Minute}, trigrams)
+					if err != nil {
+						t.Fatalf("Regex(%q): %v", p, err)
+					}
+					if got, want := resultFields(results), all[:min(limit, len(all))]; !slices.Equal(got, want) {
+						t.Errorf("Regex(%q, limit %d, trigrams %v) = %v; trying every tool finds %v", p, limit, trigrams, got, want)
+					}
+				}
+			}
+		}
 	}
 }

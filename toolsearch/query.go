@@ -86,7 +86,7 @@ func CheckQuery(kind string, q string) error {
 		case n > MaxPatternLen:
 			return queryErrorf(ErrQueryTooLong, "the pattern is %d characters and the limit is %d; match a shorter distinctive part of the tool's name or description", n, MaxPatternLen)
 		}
-		if _, _, err := search.CompileRegex(q); err != nil {
+		if _, err := search.CompileRegex(q); err != nil {
 			msg := err.Error()
 			var se *search.Error
 			if errors.As(err, &se) {
