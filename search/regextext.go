@@ -321,13 +321,18 @@ func foldASCII(buf []byte, s string) []byte {
 	n := len(buf)
 	buf = append(buf, s...)
 	out := buf[n:]
+	if strings.IndexByte(s, 0xe2) < 0 && strings.IndexByte(s, 0xc5) < 0 {
+		// Neither letter can be there (their first bytes are missing): a byte for a byte.
+		for i, c := range out {
+			out[i] = lowerByte[c]
+		}
+		return append(buf, '\n')
+	}
 	w := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c-'A' < 26 {
-				c += 'a' - 'A'
-			}
+			c = lowerByte[c]
 		} else if c == 0xe2 && strings.HasPrefix(s[i:], "\u212a") {
 			c, i = 'k', i+2
 		} else if c == 0xc5 && strings.HasPrefix(s[i:], "\u017f") {
