@@ -949,6 +949,7 @@ func (ix *Index) substring(query string, allow *catalog.Set, limit int) []Result
 	return out
 }
 
+// isASCII reports whether s has only ASCII bytes.
 func isASCII(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] >= utf8.RuneSelf {

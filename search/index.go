@@ -102,8 +102,8 @@ type Index struct {
 	firstOnce sync.Once
 	byFirst   *[256][]int32
 
-	// regexOnce builds, on the first regex search, the tools' text and its trigram
-	// index for the regex path (see regexText).
+	// regexOnce folds, on the first regex search, the tools' text for the regex path;
+	// that search also starts building the text's trigram index (see regexText).
 	regexOnce sync.Once
 	regexText *regexText
 }
