@@ -20,9 +20,10 @@ import (
 // trying every tool.
 //
 // Indexing the trigrams of 10,000 tools takes tens of milliseconds, more than the
-// searches it speeds up until a few dozen have run, and an index may serve only a few.
-// So the first regex search starts it in the background and searches without it, as do
-// the searches that come before it is done.
+// searches it speeds up until a few dozen have run, and an index may serve only one
+// (a command-line search, a proxy request with a tools list of its own). So the second
+// regex search over an index starts it in the background, and searches without it, as
+// do the first and those that come before it is done.
 
 // regexText is every tool's searchable text, case-folded for the literal checks (see
 // foldASCII), with the trigram index over it once built.
@@ -32,6 +33,7 @@ type regexText struct {
 	text    string
 	fieldAt []int32
 
+	searches atomic.Int32             // regex searches so far, up to the one that starts grams
 	gramOnce sync.Once                // starts building grams
 	grams    atomic.Pointer[trigrams] // nil until built
 	built    chan struct{}            // closed once grams is set
@@ -135,12 +137,21 @@ func newRegexText(tools []*catalog.Tool) *regexText {
 // numTools is the number of tools the text holds.
 func (rt *regexText) numTools() int { return (len(rt.fieldAt) - 1) / numRegexFields }
 
-// trigrams returns the trigram index, or nil while it is being built: the first call
-// starts building it in the background, so that no search waits for it.
+// trigrams returns the trigram index for a regex search, or nil when it is not built:
+// the second search starts building it in the background, so that no search waits.
 func (rt *regexText) trigrams() *trigrams {
 	if g := rt.grams.Load(); g != nil {
 		return g
 	}
+	if rt.searches.Load() < 2 && rt.searches.Add(1) < 2 {
+		return nil
+	}
+	rt.startTrigrams()
+	return nil
+}
+
+// startTrigrams starts building the trigram index, once.
+func (rt *regexText) startTrigrams() {
 	rt.gramOnce.Do(func() {
 		rt.built = make(chan struct{})
 		go func() {
@@ -148,14 +159,11 @@ func (rt *regexText) trigrams() *trigrams {
 			close(rt.built)
 		}()
 	})
-	return nil
 }
 
 // waitTrigrams builds the trigram index if it is not built, and waits for it.
 func (rt *regexText) waitTrigrams() *trigrams {
-	if g := rt.trigrams(); g != nil {
-		return g
-	}
+	rt.startTrigrams()
 	<-rt.built
 	return rt.grams.Load()
 }
