@@ -74,11 +74,14 @@ func (ix *Index) regex(c *compiledRegex, opts Options, rt *regexText, tg *trigra
 			if !all {
 				d = cands[i]
 			}
-			if done[i] || !opts.Allow.Has(int(d)) || !rt.mayMatch(d, field, c.need) {
+			if done[i] || !opts.Allow.Has(int(d)) {
 				continue
 			}
 			if checked++; checked&63 == 0 && time.Now().After(deadline) {
 				return nil, Errorf(ExecutionTimeExceeded, "the pattern ran longer than %v over %d tools; make it more specific (add literal words, or anchor it with ^ or $) and retry", budget, ix.snap.Len())
+			}
+			if !rt.mayMatch(d, field, c.need) {
+				continue
 			}
 			t := ix.snap.Tool(int(d))
 			if matchField(c.re, t, field) {
@@ -160,7 +163,7 @@ func compileRegex(pattern string) (*compiledRegex, error) {
 	if err != nil {
 		return nil, Errorf(InvalidToolInput, "the pattern is not a valid regular expression (%v); fix it and retry", err)
 	}
-	return &compiledRegex{re: re, need: literals(tree.Simplify()).required()}, nil
+	return &compiledRegex{re: re, need: selective(literals(tree.Simplify()).required())}, nil
 }
 
 // translatePython rewrites the Python spellings RE2 writes differently: \Z (end of text)

@@ -187,6 +187,8 @@ func TestRegexLiterals(t *testing.T) {
 		{`\x{212A}elvin`, [][]string{{"kelvin"}}},
 		{"天气", [][]string{{"天气"}}},
 		{"(?-i)Slack", [][]string{{"slack"}}},
+		{"e.e.e.e.z", [][]string{{"e"}, {"z"}}},
+		{"ab.cd.ef.gh.ij.kl.mn.op.qr.stu", [][]string{{"ab"}, {"cd"}, {"ef"}, {"gh"}, {"ij"}, {"kl"}, {"mn"}, {"stu"}}},
 	}
 	for _, tc := range tests {
 		need, err := search.RegexNeed(tc.pattern)

@@ -129,15 +129,45 @@ func literals(re *syntax.Regexp) litInfo {
 func longest(need [][]string) []string {
 	best, bestLen := need[0], -1
 	for _, alts := range need {
-		short := len(alts[0])
-		for _, s := range alts[1:] {
-			short = min(short, len(s))
-		}
-		if short > bestLen {
+		if short := shortest(alts); short > bestLen {
 			best, bestLen = alts, short
 		}
 	}
 	return best
+}
+
+// shortest returns the length of the shortest of strs.
+func shortest(strs []string) int {
+	n := len(strs[0])
+	for _, s := range strs[1:] {
+		n = min(n, len(s))
+	}
+	return n
+}
+
+// maxNeed bounds the conditions a search checks each field for: every one is checked
+// for each field, and a few long ones rule out as much as many.
+const maxNeed = 8
+
+// selective returns need without repeated conditions, and at most maxNeed of them,
+// those whose shortest strings are longest, in their order in need: "e.e.e.e" needs
+// "e" once.
+func selective(need [][]string) [][]string {
+	var out [][]string
+	for _, alts := range need {
+		if !slices.ContainsFunc(out, func(o []string) bool { return slices.Equal(o, alts) }) {
+			out = append(out, alts)
+		}
+	}
+	if len(out) <= maxNeed {
+		return out
+	}
+	keep := slices.Clone(out)
+	slices.SortStableFunc(keep, func(a, b []string) int { return shortest(b) - shortest(a) })
+	keep = keep[:maxNeed]
+	return slices.DeleteFunc(out, func(alts []string) bool {
+		return !slices.ContainsFunc(keep, func(k []string) bool { return slices.Equal(k, alts) })
+	})
 }
 
 // cross returns every string of a followed by a string of b.
