@@ -51,8 +51,7 @@ type worker struct {
 	chinese     bool // whether text has met a character package gloss may know since it was cleared
 
 	cut    [maxParts + 1]int32 // where the parts of the word being split start
-	doc    int32
-	start  int32 // where the current tool's entries start
+	start  int32               // where the current tool's entries start
 	field  int
 	docLen [numFields]uint32 // the current tool's field lengths
 }
@@ -249,7 +248,6 @@ func (w *worker) tokenize(tools []*catalog.Tool, nameHashes []uint64) {
 	w.entries = getEntries(w.size/12 + 16) // about one entry per 14 bytes of text
 	w.emit = w.emitToken
 	for i, t := range tools[w.from:w.to] {
-		w.doc = int32(i)
 		w.start = int32(len(w.entries))
 		w.docStart[i] = w.start
 		w.docLen = [numFields]uint32{}
