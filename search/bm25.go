@@ -751,12 +751,12 @@ func queryWord[T string | []byte](q *queryWords, h uint64, tok T) {
 	ix, s, p := q.ix, q.s, &q.ix.params
 	var term string
 	if id, ok := ix.surfaces.lookup(h); ok && id >= 0 {
-		ix.addID(s, id, 1, true)
+		ix.addID(s, id, 1)
 		term = ix.termText[id]
 	} else {
 		q.buf = appendLower(q.buf[:0], tok)
 		if st := stemOf(q.buf, h); st.text != "" {
-			if !ix.addStem(s, st, 1, true) {
+			if !ix.addStem(s, st, 1) {
 				if p.Synonyms > 0 {
 					q.unknown = append(q.unknown, st.text)
 				}
@@ -807,32 +807,31 @@ func (ix *Index) pathTerms(query string, ops []string, s *scratch) {
 }
 
 // addTerm adds a term the query implies (by the thesaurus, an abbreviation, a path or a
-// question word) with weight factor f, if the catalog has it. A term already present
-// keeps the larger of its weights; only the query's own words add up when repeated.
+// question word) with weight factor f, if the catalog has it.
 func (ix *Index) addTerm(s *scratch, term string, f float32) bool {
-	return ix.addStem(s, stemOfText(term), f, false)
+	return ix.addStem(s, stemOfText(term), f)
 }
 
-// addStem is addTerm for a term whose hash is known; inQuery is as for addID.
-func (ix *Index) addStem(s *scratch, term stem, f float32, inQuery bool) bool {
+// addStem is addTerm for a term whose hash is known.
+func (ix *Index) addStem(s *scratch, term stem, f float32) bool {
 	id, ok := ix.termID(term)
 	if ok {
-		ix.addID(s, id, f, inQuery)
+		ix.addID(s, id, f)
 	}
 	return ok
 }
 
-// addID is addTerm for a term of the index known by its id; inQuery says the query
-// itself wrote it, so that a repeat adds up rather than keeping the larger weight.
-func (ix *Index) addID(s *scratch, id int32, f float32, inQuery bool) {
+// addID is addTerm for a term of the index known by its id. A term the query has
+// already keeps the larger of its weights: a word said twice counts once, as in BM25
+// without query term frequency (k3 = 0). A long request repeats words for grammar's
+// sake, and a file path repeats its folders' names ("save it as Markdown to
+// /root/markdown/a.md"), not for emphasis; counting repeats made those words outweigh
+// the rest (livemcpbench recall@5 0.413 against 0.452, bfcl 0.869 against 0.872).
+func (ix *Index) addID(s *scratch, id int32, f float32) {
 	w := f * ix.idf[id]
 	for i := range s.terms {
 		if s.terms[i].id == id {
-			if inQuery {
-				s.terms[i].weight += w
-			} else if w > s.terms[i].weight {
-				s.terms[i].weight = w
-			}
+			s.terms[i].weight = max(s.terms[i].weight, w)
 			return
 		}
 	}

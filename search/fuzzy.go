@@ -78,7 +78,7 @@ func (ix *Index) addCorrections(s *scratch, word, stem string) {
 	// The terms in the most tools are the likeliest meant; then the index's order.
 	slices.SortStableFunc(found, func(a, b int32) int { return cmp.Compare(ix.postingLen(b), ix.postingLen(a)) })
 	for _, id := range found[:min(len(found), maxCorrections)] {
-		ix.addID(s, id, 1, false)
+		ix.addID(s, id, 1)
 	}
 }
 

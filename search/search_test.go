@@ -124,6 +124,40 @@ func TestSearchDeterministic(t *testing.T) {
 	}
 }
 
+// TestSearchRepeatedWords checks that a word said twice counts once: a request that
+// repeats a word, or a file path that repeats a folder's name, ranks and scores the
+// tools as if the word were said once.
+func TestSearchRepeatedWords(t *testing.T) {
+	ix := builtinIndex(t)
+	for _, tc := range []struct{ once, repeated string }{
+		{"create a github issue", "create a github issue github issue"},
+		{"save the report to /tmp/notes/report.md", "save the report report to /tmp/notes/report.md"},
+		{"take a screenshot of the page", "take a screenshot screenshot of the page page"},
+		{"send a slack message", "send a Slack message SLACK message"},
+	} {
+		want, err := ix.Search(tc.once, search.Options{Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := ix.Search(tc.repeated, search.Options{Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 || !reflect.DeepEqual(scores(got), scores(want)) {
+			t.Errorf("Search(%q) = %v\nwant what Search(%q) gives: %v", tc.repeated, scores(got), tc.once, scores(want))
+		}
+	}
+}
+
+// scores returns results as qualified names with scores.
+func scores(results []search.Result) []string {
+	var out []string
+	for _, r := range results {
+		out = append(out, fmt.Sprintf("%s %.4f", r.Tool.Qualified, r.Score))
+	}
+	return out
+}
+
 func TestSearchAllow(t *testing.T) {
 	ix := smallIndex(t)
 	snap := ix.Snapshot()
