@@ -13,18 +13,19 @@ import (
 
 var benchSizes = []int{1000, 10000}
 
-func benchSnapshot(b *testing.B, n int) *catalog.Snapshot {
-	b.Helper()
+// benchSnapshot returns the scale catalog of n real tools, failing tb on any problem.
+func benchSnapshot(tb testing.TB, n int) *catalog.Snapshot {
+	tb.Helper()
 	real, err := scale.Real("../bench")
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	snap, problems := catalog.Build(scale.Catalog(real, n))
 	if len(problems) > 0 {
-		b.Fatalf("scale catalog: %d problems, the first: %v", len(problems), problems[0])
+		tb.Fatalf("scale catalog: %d problems, the first: %v", len(problems), problems[0])
 	}
 	if snap.Len() != n {
-		b.Fatalf("scale catalog has %d tools, want %d", snap.Len(), n)
+		tb.Fatalf("scale catalog has %d tools, want %d", snap.Len(), n)
 	}
 	return snap
 }

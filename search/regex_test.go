@@ -12,7 +12,6 @@ import (
 
 	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/internal/catalogtest"
-	"github.com/toolshed/toolshed/internal/scale"
 	"github.com/toolshed/toolshed/search"
 )
 
@@ -468,11 +467,7 @@ func resultFields(results []search.Result) []string {
 // patterns of the shapes models write, made from the tools' own words: both before its
 // trigram index is built and with it.
 func TestRegexMatchesScan(t *testing.T) {
-	real, err := scale.Real("../bench")
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, _ := catalog.Build(scale.Catalog(real, 800))
+	snap := benchSnapshot(t, 800)
 	ix := search.NewIndex(snap)
 	var words []string
 	for _, tl := range snap.Tools()[:300] {
