@@ -16,7 +16,7 @@ import (
 const DefaultRegexBudget = 100 * time.Millisecond
 
 // The fields a regex is tried on, best first; a tool ranks by the first that matches.
-var regexFields = []string{"name", "title", "description", "parameter", "server"}
+var regexFields = [...]string{"name", "title", "description", "parameter", "server"}
 
 // Regex finds tools whose name, title, description, parameter names, descriptions or
 // enum values, or server name match pattern, case-insensitively, the way Python's

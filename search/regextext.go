@@ -85,8 +85,7 @@ var gramClass = func() (t [256]uint8) {
 	return t
 }()
 
-// numRegexFields is len(regexFields).
-const numRegexFields = 5
+const numRegexFields = len(regexFields)
 
 // newRegexText folds the tools' text.
 func newRegexText(tools []*catalog.Tool) *regexText {
