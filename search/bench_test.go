@@ -2,6 +2,8 @@ package search_test
 
 import (
 	"fmt"
+	"runtime/metrics"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -52,6 +54,27 @@ func reportLatency(b *testing.B, lat []time.Duration) {
 	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1000, "p99-µs")
 }
 
+// gcSamples are the garbage collector's cycles and CPU time so far in this process.
+var gcSamples = []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/cpu/classes/gc/total:cpu-seconds"}}
+
+// reportGC adds to a build benchmark the garbage collection cycles and collector CPU time
+// per build since start, a reading of gcSamples. A build allocates; a collection cycle
+// marks the whole live heap, the catalog snapshot included, concurrently with the build
+// and on the same cores, so these say how much of a build's time is the collector's.
+func reportGC(b *testing.B, start []metrics.Sample) {
+	end := slices.Clone(start)
+	metrics.Read(end)
+	b.ReportMetric(float64(end[0].Value.Uint64()-start[0].Value.Uint64())/float64(b.N), "gc-cycles/op")
+	b.ReportMetric((end[1].Value.Float64()-start[1].Value.Float64())*1000/float64(b.N), "gc-cpu-ms/op")
+}
+
+// readGC returns a fresh reading of gcSamples.
+func readGC() []metrics.Sample {
+	s := slices.Clone(gcSamples)
+	metrics.Read(s)
+	return s
+}
+
 // BenchmarkIndexBuild measures cold builds: the process-wide stem cache and build
 // buffers are emptied before each, as in a process that has never built an index.
 func BenchmarkIndexBuild(b *testing.B) {
@@ -69,12 +92,15 @@ func benchFresh(b *testing.B, prepare func(b *testing.B, snap *catalog.Snapshot)
 			snap := benchSnapshot(b, n)
 			b.ReportAllocs()
 			b.ResetTimer()
+			gc := readGC()
 			for range b.N {
 				b.StopTimer()
 				op := prepare(b, snap)
 				b.StartTimer()
 				op()
 			}
+			b.StopTimer()
+			reportGC(b, gc)
 		})
 	}
 }
@@ -88,9 +114,12 @@ func BenchmarkIndexRebuild(b *testing.B) {
 			search.NewIndex(snap)
 			b.ReportAllocs()
 			b.ResetTimer()
+			gc := readGC()
 			for range b.N {
 				search.NewIndex(snap)
 			}
+			b.StopTimer()
+			reportGC(b, gc)
 		})
 	}
 }
