@@ -73,7 +73,9 @@ func NewIndexParams(snap *catalog.Snapshot, p Params) *Index {
 	defer published()
 
 	// Step 2: global term ids, in order of first appearance.
-	ix.terms = newTermTable(len(workers[0].stems) + len(workers[0].stems)/2)
+	guess := len(workers[0].stems) + len(workers[0].stems)/2 // the first worker meets most terms
+	ix.terms = newTermTable(guess)
+	ix.termText = make([]string, 0, guess)
 	for _, w := range workers {
 		w.termOf = make([]int32, len(w.stems))
 		for i, st := range w.stems {

@@ -2,7 +2,6 @@ package search
 
 import (
 	"runtime"
-	"slices"
 	"sync"
 	"sync/atomic"
 )
@@ -155,18 +154,20 @@ func stemShare(workers []*worker, i, k, size int) []stemmedWord {
 func publish(learned [][]stemmedWord) {
 	publishMu.Lock()
 	defer publishMu.Unlock()
+	n := 0 // at most this many words are new: workers often learn the same word
+	for _, words := range learned {
+		n += len(words)
+	}
 	t := &stemTable{}
 	if old := published.Load(); old != nil {
 		if len(old.stems) >= stemCacheMax {
 			return
 		}
-		t.words, t.stems = old.words.clone(), slices.Clone(old.stems)
+		t.words = old.words.clone()
+		t.stems = append(make([]stem, 0, min(len(old.stems)+n, stemCacheMax)), old.stems...)
 	} else {
-		n := 0
-		for _, words := range learned {
-			n += len(words)
-		}
 		t.words = newTermTable(n)
+		t.stems = make([]stem, 0, min(n, stemCacheMax))
 	}
 	for _, words := range learned {
 		for _, w := range words {
