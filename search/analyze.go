@@ -292,7 +292,7 @@ func stemOf(tok []byte, h uint64) stem {
 // resetCaches empties both stem caches and the pool of build buffers, so benchmarks can
 // measure a build in a process that has never built an index.
 func resetCaches() {
-	entryPool = sync.Pool{}
+	blockPool = sync.Pool{}
 	queryStems.Lock()
 	queryStems.m = nil
 	queryStems.Unlock()

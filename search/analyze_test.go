@@ -257,19 +257,23 @@ func referenceTerms(tools []*catalog.Tool) []fieldTerms {
 	return out
 }
 
-// workerTerms runs a build's first step (worker.text over every field) on tools and
-// returns what it recorded, in terms.
-func workerTerms(tools []*catalog.Tool) []fieldTerms {
-	w := &worker{from: 0, to: len(tools)}
+// workerTerms runs a build's first step (worker.text over every field) on tools, with
+// one worker that takes them all from the start, or from the end if back, and returns
+// what it recorded, in terms.
+func workerTerms(tools []*catalog.Tool, back bool) []fieldTerms {
+	w := newWorkersK(tools, 2)[0]
+	if back {
+		w = newWorkersK(tools, 2)[1]
+	}
 	w.tokenize(tools, make([]uint64, 2*len(tools)))
 	stemNew([]*worker{w})()
 	out := make([]fieldTerms, len(tools))
-	for d := range tools {
+	w.eachTool(func(d int, block []posting) {
 		ft := make(fieldTerms, numFields)
 		for f := range ft {
 			ft[f] = map[string]int{}
 		}
-		for _, e := range w.entries[w.docStart[d]:w.docStart[d+1]] {
+		for _, e := range block[w.span[d][0]:w.span[d][1]] {
 			for f := range numFields {
 				if e.tf[f] > 0 {
 					ft[f][w.stems[e.term].text] += int(e.tf[f])
@@ -277,7 +281,7 @@ func workerTerms(tools []*catalog.Tool) []fieldTerms {
 			}
 		}
 		out[d] = ft
-	}
+	})
 	return out
 }
 
@@ -404,16 +408,18 @@ func trickyCatalog(t testing.TB, n int) *catalog.Snapshot {
 func TestBuildMatchesTokenize(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(4))
 	snap := trickyCatalog(t, 2100)
-	if w := splitWork(snap.Tools()); len(w) < 2 {
-		t.Fatalf("only %d build worker; the test needs several", len(w))
+	if w := newWorkers(snap.Tools()); len(w) < 4 {
+		t.Fatalf("only %d build workers; the test needs two segments", len(w))
 	}
 	want := referenceTerms(snap.Tools())
 
-	got := workerTerms(snap.Tools())
-	for d := range want {
-		for f := range numFields {
-			if !reflect.DeepEqual(got[d][f], want[d][f]) {
-				t.Fatalf("tool %s field %d: worker recorded %v, tokenize+normalize gives %v", snap.Tool(d).Qualified, f, got[d][f], want[d][f])
+	for _, back := range []bool{false, true} {
+		got := workerTerms(snap.Tools(), back)
+		for d := range want {
+			for f := range numFields {
+				if !reflect.DeepEqual(got[d][f], want[d][f]) {
+					t.Fatalf("back %v: tool %s field %d: worker recorded %v, tokenize+normalize gives %v", back, snap.Tool(d).Qualified, f, got[d][f], want[d][f])
+				}
 			}
 		}
 	}
@@ -507,7 +513,7 @@ func FuzzTokenize(f *testing.F) {
 		})
 		tools := []*catalog.Tool{{Name: s, Description: s + " " + s}}
 		want := referenceTerms(tools)
-		got := workerTerms(tools)
+		got := workerTerms(tools, false)
 		for fld := range numFields {
 			if !reflect.DeepEqual(got[0][fld], want[0][fld]) {
 				t.Fatalf("%q field %d: build path %v, query path %v", s, fld, got[0][fld], want[0][fld])

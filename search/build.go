@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/toolshed/toolshed/catalog"
@@ -14,9 +15,11 @@ import (
 
 // Building an index runs in three steps so that the costly parts use every core:
 //
-//  1. In parallel over ranges of tools, each worker tokenizes its tools, names each new
+//  1. In parallel over runs of tools, each worker tokenizes its tools, names each new
 //     surface form (a lowercased token) with a worker-local number, stems it, and records
-//     per tool how often each surface form occurs in each field.
+//     per tool how often each surface form occurs in each field. Workers take their
+//     tools a chunk at a time (see segment), so each ends up with as much as its speed
+//     allowed.
 //  2. One goroutine gives every distinct stem a global term id.
 //  3. In parallel again, each worker rewrites its records in term ids (merging surface
 //     forms that share a stem) and writes its tools' postings, each worker into its own
@@ -29,63 +32,173 @@ type posting struct {
 	tf   [numFields]uint8
 }
 
-// worker is the state of one build worker over tools [from, to).
+// worker is the state of one build worker. It takes chunks of tools from one end of
+// its segment; once step 1 is done, they make one run of tools.
 type worker struct {
-	from, to int
-	size     int // bytes of text in the worker's tools
+	seg    *segment
+	back   bool    // whether the worker takes chunks from the end of its segment
+	chunks []chunk // the chunks taken, in the order taken
 
-	surface  *termTable // hash of a lowercased token -> local surface number, -1 for a stop word
-	stems    []stem     // local surface number -> its term
-	termOf   []int32    // local surface number -> global term id, from step 2
-	entries  []posting  // per tool, by docStart
-	docStart []int32    // tool from+i's entries are entries[docStart[i]:docStart[i+1]]
-	lens     [][numFields]uint32
-	df       []int32 // per term, within this worker's tools
-	buf      []byte
-	emit     func([]byte, uint64)
-	fresh    []newWord     // words no build had stemmed, waiting for stemNew
-	builtin  []stemmedWord // words no build had stemmed, whose stems stemdict.txt gave
-	query    *queryWords   // set when the worker analyzes a query instead of tools
+	surface *termTable // hash of a lowercased token -> local surface number, -1 for a stop word
+	stems   []stem     // local surface number -> its term
+	termOf  []int32    // local surface number -> global term id, from step 2
+	blocks  [][]posting
+	entries []posting // the block being filled: the last of blocks
+	base    int32     // the position of entries[0] (see count)
+	// span and lens, shared by all the workers, have a place for every tool of the
+	// catalog: tool d's entries are block[span[d][0]:span[d][1]] of the block of the
+	// chunk that holds d, and lens[d] are its field lengths.
+	span    [][2]int32
+	lens    [][numFields]uint32
+	df      []int32 // per term, within this worker's tools
+	total   int     // entries of the worker's tools, once remap has merged them
+	buf     []byte
+	emit    func([]byte, uint64)
+	fresh   []newWord     // words no build had stemmed, waiting for stemNew
+	builtin []stemmedWord // words no build had stemmed, whose stems stemdict.txt gave
+	query   *queryWords   // set when the worker analyzes a query instead of tools
 
 	longestName int  // bytes of the longest bare or qualified name of the worker's tools
 	chinese     bool // whether text has met a character package gloss may know since it was cleared
 
 	cut    [maxParts + 1]int32 // where the parts of the word being split start
-	start  int32               // where the current tool's entries start
+	start  int32               // the position where the current tool's entries start
 	field  int
 	docLen [numFields]uint32 // the current tool's field lengths
 }
 
+// chunk is a run of tools a worker took, whose entries are in blocks[block].
+type chunk struct {
+	from, to int32
+	block    int32
+}
+
+// chunkLen is how many tools a worker takes at a time: few enough that the workers of a
+// segment finish within a tenth of a millisecond of each other, and enough that taking
+// them costs nothing.
+const chunkLen = 32
+
+// segment is a run of tools that two workers share: one takes chunks from its start,
+// the other from its end, until they meet. Each worker so ends up with a run of tools,
+// as posting lists need (see postings), of the length its speed allowed. A split fixed
+// in advance cannot know that: text costs what its script costs (Chinese about five
+// times English per byte), and the garbage collector takes a core from one worker or
+// the other for milliseconds at a time.
+type segment struct {
+	from, to int
+	taken    atomic.Int32 // chunks taken by either worker
+}
+
+// newWorkers divides tools among up to GOMAXPROCS workers, two to a segment; small
+// catalogs get one worker.
+func newWorkers(tools []*catalog.Tool) []*worker {
+	n := len(tools)
+	return newWorkersK(tools, min(runtime.GOMAXPROCS(0), max(1, n/250), 16))
+}
+
+// newWorkersK divides tools among k workers, two to a segment and the last alone when k
+// is odd. Each segment has tools in proportion to its workers.
+func newWorkersK(tools []*catalog.Tool, k int) []*worker {
+	n := len(tools)
+	span := make([][2]int32, n)
+	lens := make([][numFields]uint32, n)
+	ws := make([]*worker, k)
+	for i := 0; i < k; i += 2 {
+		seg := &segment{from: n * i / k, to: n * min(i+2, k) / k}
+		ws[i] = &worker{seg: seg, span: span, lens: lens}
+		if i+1 < k {
+			ws[i+1] = &worker{seg: seg, back: true, span: span, lens: lens}
+		}
+	}
+	return ws
+}
+
+// take returns the next chunk of the worker's segment from the worker's end, or false
+// when the segment's chunks are all taken.
+func (w *worker) take() (from, to int, ok bool) {
+	s := w.seg
+	n := (s.to - s.from + chunkLen - 1) / chunkLen
+	if int(s.taken.Add(1)) > n {
+		return 0, 0, false
+	}
+	// Between them the two workers take at most n chunks, so the first worker's i-th
+	// and the second's i-th from the end never meet.
+	i := len(w.chunks)
+	if w.back {
+		i = n - 1 - i
+	}
+	from = s.from + i*chunkLen
+	return from, min(from+chunkLen, s.to), true
+}
+
+// eachTool calls fn for each of the worker's tools in order, with the block that holds
+// its entries at span.
+func (w *worker) eachTool(fn func(d int, block []posting)) {
+	for i := range w.chunks {
+		c := w.chunks[i]
+		if w.back {
+			c = w.chunks[len(w.chunks)-1-i] // taken from the end
+		}
+		block := w.blocks[c.block]
+		for d := c.from; d < c.to; d++ {
+			fn(int(d), block)
+		}
+	}
+}
+
 // NewIndexParams builds an index over snap with the given ranking parameters.
 func NewIndexParams(snap *catalog.Snapshot, p Params) *Index {
-	n := snap.Len()
 	tools := snap.Tools()
+	workers := newWorkers(tools)
+	nameHashes := make([]uint64, 2*len(tools))
+	parallel(workers, func(_ int, w *worker) { w.tokenize(tools, nameHashes) })
+	return assemble(snap, p, workers, nameHashes)
+}
+
+// assemble makes the index from the workers once they have run step 1.
+func assemble(snap *catalog.Snapshot, p Params, workers []*worker, nameHashes []uint64) *Index {
+	n := snap.Len()
 	ix := &Index{snap: snap, params: p, coords: make([][]float32, 64)}
 	factors := make([]float32, 0, 64*65/2) // all the tables, in one allocation
 	for nq := range ix.coords {
 		factors = appendCoord(factors, nq, p.Coord)
 		ix.coords[nq] = factors[len(factors)-nq-1 : len(factors) : len(factors)]
 	}
-	workers := splitWork(tools)
-	nameHashes := make([]uint64, 2*n)
-	parallel(workers, func(_ int, w *worker) { w.tokenize(tools, nameHashes) })
 	published := stemNew(workers)
 	defer published()
 
-	// Step 2: global term ids, in order of first appearance.
+	// Step 2: global term ids, in order of first appearance in the catalog, so that an
+	// index does not depend on where the workers met.
 	guess := len(workers[0].stems) + len(workers[0].stems)/2 // the first worker meets most terms
 	ix.terms = newTermTable(guess)
 	ix.termText = make([]string, 0, guess)
+	termID := func(st stem) int32 {
+		slot, seen := ix.terms.find(st.hash)
+		if !seen {
+			slot.id = int32(len(ix.termText))
+			ix.termText = append(ix.termText, st.text)
+		}
+		return slot.id
+	}
 	for _, w := range workers {
 		w.termOf = make([]int32, len(w.stems))
-		for i, st := range w.stems {
-			slot, seen := ix.terms.find(st.hash)
-			if !seen {
-				slot.id = int32(len(ix.termText))
-				ix.termText = append(ix.termText, st.text)
+		if !w.back {
+			// The worker met its tools in order, so its words too.
+			for i, st := range w.stems {
+				w.termOf[i] = termID(st)
 			}
-			w.termOf[i] = slot.id
+			continue
 		}
+		for i := range w.termOf {
+			w.termOf[i] = -1
+		}
+		w.eachTool(func(d int, block []posting) {
+			for _, e := range block[w.span[d][0]:w.span[d][1]] {
+				if w.termOf[e.term] < 0 {
+					w.termOf[e.term] = termID(w.stems[e.term])
+				}
+			}
+		})
 	}
 	nt := len(ix.termText)
 	parallel(workers, func(i int, w *worker) {
@@ -99,18 +212,18 @@ func NewIndexParams(snap *catalog.Snapshot, p Params) *Index {
 	}
 
 	var sumLen [numFields]float64
+	for _, l := range workers[0].lens { // every tool's, shared by the workers
+		for f := range numFields {
+			sumLen[f] += float64(l[f])
+		}
+	}
 	df := make([]int32, nt)
 	total := 0
 	for _, w := range workers {
-		for _, l := range w.lens {
-			for f := range numFields {
-				sumLen[f] += float64(l[f])
-			}
-		}
 		for t, c := range w.df {
 			df[t] += c
 		}
-		total += len(w.entries)
+		total += w.total
 	}
 	var avgLen [numFields]float64
 	for f := range numFields {
@@ -136,8 +249,10 @@ func NewIndexParams(snap *catalog.Snapshot, p Params) *Index {
 	}
 	parallel(workers, func(i int, w *worker) {
 		w.postings(ix, fills[i], avgLen)
-		putEntries(w.entries)
-		w.entries = nil
+		for _, b := range w.blocks {
+			putBlock(b)
+		}
+		w.blocks, w.entries = nil, nil
 	})
 
 	ix.idf = make([]float32, nt)
@@ -174,42 +289,23 @@ func termAt(postStart []int32, i, k int) int {
 	return sort.Search(nt, func(t int) bool { return postStart[t] >= want })
 }
 
-// entryPool keeps the workers' entries between builds: they are the largest transient
-// allocation of a build (a few megabytes at 10,000 tools), and the gateway rebuilds.
-var entryPool sync.Pool
+// blockPool keeps the blocks of workers' entries between builds: they are the largest
+// transient allocation of a build (a few megabytes at 10,000 tools), and the gateway
+// rebuilds.
+var blockPool sync.Pool
 
-// getEntries returns an empty entries slice with room for at least n.
-func getEntries(n int) []posting {
-	if p, ok := entryPool.Get().(*[]posting); ok && cap(*p) >= n {
+// blockLen is the capacity of a block of entries unless a chunk needs more.
+const blockLen = 1 << 14
+
+// getBlock returns an empty block with room for at least n entries.
+func getBlock(n int) []posting {
+	if p, ok := blockPool.Get().(*[]posting); ok && cap(*p) >= n {
 		return (*p)[:0]
 	}
-	return make([]posting, 0, n)
+	return make([]posting, 0, max(n, blockLen))
 }
 
-func putEntries(e []posting) { entryPool.Put(&e) }
-
-// splitWork divides tools among up to GOMAXPROCS workers, each a run of tools with about
-// the same amount of text; small catalogs get one worker.
-func splitWork(tools []*catalog.Tool) []*worker {
-	n := len(tools)
-	k := min(runtime.GOMAXPROCS(0), max(1, n/250), 16)
-	sizes := make([]int, n+1) // sizes[i] is the text of tools[:i]
-	for i, t := range tools {
-		sizes[i+1] = sizes[i] + textSize(t)
-	}
-	ws := make([]*worker, k)
-	from := 0
-	for i := range ws {
-		to := n
-		if i < k-1 {
-			want := sizes[n] / k * (i + 1)
-			to = max(from, sort.SearchInts(sizes, want))
-		}
-		ws[i] = &worker{from: from, to: to, size: sizes[to] - sizes[from]}
-		from = to
-	}
-	return ws
-}
+func putBlock(b []posting) { blockPool.Put(&b) }
 
 // textSize is the length of the text of t that a build analyzes.
 func textSize(t *catalog.Tool) int {
@@ -240,41 +336,69 @@ func parallel(ws []*worker, fn func(int, *worker)) {
 	wg.Wait()
 }
 
-// tokenize is step 1 for the worker's tools. It also fills in the hashes of their
-// normalized bare and qualified names (see exactNames).
+// tokenize is step 1: the worker takes chunks of tools until none are left. It also
+// fills in the hashes of their normalized bare and qualified names (see exactNames).
 func (w *worker) tokenize(tools []*catalog.Tool, nameHashes []uint64) {
-	n := w.to - w.from
 	w.surface = newTermTable(4096)
-	w.docStart = make([]int32, n+1)
-	w.lens = make([][numFields]uint32, n)
-	w.entries = getEntries(w.size/12 + 16) // about one entry per 14 bytes of text
 	w.emit = w.emitToken
-	for i, t := range tools[w.from:w.to] {
-		w.start = int32(len(w.entries))
-		w.docStart[i] = w.start
-		w.docLen = [numFields]uint32{}
-		w.text(fieldName, t.Name)
-		w.text(fieldTitle, t.Title)
-		w.chinese = false
-		w.text(fieldDesc, t.Description)
-		if w.chinese {
-			w.glosses(t.Description)
+	for {
+		from, to, ok := w.take()
+		if !ok {
+			break
 		}
-		for _, p := range t.Params {
-			w.text(fieldParamName, p.Name)
-			w.text(fieldParamDesc, p.Description)
-			for _, v := range p.Enum {
-				w.text(fieldParamDesc, v)
-			}
+		w.room(tools[from:to])
+		for d := from; d < to; d++ {
+			w.tool(d, tools[d])
+			nameHashes[2*d] = nameHash(tools[d].Name)
+			nameHashes[2*d+1] = nameHash(tools[d].Qualified)
 		}
-		w.text(fieldServer, t.Server)
-		w.lens[i] = w.docLen
-		d := w.from + i
-		w.longestName = max(w.longestName, len(t.Name), len(t.Qualified))
-		nameHashes[2*d] = nameHash(t.Name)
-		nameHashes[2*d+1] = nameHash(t.Qualified)
+		w.blocks[len(w.blocks)-1] = w.entries // append may have moved it
+		w.chunks = append(w.chunks, chunk{from: int32(from), to: int32(to), block: int32(len(w.blocks) - 1)})
 	}
-	w.docStart[n] = int32(len(w.entries))
+}
+
+// room makes sure the block being filled has room for the entries of tools, or starts a
+// new block. Text has about one entry per 14 bytes; room asks for one per 10, and a
+// chunk that needs more still makes append grow the block.
+func (w *worker) room(tools []*catalog.Tool) {
+	size := 0
+	for _, t := range tools {
+		size += textSize(t)
+	}
+	need := size/10 + 64
+	if w.blocks != nil && cap(w.entries)-len(w.entries) >= need {
+		return
+	}
+	// Positions only grow, so the positions an earlier block left in the surface table
+	// stay before any tool's start.
+	w.base += int32(len(w.entries))
+	w.entries = getBlock(need)
+	w.blocks = append(w.blocks, w.entries)
+}
+
+// tool analyzes tool d, t, into the block being filled.
+func (w *worker) tool(d int, t *catalog.Tool) {
+	first := int32(len(w.entries))
+	w.start = w.base + first
+	w.docLen = [numFields]uint32{}
+	w.text(fieldName, t.Name)
+	w.text(fieldTitle, t.Title)
+	w.chinese = false
+	w.text(fieldDesc, t.Description)
+	if w.chinese {
+		w.glosses(t.Description)
+	}
+	for _, p := range t.Params {
+		w.text(fieldParamName, p.Name)
+		w.text(fieldParamDesc, p.Description)
+		for _, v := range p.Enum {
+			w.text(fieldParamDesc, v)
+		}
+	}
+	w.text(fieldServer, t.Server)
+	w.span[d] = [2]int32{first, int32(len(w.entries))}
+	w.lens[d] = w.docLen
+	w.longestName = max(w.longestName, len(t.Name), len(t.Qualified))
 }
 
 // text analyzes s as field f of the worker's current tool. It is tokenize specialized
@@ -419,12 +543,13 @@ func (w *worker) count(s *termSlot) {
 	if s.id < 0 {
 		return // a stop word: not a term, and not counted in the field's length
 	}
+	// s.at is the position of the token's latest entry: its index in the block being
+	// filled plus w.base. Positions before w.start are earlier tools'.
 	if s.at < w.start {
-		// The token's first time in this tool: entries before w.start are earlier tools'.
-		s.at = int32(len(w.entries))
+		s.at = w.base + int32(len(w.entries))
 		w.entries = append(w.entries, posting{term: s.id})
 	}
-	e := &w.entries[s.at]
+	e := &w.entries[s.at-w.base]
 	if e.tf[w.field] < math.MaxUint8 {
 		e.tf[w.field]++
 	}
@@ -507,48 +632,49 @@ func (w *worker) remap(nt int) {
 	for t := range last {
 		last[t] = -1
 	}
-	// The merged entries are written over the ones read: n never passes the reader.
-	entries, n := w.entries, int32(0)
-	for d := range w.to - w.from {
-		start := n
-		for _, e := range entries[w.docStart[d]:w.docStart[d+1]] {
+	w.eachTool(func(d int, block []posting) {
+		// The merged entries are written over the ones read: n never passes the reader.
+		sp := &w.span[d]
+		n := sp[0]
+		for _, e := range block[sp[0]:sp[1]] {
 			t := local[e.term]
 			if last[t] != int32(d) {
 				last[t], slot[t] = int32(d), n
-				entries[n] = posting{term: t, tf: e.tf}
+				block[n] = posting{term: t, tf: e.tf}
 				n++
 				w.df[t]++
 				continue
 			}
-			m := &entries[slot[t]]
+			m := &block[slot[t]]
 			for f := range numFields {
 				m.tf[f] = uint8(min(int(m.tf[f])+int(e.tf[f]), math.MaxUint8))
 			}
 		}
-		w.docStart[d] = start
-	}
-	w.docStart[w.to-w.from] = n
-	w.entries = entries[:n]
+		w.total += int(n - sp[0])
+		sp[1] = n
+	})
 }
 
 // postings is step 3's second half: the BM25F weight of every (term, tool) pair of the
-// worker's tools, written at fill[term], which advances.
+// worker's tools, written at fill[term], which advances. The worker's tools come in
+// order and after the earlier workers' tools, so every posting list comes out sorted.
 func (w *worker) postings(ix *Index, fill []int32, avgLen [numFields]float64) {
 	p := &ix.params
 	var norm [numFields]float64
-	for d := range w.to - w.from {
+	w.eachTool(func(d int, block []posting) {
 		for f := range numFields {
 			norm[f] = p.Weight[f] / (1 - p.B[f] + p.B[f]*float64(w.lens[d][f])/avgLen[f])
 		}
-		for _, e := range w.entries[w.docStart[d]:w.docStart[d+1]] {
+		sp := w.span[d]
+		for _, e := range block[sp[0]:sp[1]] {
 			var tf float64
 			for f := range numFields {
 				tf += float64(e.tf[f]) * norm[f] // most are 0: adding beats a branch
 			}
 			at := fill[e.term]
 			fill[e.term]++
-			ix.postDoc[at] = int32(w.from + d)
+			ix.postDoc[at] = int32(d)
 			ix.postScore[at] = float32(tf * (p.K1 + 1) / (tf + p.K1))
 		}
-	}
+	})
 }

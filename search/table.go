@@ -19,7 +19,7 @@ type termTable struct {
 type termSlot struct {
 	key uint64 // the token's hash; 0 marks an empty slot, and hashes of 0 are stored as 1
 	id  int32  // the number the table maps the token to
-	at  int32  // for the build worker: the token's entry in worker.entries, -1 for none yet
+	at  int32  // for the build worker: the position of the token's latest entry (see worker.count), -1 for none yet
 }
 
 func newTermTable(capacity int) *termTable {

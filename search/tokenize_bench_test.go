@@ -41,14 +41,13 @@ func BenchmarkWorkerTokenize(b *testing.B) {
 	snap, _ := catalog.Build(scale.Catalog(real, 10000))
 	tools := snap.Tools()
 	hashes := make([]uint64, 2*len(tools))
-	size := 0
-	for _, t := range tools {
-		size += textSize(t)
-	}
 	NewIndex(snap)
 	b.ResetTimer()
 	for range b.N {
-		w := &worker{from: 0, to: len(tools), size: size}
+		w := newWorkersK(tools, 1)[0]
 		w.tokenize(tools, hashes)
+		for _, b := range w.blocks {
+			putBlock(b)
+		}
 	}
 }
