@@ -131,19 +131,43 @@ func (w *worker) take() (from, to int, ok bool) {
 	return from, min(from+chunkLen, s.to), true
 }
 
+// eachChunk calls fn for each of the worker's chunks in the order of their tools.
+func (w *worker) eachChunk(fn func(c chunk)) {
+	for i := range w.chunks {
+		if w.back {
+			i = len(w.chunks) - 1 - i // taken from the end
+		}
+		fn(w.chunks[i])
+	}
+}
+
 // eachTool calls fn for each of the worker's tools in order, with the block that holds
 // its entries at span.
 func (w *worker) eachTool(fn func(d int, block []posting)) {
-	for i := range w.chunks {
-		c := w.chunks[i]
-		if w.back {
-			c = w.chunks[len(w.chunks)-1-i] // taken from the end
-		}
+	w.eachChunk(func(c chunk) {
 		block := w.blocks[c.block]
 		for d := c.from; d < c.to; d++ {
 			fn(int(d), block)
 		}
-	}
+	})
+}
+
+// inOrder returns the worker's surface numbers in the order in which they first appear
+// in its tools, which for a worker that took its chunks from the end of its segment is
+// not the order in which it met them.
+func (w *worker) inOrder() []int32 {
+	seen := make([]bool, len(w.stems))
+	order := make([]int32, 0, len(w.stems))
+	w.eachChunk(func(c chunk) {
+		// A chunk's entries are one run of its block until remap merges them.
+		for _, e := range w.blocks[c.block][w.span[c.from][0]:w.span[c.to-1][1]] {
+			if !seen[e.term] {
+				seen[e.term] = true
+				order = append(order, e.term)
+			}
+		}
+	})
+	return order
 }
 
 // NewIndexParams builds an index over snap with the given ranking parameters.
@@ -164,6 +188,19 @@ func assemble(snap *catalog.Snapshot, p Params, workers []*worker, nameHashes []
 		factors = appendCoord(factors, nq, p.Coord)
 		ix.coords[nq] = factors[len(factors)-nq-1 : len(factors) : len(factors)]
 	}
+	// Beside the steps that follow, which keep one goroutine busy for a while, other
+	// goroutines put the surface forms of the workers that went backwards in order, and
+	// index the tools' names.
+	var ordered, named sync.WaitGroup
+	orders := make([][]int32, len(workers))
+	ordered.Go(func() {
+		for i, w := range workers {
+			if w.back {
+				orders[i] = w.inOrder()
+			}
+		}
+	})
+	named.Go(func() { ix.exact = buildExact(nameHashes) })
 	published := stemNew(workers)
 	defer published()
 
@@ -180,7 +217,7 @@ func assemble(snap *catalog.Snapshot, p Params, workers []*worker, nameHashes []
 		}
 		return slot.id
 	}
-	for _, w := range workers {
+	for i, w := range workers {
 		w.termOf = make([]int32, len(w.stems))
 		if !w.back {
 			// The worker met its tools in order, so its words too.
@@ -189,16 +226,10 @@ func assemble(snap *catalog.Snapshot, p Params, workers []*worker, nameHashes []
 			}
 			continue
 		}
-		for i := range w.termOf {
-			w.termOf[i] = -1
+		ordered.Wait()
+		for _, id := range orders[i] {
+			w.termOf[id] = termID(w.stems[id])
 		}
-		w.eachTool(func(d int, block []posting) {
-			for _, e := range block[w.span[d][0]:w.span[d][1]] {
-				if w.termOf[e.term] < 0 {
-					w.termOf[e.term] = termID(w.stems[e.term])
-				}
-			}
-		})
 	}
 	nt := len(ix.termText)
 	parallel(workers, func(i int, w *worker) {
@@ -271,7 +302,7 @@ func assemble(snap *catalog.Snapshot, p Params, workers []*worker, nameHashes []
 			ix.maxScore[t] = best
 		}
 	})
-	ix.exact = buildExact(nameHashes)
+	named.Wait()
 	for _, w := range workers {
 		ix.exact.longest = max(ix.exact.longest, w.longestName)
 	}
