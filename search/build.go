@@ -39,12 +39,12 @@ type worker struct {
 	back   bool    // whether the worker takes chunks from the end of its segment
 	chunks []chunk // the chunks taken, in the order taken
 
-	surface *termTable // hash of a lowercased token -> local surface number, -1 for a stop word
-	stems   []stem     // local surface number -> its term
-	termOf  []int32    // local surface number -> global term id, from step 2
-	blocks  [][]posting
-	entries []posting // the block being filled: the last of blocks
-	base    int32     // the position of entries[0] (see count)
+	surface *termTable  // hash of a lowercased token -> local surface number, -1 for a stop word
+	stems   []stem      // local surface number -> its term
+	termOf  []int32     // local surface number -> global term id, from step 2
+	blocks  [][]posting // the entries of the tools taken: per tool, one per surface form
+	entries []posting   // the block being filled: the last of blocks
+	base    int32       // the position of entries[0] (see count)
 	// span and lens, shared by all the workers, have a place for every tool of the
 	// catalog: tool d's entries are block[span[d][0]:span[d][1]] of the block of the
 	// chunk that holds d, and lens[d] are its field lengths.
