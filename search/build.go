@@ -48,15 +48,16 @@ type worker struct {
 	// span and lens, shared by all the workers, have a place for every tool of the
 	// catalog: tool d's entries are block[span[d][0]:span[d][1]] of the block of the
 	// chunk that holds d, and lens[d] are its field lengths.
-	span    [][2]int32
-	lens    [][numFields]uint32
-	df      []int32 // per term, within this worker's tools
-	total   int     // entries of the worker's tools, once remap has merged them
-	buf     []byte
-	emit    func([]byte, uint64)
-	fresh   []newWord     // words no build had stemmed, waiting for stemNew
-	builtin []stemmedWord // words no build had stemmed, whose stems stemdict.txt gave
-	query   *queryWords   // set when the worker analyzes a query instead of tools
+	span      [][2]int32
+	lens      [][numFields]uint32
+	df        []int32 // per term, within this worker's tools
+	total     int     // entries of the worker's tools, once remap has merged them
+	buf       []byte
+	emit      func([]byte, uint64)
+	fresh     []newWord     // words no build had stemmed, waiting for stemNew
+	freshText []byte        // their text, lowercased, one after another
+	builtin   []stemmedWord // words no build had stemmed, whose stems stemdict.txt gave
+	query     *queryWords   // set when the worker analyzes a query instead of tools
 
 	longestName int  // bytes of the longest bare or qualified name of the worker's tools
 	chinese     bool // whether text has met a character package gloss may know since it was cleared
@@ -239,7 +240,7 @@ func assemble(snap *catalog.Snapshot, p Params, workers []*worker, nameHashes []
 		w.remap(nt)
 	})
 	for _, w := range workers {
-		w.stems, w.termOf, w.surface, w.fresh, w.builtin = nil, nil, nil, nil, nil
+		w.stems, w.termOf, w.surface, w.fresh, w.freshText, w.builtin = nil, nil, nil, nil, nil, nil
 	}
 
 	var sumLen [numFields]float64
@@ -603,9 +604,10 @@ func newSurface[T string | []byte](w *worker, h uint64, tok T) int32 {
 		var buf [64]byte
 		stop = stopWords[string(appendLower(buf[:0], tok))]
 		if !stop {
-			// A string tok is part of the tool's text, so keeping it costs no copy;
-			// stemNew lowercases the words it stems, each once.
-			w.fresh = appendDoubling(w.fresh, newWord{id: int32(len(w.stems)), h: h, text: string(tok)})
+			// The word is copied now, while it is in the processor's cache; the
+			// stemmers would find it scattered over the catalog.
+			w.freshText = appendLower(w.freshText, tok)
+			w.fresh = appendDoubling(w.fresh, newWord{id: int32(len(w.stems)), h: h, end: int32(len(w.freshText))})
 		}
 	}
 	if stop {

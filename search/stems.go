@@ -50,11 +50,12 @@ func cachedStem(h uint64) (stem, bool) {
 }
 
 // newWord is a surface form a build worker met that the published table lacks: its
-// local number, hash and text, lowercased except for ASCII letters.
+// local number, hash, and where its text ends in the worker's freshText (it starts where
+// the worker's previous new word ends).
 type newWord struct {
-	id   int32
-	h    uint64
-	text string
+	id  int32
+	end int32
+	h   uint64
 }
 
 // stemmedWord is a new word's hash and stem.
@@ -121,7 +122,7 @@ func stemShare(workers []*worker, i, k, size int) []stemmedWord {
 		ends  = make([]int32, 0, size) // where each word of mine ends in lower
 	)
 	for wi, v := range workers {
-		for _, nw := range v.fresh {
+		for j, nw := range v.fresh {
 			if (nw.h>>40)%uint64(k) != uint64(i) {
 				continue
 			}
@@ -129,7 +130,11 @@ func stemShare(workers []*worker, i, k, size int) []stemmedWord {
 			if !ok {
 				s.id = int32(len(mine))
 				mine = append(mine, stemmedWord{h: nw.h})
-				lower = appendLower(lower, nw.text)
+				start := int32(0)
+				if j > 0 {
+					start = v.fresh[j-1].end
+				}
+				lower = append(lower, v.freshText[start:nw.end]...)
 				ends = append(ends, int32(len(lower)))
 			}
 			refs = append(refs, ref{int32(wi), nw.id, s.id})
