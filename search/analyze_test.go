@@ -261,9 +261,10 @@ func referenceTerms(tools []*catalog.Tool) []fieldTerms {
 // one worker that takes them all from the start, or from the end if back, and returns
 // what it recorded, in terms.
 func workerTerms(tools []*catalog.Tool, back bool) []fieldTerms {
-	w := newWorkersK(tools, 2)[0]
+	ws := newWorkersK(tools, 2)
+	w := ws[0]
 	if back {
-		w = newWorkersK(tools, 2)[1]
+		w = ws[1]
 	}
 	w.tokenize(tools, make([]uint64, 2*len(tools)))
 	stemNew([]*worker{w})()

@@ -90,6 +90,9 @@ type segment struct {
 	taken    atomic.Int32 // chunks taken by either worker
 }
 
+// chunks is how many chunks the segment's tools make.
+func (s *segment) chunks() int { return (s.to - s.from + chunkLen - 1) / chunkLen }
+
 // newWorkers divides tools among up to GOMAXPROCS workers, two to a segment; small
 // catalogs get one worker.
 func newWorkers(tools []*catalog.Tool) []*worker {
@@ -118,7 +121,7 @@ func newWorkersK(tools []*catalog.Tool, k int) []*worker {
 // when the segment's chunks are all taken.
 func (w *worker) take() (from, to int, ok bool) {
 	s := w.seg
-	n := (s.to - s.from + chunkLen - 1) / chunkLen
+	n := s.chunks()
 	if int(s.taken.Add(1)) > n {
 		return 0, 0, false
 	}
@@ -135,10 +138,11 @@ func (w *worker) take() (from, to int, ok bool) {
 // eachChunk calls fn for each of the worker's chunks in the order of their tools.
 func (w *worker) eachChunk(fn func(c chunk)) {
 	for i := range w.chunks {
+		j := i
 		if w.back {
-			i = len(w.chunks) - 1 - i // taken from the end
+			j = len(w.chunks) - 1 - i // taken from the end
 		}
-		fn(w.chunks[i])
+		fn(w.chunks[j])
 	}
 }
 
@@ -222,8 +226,8 @@ func assemble(snap *catalog.Snapshot, p Params, workers []*worker, nameHashes []
 		w.termOf = make([]int32, len(w.stems))
 		if !w.back {
 			// The worker met its tools in order, so its words too.
-			for i, st := range w.stems {
-				w.termOf[i] = termID(st)
+			for id, st := range w.stems {
+				w.termOf[id] = termID(st)
 			}
 			continue
 		}

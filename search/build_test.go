@@ -18,7 +18,7 @@ import (
 func TestBuildWhereverWorkersMeet(t *testing.T) {
 	snap := trickyCatalog(t, 2100)
 	tools := snap.Tools()
-	m := (len(tools) + chunkLen - 1) / chunkLen
+	m := newWorkersK(tools, 2)[0].seg.chunks()
 	want := NewIndex(snap)
 	for _, front := range []int{0, 1, m / 3, m - 1, m} {
 		ws := newWorkersK(tools, 2)
