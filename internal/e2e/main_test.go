@@ -1,0 +1,39 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// toolshedBin is the toolshed binary built once for the package's tests.
+var toolshedBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "toolshed-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(1)
+	}
+	toolshedBin = filepath.Join(dir, "toolshed")
+	build := exec.Command("go", "build", "-o", toolshedBin, "github.com/toolshed/toolshed/cmd/toolshed")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: building toolshed:", err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// TestToolshedBuilt checks that the binary the other tests run answers --help.
+func TestToolshedBuilt(t *testing.T) {
+	out, err := exec.Command(toolshedBin, "--help").CombinedOutput()
+	if len(out) == 0 {
+		t.Fatalf("toolshed --help printed nothing (err %v)", err)
+	}
+}
