@@ -30,13 +30,7 @@ func NewGemini(replies ...Reply) *Gemini { return &Gemini{script{replies: replie
 // GeminiPromptTokens counts what a generateContent request puts before the model: its
 // system instruction, contents and tools, as JSON, with o200k_base.
 func GeminiPromptTokens(body []byte) int {
-	var r struct {
-		SystemInstruction json.RawMessage `json:"systemInstruction"`
-		Contents          json.RawMessage `json:"contents"`
-		Tools             json.RawMessage `json:"tools"`
-	}
-	json.Unmarshal(body, &r)
-	return tokens.Count(string(r.SystemInstruction)) + tokens.Count(string(r.Contents)) + tokens.Count(string(r.Tools))
+	return countMembers(body, "systemInstruction", "contents", "tools")
 }
 
 // geminiFinishReasons maps the Messages API's stop reasons to Gemini's finish reasons.
@@ -95,35 +89,14 @@ func (g *Gemini) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		geminiError(w, http.StatusNotFound, "NOT_FOUND", "no method "+method+" on models/"+model)
 		return
 	}
-	reply, n, ok := g.next()
+	reply, n, ok := g.take(func(status int, typ, msg string) { geminiError(w, status, geminiStatuses[typ], msg) })
 	if !ok {
-		geminiError(w, http.StatusInternalServerError, "INTERNAL", "the script has no more replies")
 		return
 	}
-	if reply.Status != 0 && reply.Status != http.StatusOK {
-		geminiError(w, reply.Status, geminiStatuses[reply.ErrorType], "scripted "+reply.ErrorType)
-		return
-	}
-	var text strings.Builder
+	text, toolCalls := splitContent(reply.Content)
 	var calls []geminiPart
-	for _, raw := range reply.Content {
-		var b struct {
-			Type  string          `json:"type"`
-			Text  string          `json:"text"`
-			Name  string          `json:"name"`
-			Input json.RawMessage `json:"input"`
-		}
-		json.Unmarshal(raw, &b)
-		switch b.Type {
-		case "text":
-			text.WriteString(b.Text)
-		case "tool_use":
-			args := b.Input
-			if len(args) == 0 {
-				args = json.RawMessage(`{}`)
-			}
-			calls = append(calls, geminiPart{FunctionCall: &geminiFunctionCall{Name: b.Name, Args: args}})
-		}
+	for _, c := range toolCalls {
+		calls = append(calls, geminiPart{FunctionCall: &geminiFunctionCall{Name: c.Name, Args: c.Input}})
 	}
 	out, _ := json.Marshal(reply.Content)
 	u := geminiUsage{PromptTokenCount: GeminiPromptTokens(body), CandidatesTokenCount: tokens.Count(string(out))}
@@ -148,8 +121,8 @@ func (g *Gemini) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		finish = "STOP"
 	}
 	var parts []geminiPart
-	if text.Len() > 0 {
-		parts = append(parts, geminiPart{Text: text.String()})
+	if text != "" {
+		parts = append(parts, geminiPart{Text: text})
 	}
 	parts = append(parts, calls...)
 	if parts == nil {
@@ -163,7 +136,7 @@ func (g *Gemini) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// A stream: the text in words, then the function calls whole, the last chunk with
 	// the finish reason and the usage (earlier chunks carry the prompt count only).
 	var chunks []map[string]any
-	pieces := splitKeep(text.String(), " ")
+	pieces := splitKeep(text, " ")
 	prompt := &geminiUsage{PromptTokenCount: u.PromptTokenCount, TotalTokenCount: u.PromptTokenCount}
 	for i, p := range pieces {
 		if i == len(pieces)-1 && len(calls) == 0 {

@@ -41,13 +41,7 @@ func CallIn(id, namespace, name, input string) Reply {
 // ResponsesInputTokens counts what a Responses request puts before the model: its
 // instructions, input items and tools, as JSON, with o200k_base.
 func ResponsesInputTokens(body []byte) int {
-	var r struct {
-		Instructions json.RawMessage `json:"instructions"`
-		Input        json.RawMessage `json:"input"`
-		Tools        json.RawMessage `json:"tools"`
-	}
-	json.Unmarshal(body, &r)
-	return tokens.Count(string(r.Instructions)) + tokens.Count(string(r.Input)) + tokens.Count(string(r.Tools))
+	return countMembers(body, "instructions", "input", "tools")
 }
 
 // responsesUsage is the usage object of a response.
@@ -93,36 +87,18 @@ func newTextPart(text string) outputTextPart {
 // outputItems turns a reply's content blocks into output items: the text blocks into one
 // message (first, where the model writes it), each tool_use block into a function call.
 func outputItems(content []json.RawMessage, n int) []outputItem {
-	var text strings.Builder
-	var calls []outputItem
-	for _, raw := range content {
-		var b struct {
-			Type      string          `json:"type"`
-			Text      string          `json:"text"`
-			ID        string          `json:"id"`
-			Name      string          `json:"name"`
-			Namespace string          `json:"namespace"`
-			Input     json.RawMessage `json:"input"`
-		}
-		json.Unmarshal(raw, &b)
-		switch b.Type {
-		case "text":
-			text.WriteString(b.Text)
-		case "tool_use":
-			args := string(b.Input)
-			if args == "" {
-				args = "{}"
-			}
-			calls = append(calls, outputItem{ID: fmt.Sprintf("fc_fake%02d_%d", n, len(calls)), Type: "function_call", Status: "completed",
-				Arguments: &args, CallID: b.ID, Name: b.Name, Namespace: b.Namespace})
-		}
-	}
+	text, calls := splitContent(content)
 	var out []outputItem
-	if text.Len() > 0 {
+	if text != "" {
 		out = append(out, outputItem{ID: fmt.Sprintf("msg_fake%02d", n), Type: "message", Status: "completed", Role: "assistant",
-			Content: []outputTextPart{newTextPart(text.String())}, text: text.String()})
+			Content: []outputTextPart{newTextPart(text)}, text: text})
 	}
-	return append(out, calls...)
+	for i, c := range calls {
+		args := string(c.Input)
+		out = append(out, outputItem{ID: fmt.Sprintf("fc_fake%02d_%d", n, i), Type: "function_call", Status: "completed",
+			Arguments: &args, CallID: c.ID, Name: c.Name, Namespace: c.Namespace})
+	}
+	return out
 }
 
 // responseObject is the response object of the API.
@@ -155,13 +131,8 @@ func (o *Responses) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		openAIError(w, http.StatusBadRequest, "invalid_request_error", "body: "+err.Error())
 		return
 	}
-	reply, n, ok := o.next()
+	reply, n, ok := o.take(func(status int, typ, msg string) { openAIError(w, status, openAIErrorTypes[typ], msg) })
 	if !ok {
-		openAIError(w, http.StatusInternalServerError, "server_error", "the script has no more replies")
-		return
-	}
-	if reply.Status != 0 && reply.Status != http.StatusOK {
-		openAIError(w, reply.Status, openAIErrorTypes[reply.ErrorType], "scripted "+reply.ErrorType)
 		return
 	}
 	id := fmt.Sprintf("resp_fake%02d", n)
