@@ -21,7 +21,7 @@ import (
 
 func runServe(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	configFile := fs.String("config", "", "config `FILE`: mcpServers JSON (Claude Desktop, Cursor, Claude Code, VS Code) or toolshed YAML")
+	configFile := fs.String("config", os.Getenv("TOOLSHED_CONFIG"), "config `FILE`: mcpServers JSON (Claude Desktop, Cursor, Claude Code, VS Code) or toolshed YAML (default $TOOLSHED_CONFIG)")
 	httpAddr := fs.String("http", "", "serve Streamable HTTP on `ADDR` (8080, 127.0.0.1:8080; a bare port binds 127.0.0.1) instead of stdio")
 	mode := fs.String("tool-search", "", "override tools.tool_search.enabled: auto, on or off")
 	window := fs.Int("context-window", 0, "the model's context window in `TOKENS` for auto mode (default 200,000)")
