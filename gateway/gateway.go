@@ -37,6 +37,10 @@ type Options struct {
 	// NoPrefix lists tools by their bare names when no other listed tool has the same
 	// name (qualified server__tool names otherwise).
 	NoPrefix bool
+	// MaxNameLen, when above 0, is the longest name a tool is listed under: longer
+	// names are shortened with a hash (see shortenNames), for clients that cut long
+	// names themselves and lose tools doing it (Gemini CLI). At least MinNameLen.
+	MaxNameLen int
 	// Catalogs are served as catalog upstreams (see catalogTransport), after the
 	// configured servers: tools that can be searched and described but not run.
 	Catalogs []catalog.Source
@@ -105,6 +109,9 @@ type Summary struct {
 
 // New prepares a gateway; Run starts it.
 func New(cfg *config.Config, opts Options) (*Gateway, error) {
+	if opts.MaxNameLen != 0 && opts.MaxNameLen < MinNameLen {
+		return nil, fmt.Errorf("a name limit of %d characters leaves no room for a readable name and its hash: give 0 (no limit) or at least %d", opts.MaxNameLen, MinNameLen)
+	}
 	g := &Gateway{cfg: cfg, opts: opts, byName: map[string]*Upstream{}, servers: map[string]*profileServer{}, changes: make(chan struct{}, 1)}
 	g.calls = newCallRegistry(g)
 	h, err := newHooks(cfg.Hooks, g.logOut())

@@ -106,6 +106,7 @@ func (ps *profileServer) exposures(a *assembly) map[string]exposure {
 	plan := a.plan(ps.profile)
 	out := map[string]exposure{}
 	names := listedNames(plan, ps.g.opts.NoPrefix)
+	shortenNames(names, []string{bridge.SearchTool, bridge.DescribeTool, bridge.CallTool}, ps.g.opts.MaxNameLen)
 	for _, t := range plan.Visible {
 		name := names[t]
 		def, err := toolDefinition(t, name)

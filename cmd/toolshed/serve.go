@@ -21,12 +21,13 @@ import (
 
 func runServe(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	configFile := fs.String("config", "", "config `FILE`: mcpServers JSON (Claude Desktop, Cursor, Claude Code, VS Code) or toolshed YAML")
+	configFile := fs.String("config", os.Getenv("TOOLSHED_CONFIG"), "config `FILE`: mcpServers JSON (Claude Desktop, Cursor, Claude Code, VS Code) or toolshed YAML (default $TOOLSHED_CONFIG)")
 	httpAddr := fs.String("http", "", "serve Streamable HTTP on `ADDR` (8080, 127.0.0.1:8080; a bare port binds 127.0.0.1) instead of stdio")
 	mode := fs.String("tool-search", "", "override tools.tool_search.enabled: auto, on or off")
 	window := fs.Int("context-window", 0, "the model's context window in `TOKENS` for auto mode (default 200,000)")
 	profile := fs.String("profile", "", "serve stdio as profile `NAME` (a scope from the config)")
 	noPrefix := fs.Bool("no-prefix", false, "list tools by their bare names when unambiguous")
+	maxName := fs.Int("max-name-length", 0, "list no tool name longer than `N` characters: longer ones are cut and end in a hash (Gemini CLI: 63 minus the length of mcp_SERVER_)")
 	token := fs.String("token", os.Getenv("TOOLSHED_TOKEN"), "bearer `TOKEN` HTTP clients must send (default $TOOLSHED_TOKEN)")
 	var origins, catalogs listFlag
 	fs.Var(&origins, "allow-origin", "browser `ORIGIN` allowed to call the HTTP endpoint (repeatable)")
@@ -39,7 +40,10 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlagsOnly(fs, args, stderr); err != nil {
 		return err
 	}
-	opts := gateway.Options{NoPrefix: *noPrefix, ContextWindow: *window, Log: stderr}
+	opts := gateway.Options{NoPrefix: *noPrefix, MaxNameLen: *maxName, ContextWindow: *window, Log: stderr}
+	if *maxName != 0 && *maxName < gateway.MinNameLen {
+		return usageErr("--max-name-length must be 0 (no limit) or at least %d, got %d", gateway.MinNameLen, *maxName)
+	}
 	if *mode != "" {
 		m, err := policy.ParseMode(*mode)
 		if err != nil {
