@@ -3,6 +3,7 @@ package gateway
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"strings"
 
 	"github.com/toolshed/toolshed/catalog"
@@ -37,6 +38,9 @@ func shortenNames(names map[*catalog.Tool]string, reserved []string, limit int) 
 			taken[n] = true
 		}
 	}
+	// In the order of qualified names, so that the rare second try on a collision is
+	// deterministic too.
+	slices.SortFunc(long, func(a, b *catalog.Tool) int { return strings.Compare(a.Qualified, b.Qualified) })
 	for _, t := range long {
 		short := shortName(names[t], t.Qualified, limit, 8)
 		if taken[short] {
