@@ -487,6 +487,7 @@ func TestValidation(t *testing.T) {
 		return `{"name":"` + name + `","description":"d","input_schema":{"type":"object"},"defer_loading":true}`
 	}
 	search := `{"type":"tool_search_tool_regex_20251119","name":"tool_search_tool_regex"}`
+	custom := `{"name":"ToolSearch","description":"Fetches deferred tools","input_schema":{"type":"object","properties":{"query":{"type":"string"}}}}`
 	user := `[{"role":"user","content":"hi"}]`
 	var many []string
 	for i := range messages.MaxDeferredTools + 1 {
@@ -509,7 +510,13 @@ func TestValidation(t *testing.T) {
 		{"schema not an object", search + `,{"name":"a","input_schema":{"type":"string"}}`, user, `the root type must be "object"`},
 		{"bad tool name", search + `,{"name":"get weather","input_schema":{"type":"object"}}`, user, `"get weather" must match`},
 		{"duplicate name", search + "," + deferred("a") + "," + deferred("a"), user, `"a" appears more than once`},
-		{"no search tool", `{"name":"x","input_schema":{"type":"object"}},` + deferred("a"), user, "no tool search tool"},
+		// The same checks when the client searches with a tool of its own.
+		{"all deferred, client-side search", deferred("ToolSearch") + "," + deferred("a"), user, "At least one tool must have defer_loading=false. All tools cannot be deferred."},
+		{"unknown reference, client-side search", custom + "," + deferred("a"),
+			`[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"ToolSearch","input":{"query":"x"}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"tool_reference","tool_name":"nope"},{"type":"text","text":"Tool loaded."}]}]}]`,
+			"Tool reference 'nope' not found in available tools"},
+		{"defer_loading with cache_control, client-side search", custom + `,{"name":"a","input_schema":{"type":"object"},"defer_loading":true,"cache_control":{"type":"ephemeral"}}`, user, "both defer_loading=true and cache_control"},
+		{"too many deferred, client-side search", custom + "," + strings.Join(many, ","), user, "10001 tools have defer_loading=true; at most 10000 can be deferred"},
 		{"tool_result for a server tool use", search + "," + deferred("a"),
 			`[{"role":"user","content":[{"type":"tool_result","tool_use_id":"srvtoolu_01","content":"x"}]}]`, "cannot answer the server tool use"},
 		{"tools not a list", `"x"`, user, "not a valid Messages API request"},

@@ -4,7 +4,11 @@
 // them; the upstream model sees only the tools not deferred plus the search tool, as an
 // ordinary function; when it calls the search tool, toolshed searches, adds the
 // server_tool_use and tool_search_tool_result blocks to the response, loads the tools
-// found, and asks the model again, until it answers or calls a real tool. Upstreams are an
+// found, and asks the model again, until it answers or calls a real tool. Requests whose
+// client searches on its own side (a custom search tool answered with tool_reference
+// blocks in a tool_result, as Claude Code's ToolSearch does) need no server search tool:
+// each tool_reference loads the deferred tool it names for the rest of the conversation,
+// and the search tool's calls go to the client like any other. Upstreams are an
 // Anthropic-compatible API or an OpenAI-compatible Chat Completions API.
 package messages
 

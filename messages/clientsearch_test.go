@@ -1,0 +1,205 @@
+package messages_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/toolshed/toolshed/internal/fakellm"
+)
+
+// Claude Code (2.1.3xx) searches for tools on the client side, as Anthropic documents
+// for custom search tools: its own ToolSearch tool, the MCP tools marked
+// defer_loading: true (or, since 2.1.332, only a DeferredToolPlaceholder until tools
+// are found, the others named in a system message), and each search answered with a
+// tool_result whose content is tool_reference blocks, followed by a text block. It
+// never sends a tool_search_tool_* server tool. The tools below are its shapes, cut
+// short.
+const (
+	ccRead        = `{"name":"Read","description":"Reads a file from the local filesystem.","input_schema":{"type":"object","properties":{"file_path":{"type":"string"}},"required":["file_path"],"additionalProperties":false}}`
+	ccToolSearch  = `{"name":"ToolSearch","description":"Fetches full schema definitions for deferred tools so they can be called.","input_schema":{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{"query":{"description":"Query to find deferred tools. Use \"select:<tool_name>\" for direct selection, or keywords to search.","type":"string"},"max_results":{"description":"Maximum number of results to return (default: 5)","default":5,"type":"number"}},"required":["query"],"additionalProperties":false}}`
+	ccPlaceholder = `{"name":"DeferredToolPlaceholder","description":"Reserved placeholder that keeps deferred tool loading active; never call this tool.","input_schema":{"type":"object","properties":{}},"defer_loading":true}`
+	ccCreate      = `{"name":"mcp__memory__create_entities","description":"Create multiple new entities in the knowledge graph","input_schema":{"type":"object","properties":{"entities":{"type":"array","items":{"type":"object"}}},"required":["entities"]},"defer_loading":true}`
+	ccEcho        = `{"name":"mcp__everything__echo","description":"Echoes back the input string","input_schema":{"type":"object","properties":{"message":{"type":"string"}},"required":["message"]},"defer_loading":true}`
+	ccTools       = `[` + ccRead + `,` + ccToolSearch + `,` + ccPlaceholder + `,` + ccCreate + `,` + ccEcho + `]`
+
+	ccAsk      = `{"role":"user","content":[{"type":"text","text":"Remember that toolshed was tested with Claude Code."}]}`
+	ccSearch   = `{"role":"assistant","content":[{"type":"text","text":"Searching."},{"type":"tool_use","id":"toolu_01","name":"ToolSearch","input":{"query":"select:mcp__memory__create_entities"}}]}`
+	ccFound    = `{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_01","content":[{"type":"tool_reference","tool_name":"mcp__memory__create_entities"}]},{"type":"text","text":"Tool loaded.","cache_control":{"type":"ephemeral"}}]}`
+	ccCall     = `{"role":"assistant","content":[{"type":"tool_use","id":"toolu_02","name":"mcp__memory__create_entities","input":{"entities":[{"name":"toolshed","entityType":"project","observations":["tested with Claude Code"]}]}}]}`
+	ccCallDone = `{"role":"user","content":[{"tool_use_id":"toolu_02","type":"tool_result","content":"{\"entities\":[{\"name\":\"toolshed\"}]}"}]}`
+)
+
+// ccBody is a Messages API request in Claude Code's shape.
+func ccBody(stream bool, tools string, msgs ...string) []byte {
+	s := ""
+	if stream {
+		s = `,"stream":true`
+	}
+	return []byte(`{"model":"claude-opus-5-5","max_tokens":32000,"messages":[` + strings.Join(msgs, ",") + `],"tools":` + tools + s + `}`)
+}
+
+// sendRaw sends body as it is through the SDK, streamed or not, and returns the
+// message as the SDK decoded it.
+func (h *harness) sendRaw(t *testing.T, stream bool, body []byte) (*anthropic.Message, error) {
+	t.Helper()
+	ctx := context.Background()
+	opt := option.WithRequestBody("application/json", body)
+	if !stream {
+		return h.client.Messages.New(ctx, anthropic.MessageNewParams{}, opt)
+	}
+	s := h.client.Messages.NewStreaming(ctx, anthropic.MessageNewParams{}, opt)
+	defer s.Close()
+	var msg anthropic.Message
+	for s.Next() {
+		if err := msg.Accumulate(s.Current()); err != nil {
+			t.Fatalf("the SDK cannot accumulate the proxy's stream: %v", err)
+		}
+	}
+	if err := s.Err(); err != nil {
+		return nil, err
+	}
+	return &msg, nil
+}
+
+// deferLoadingSent lists the tools the upstream got with a defer_loading member.
+func deferLoadingSent(h *harness) []string {
+	var out []string
+	for _, b := range h.model.Bodies() {
+		tools, _ := b["tools"].([]any)
+		for _, t := range tools {
+			tool := t.(map[string]any)
+			if f, ok := tool["function"].(map[string]any); ok {
+				tool = f
+			}
+			if _, ok := tool["defer_loading"]; ok {
+				out = append(out, fmt.Sprint(tool["name"]))
+			}
+		}
+	}
+	return out
+}
+
+// TestClientSideSearch checks requests whose deferred tools are found by the client's
+// own search tool, with no tool_search_tool_* server tool: the Anthropic API accepts
+// them, and a tool_reference in a tool_result loads the tool it names for the rest of
+// the conversation. The upstream model sees the tools not deferred and the loaded ones
+// in full, without defer_loading; the client's search tool is an ordinary tool whose
+// calls go back to the client.
+func TestClientSideSearch(t *testing.T) {
+	firstTurn := []string{"Read", "ToolSearch"}
+	loaded := []string{"Read", "ToolSearch", "mcp__memory__create_entities"}
+	cases := []struct {
+		name    string
+		msgs    []string
+		replies []fakellm.Reply
+		shape   []string
+		stop    string
+		seen    [][]string
+	}{{
+		name:    "client-search-first-turn",
+		msgs:    []string{ccAsk},
+		replies: []fakellm.Reply{fakellm.Call("Searching.", "toolu_01", "ToolSearch", `{"query":"select:mcp__memory__create_entities"}`)},
+		shape:   []string{"text", "tool_use(ToolSearch)"},
+		stop:    "tool_use",
+		seen:    [][]string{firstTurn},
+	}, {
+		// The search's tool_result names the tool: the model gets its definition.
+		name:    "client-search-loaded",
+		msgs:    []string{ccAsk, ccSearch, ccFound},
+		replies: []fakellm.Reply{fakellm.Call("", "toolu_02", "mcp__memory__create_entities", `{"entities":[{"name":"toolshed","entityType":"project","observations":["tested with Claude Code"]}]}`)},
+		shape:   []string{"tool_use(mcp__memory__create_entities)"},
+		stop:    "tool_use",
+		seen:    [][]string{loaded},
+	}, {
+		// Later turns keep it loaded.
+		name:    "client-search-later-turn",
+		msgs:    []string{ccAsk, ccSearch, ccFound, ccCall, ccCallDone},
+		replies: []fakellm.Reply{fakellm.Say("Remembered.")},
+		shape:   []string{"text"},
+		stop:    "end_turn",
+		seen:    [][]string{loaded},
+	}, {
+		// The model names a deferred tool it never loaded. With no server search tool
+		// the proxy has no search to run for it, and the API never returns a search the
+		// client did not offer: the call goes to the client, whose tool it is (Claude
+		// Code answers it with an error that says to load the tool with ToolSearch
+		// first).
+		name:    "client-search-unloaded-call",
+		msgs:    []string{ccAsk},
+		replies: []fakellm.Reply{fakellm.Call("", "toolu_01", "mcp__everything__echo", `{"message":"hi"}`)},
+		shape:   []string{"tool_use(mcp__everything__echo)"},
+		stop:    "tool_use",
+		seen:    [][]string{firstTurn},
+	}}
+	for _, c := range cases {
+		for _, kind := range []string{"anthropic", "openai"} {
+			for _, stream := range []bool{false, true} {
+				name := c.name
+				if kind == "openai" {
+					name += "-openai"
+				}
+				if stream {
+					name += "-stream"
+				}
+				t.Run(name, func(t *testing.T) {
+					h := newHarnessFor(t, kind, c.replies...)
+					msg, err := h.sendRaw(t, stream, ccBody(stream, ccTools, c.msgs...))
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got := shape(t, msg); !equal(got, c.shape) {
+						t.Errorf("content:\n got %q\nwant %q", got, c.shape)
+					}
+					if string(msg.StopReason) != c.stop {
+						t.Errorf("stop_reason %q, want %q", msg.StopReason, c.stop)
+					}
+					if got := upstreamTools(h); fmt.Sprint(got) != fmt.Sprint(c.seen) {
+						t.Errorf("tools the model saw:\n got %v\nwant %v", got, c.seen)
+					}
+					if got := deferLoadingSent(h); len(got) > 0 {
+						t.Errorf("tools sent upstream with defer_loading: %v", got)
+					}
+					if got := searchRequests(msg); got != 0 {
+						t.Errorf("usage.server_tool_use.tool_search_requests %d, want 0: the client searched", got)
+					}
+					checkExchange(t, name, h)
+				})
+			}
+		}
+	}
+}
+
+// TestClientSideSearchCountTokens checks count_tokens for a request in Claude Code's
+// shape: it counts what the upstream would receive, the loaded tool in and the
+// deferred ones out.
+func TestClientSideSearchCountTokens(t *testing.T) {
+	h := newHarness(t)
+	body := []byte(`{"model":"claude-opus-5-5","messages":[` + ccAsk + `,` + ccSearch + `,` + ccFound + `],"tools":` + ccTools + `}`)
+	n, err := h.client.Messages.CountTokens(context.Background(), anthropic.MessageCountTokensParams{}, option.WithRequestBody("application/json", body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := h.model.Requests()[0].Body
+	var sent struct {
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	json.Unmarshal(got, &sent)
+	var names []string
+	for _, tool := range sent.Tools {
+		names = append(names, tool.Name)
+	}
+	if want := []string{"Read", "ToolSearch", "mcp__memory__create_entities"}; !equal(names, want) {
+		t.Errorf("count_tokens counted tools %v, want %v", names, want)
+	}
+	if want := int64(fakellm.InputTokens(got)); n.InputTokens != want {
+		t.Errorf("input_tokens %d, want the upstream's %d", n.InputTokens, want)
+	}
+}
