@@ -64,10 +64,14 @@ func (r Request) MarshalJSON() ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// MarshalJSON encodes a message with its content as a list of blocks.
+// MarshalJSON encodes a message: Raw when it has one, else its role and its content as
+// a list of blocks.
 func (m Message) MarshalJSON() ([]byte, error) { return m.appendJSON(nil) }
 
 func (m Message) appendJSON(b []byte) ([]byte, error) {
+	if len(m.Raw) > 0 {
+		return append(b, m.Raw...), nil
+	}
 	b = append(b, `{"role":`...)
 	b = appendString(b, m.Role)
 	b = append(b, `,"content":[`...)

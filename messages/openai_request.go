@@ -2,6 +2,8 @@ package messages
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -139,6 +141,12 @@ func toOAIRequest(req *Request, model string) (*oaRequest, error) {
 			msgs, err = oaUserMessages(m.Content)
 		case "assistant":
 			msgs, err = oaAssistantMessage(m.Content)
+		case "system":
+			// In place, as Chat Completions takes system messages anywhere.
+			var text string
+			if text, err = oaSystemBlocks(m.Content); err == nil {
+				msgs = []oaMessage{{Role: "system", Content: text}}
+			}
 		default:
 			err = fmt.Errorf("unexpected role %q", m.Role)
 		}
@@ -210,7 +218,7 @@ func toOAIRequest(req *Request, model string) (*oaRequest, error) {
 			UserID string `json:"user_id"`
 		}
 		if json.Unmarshal(v, &md) == nil {
-			out.User = md.UserID
+			out.User = oaUser(md.UserID)
 		}
 	}
 	if req.Stream {
@@ -220,16 +228,41 @@ func toOAIRequest(req *Request, model string) (*oaRequest, error) {
 	return out, nil
 }
 
+// oaMaxUser is the longest user OpenAI takes: past it, it answers 400 "Invalid 'user':
+// string too long. Expected a string with maximum length 64".
+const oaMaxUser = 64
+
+// oaUser is metadata.user_id as Chat Completions' user: as it is when OpenAI takes it,
+// else its SHA-256 in hex, 64 characters, which stays one stable id for one user id.
+// Claude Code sends a JSON object of about 150 characters there.
+func oaUser(id string) string {
+	if len(id) <= oaMaxUser {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:])
+}
+
 // oaSystemText reads system: a string or a list of text blocks.
 func oaSystemText(raw json.RawMessage) (string, error) {
 	blocks, err := decodeContent(raw)
 	if err != nil {
 		return "", invalid("system: %v", err)
 	}
+	text, err := oaSystemBlocks(blocks)
+	if err != nil {
+		return "", invalid("system: %v", err)
+	}
+	return text, nil
+}
+
+// oaSystemBlocks joins the text blocks of a system prompt or system message with a
+// blank line.
+func oaSystemBlocks(blocks []Block) (string, error) {
 	var texts []string
 	for _, b := range blocks {
 		if b.Type != "text" {
-			return "", invalid("system: blocks must be text, not %q", b.Type)
+			return "", fmt.Errorf("blocks of a system prompt must be text, not %q", b.Type)
 		}
 		texts = append(texts, b.Text)
 	}

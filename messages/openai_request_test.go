@@ -2,6 +2,8 @@ package messages
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"reflect"
@@ -19,6 +21,8 @@ func TestOpenAIRequestGolden(t *testing.T) {
 		{"images", "gpt-4o", "images"},
 		{"extra_params", "llama3.2", "extra_params"},
 		{"other_blocks", "", "other_blocks"},
+		// Claude Code's members, system messages in the conversation among them.
+		{"claude_code", "", "claude_code"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := readOARequest(t, tc.name)
@@ -126,6 +130,24 @@ func TestOpenAIRequestTranslation(t *testing.T) {
 			t.Errorf("%s sent upstream", k)
 		}
 	}
+
+	// Claude Code: its system messages stay in place; its metadata.user_id, a JSON
+	// object of about 150 characters, goes as its SHA-256 (OpenAI rejects a user over
+	// 64 characters); thinking, context_management and output_config have no Chat
+	// Completions form.
+	m = decode(t, "claude_code", "")
+	if got := roles(m); got != "system,user,system,assistant,tool,user,system" {
+		t.Errorf("roles: %s", got)
+	}
+	sum := sha256.Sum256([]byte(`{"device_id":"1c9ebbbc412b09168a60abf7953c7d5f27e886dc6992c24095e84881a9d3a47e","account_uuid":"","session_id":"93b7e80e-0f8e-4b85-829c-e77b17f53c5f"}`))
+	if m["user"] != hex.EncodeToString(sum[:]) {
+		t.Errorf("user %v, want the SHA-256 of metadata.user_id in hex", m["user"])
+	}
+	for _, k := range []string{"thinking", "context_management", "output_config", "metadata"} {
+		if _, ok := m[k]; ok {
+			t.Errorf("%s sent upstream", k)
+		}
+	}
 }
 
 func TestOpenAIToolChoice(t *testing.T) {
@@ -174,7 +196,8 @@ func TestOpenAIToolChoice(t *testing.T) {
 
 func TestOpenAIRequestErrors(t *testing.T) {
 	for _, raw := range []string{
-		`{"model":"m","max_tokens":1,"messages":[{"role":"system","content":"x"}]}`,
+		`{"model":"m","max_tokens":1,"messages":[{"role":"developer","content":"x"}]}`,
+		`{"model":"m","max_tokens":1,"messages":[{"role":"system","content":[{"type":"image","source":{"type":"url","url":"u"}}]}]}`,
 		`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"x"}],"tools":[{"name":"f"}],"tool_choice":{"type":"sometimes"}}`,
 		`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"x"}],"tools":[{"name":"f"}],"tool_choice":{"type":"tool"}}`,
 		`{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"x"}],"stop_sequences":"END"}`,

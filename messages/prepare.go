@@ -59,8 +59,12 @@ func (p *Proxy) prepare(req *Request) (*prepared, *APIError) {
 	}
 	pr := &prepared{req: req, toolSet: ts}
 	for i, m := range req.Messages {
-		if m.Role != "user" && m.Role != "assistant" {
-			return nil, invalid("messages.%d.role: %q is neither \"user\" nor \"assistant\"", i, m.Role)
+		switch m.Role {
+		case "user", "assistant", "system":
+			// Claude Code sends system messages inside messages: its environment
+			// notes and reminders, in place.
+		default:
+			return nil, invalid("messages.%d.role: %q is not a role of the Messages API; use \"user\", \"assistant\" or \"system\"", i, m.Role)
 		}
 		for j, b := range m.Content {
 			if err := pr.checkBlock(b, fmt.Sprintf("messages.%d.content.%d", i, j)); err != nil {

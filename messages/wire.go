@@ -35,11 +35,16 @@ type Request struct {
 	toolSet  *toolSet
 }
 
-// Message is one turn. Content is always a list of blocks: a string content is read as
-// one text block.
+// Message is one turn: role "user" or "assistant", or "system" for instructions in the
+// conversation (Claude Code sends those). Content is always a list of blocks: a string
+// content is read as one text block.
 type Message struct {
 	Role    string  `json:"role"`
 	Content []Block `json:"content"`
+
+	// Raw is the whole message as received, and is what goes out unless the message
+	// was made or changed here; set it to nil after changing Role or Content.
+	Raw json.RawMessage `json:"-"`
 }
 
 // Block is a content block. The fields toolshed reads are decoded; Raw is the whole block
