@@ -83,10 +83,31 @@ type oaNamedChoice struct {
 }
 
 // ToOpenAI returns the Chat Completions request body for a Messages API request, for the
-// model given (req.Model when model is empty).
+// model given (req.Model when model is empty). The members map as this table says; a
+// member it does not name is dropped and the request goes on without it, since strict
+// servers reject members they do not know:
 //
-//   - system (a string, or text blocks joined with a blank line) becomes a leading system
-//     message.
+//	Messages API                           Chat Completions
+//	model                                  model (the model given, when there is one)
+//	max_tokens                             max_completion_tokens, and max_tokens (see OpenAI)
+//	system                                 a first system message (text blocks joined by a blank line)
+//	messages: role "system"                a system message in its place (Claude Code sends these)
+//	messages: role "user"                  its tool_results as tool messages, then one user message
+//	messages: role "assistant"             one assistant message: its text, and tool_use as tool_calls
+//	tools (custom tools)                   function tools; server and Anthropic-defined tools left out
+//	tool_choice auto, any, tool, none      "auto", "required", the named function, "none" (with tools)
+//	tool_choice.disable_parallel_tool_use  parallel_tool_calls: false (with tools)
+//	temperature, top_p                     temperature, top_p, as they are
+//	stop_sequences                         stop
+//	metadata.user_id                       user; its SHA-256 in hex past 64 characters, OpenAI's limit
+//	stream                                 stream, and stream_options.include_usage
+//	top_k                                  dropped: Chat Completions has none
+//	thinking, output_config (effort)       dropped: reasoning_effort fails on models that do not reason
+//	context_management, mcp_servers,       dropped: Anthropic's server features
+//	container, service_tier, speed, ...
+//
+// Within messages:
+//
 //   - A user message's text blocks become its content: a string for a single text block,
 //     content parts otherwise. Image blocks become image_url parts (a data: URL for a
 //     base64 source, the URL itself for a url source). Plain-text documents (text or
@@ -103,17 +124,10 @@ type oaNamedChoice struct {
 //     line; null when there are none) and its tool_use blocks as tool_calls, arguments
 //     the compact JSON of the input. thinking, redacted_thinking and server tool blocks
 //     are dropped.
-//   - Custom tools become function tools (name, description, input_schema as
-//     parameters); other tools (server tools, Anthropic-defined client tools) have no
-//     Chat Completions form and are left out. tool_choice auto, any, tool and none
-//     become "auto", "required", a named function and "none";
-//     disable_parallel_tool_use becomes parallel_tool_calls: false. Both are sent only
-//     with tools, which OpenAI requires.
-//   - max_tokens becomes max_completion_tokens and also max_tokens (see OpenAI);
-//     temperature and top_p are passed as they are, stop_sequences as stop,
-//     metadata.user_id as user, stream as stream with stream_options.include_usage.
-//     Other members (top_k, thinking, service_tier, ...) are dropped: strict servers
-//     reject members they do not know.
+//   - A system message's text blocks are joined with a blank line; other blocks in a
+//     system prompt are a 400, as in the top-level system.
+//   - cache_control members are dropped everywhere: OpenAI caches prompt prefixes by
+//     itself.
 func ToOpenAI(req *Request, model string) ([]byte, error) {
 	oreq, err := toOAIRequest(req, model)
 	if err != nil {

@@ -28,6 +28,14 @@ type Request struct {
 	Stream     bool            `json:"stream,omitempty"`
 	// Extra holds every other member of the request, as received.
 	Extra map[string]json.RawMessage `json:"-"`
+	// RawQuery is the query of the client's request URL, without '?', which an
+	// Anthropic upstream adds to its own (Claude Code posts to /v1/messages?beta=true).
+	// It is not part of the body.
+	RawQuery string `json:"-"`
+
+	// countTokens marks a request decoded from a count_tokens body, whose members are
+	// all count_tokens members: an Anthropic upstream sends every one of them.
+	countTokens bool
 
 	// toolsRaw is the tools array as received, when the Proxy decoded the request;
 	// toolSet is its validated form, when the Proxy had seen these tools before.
