@@ -1,6 +1,7 @@
 package messages_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
+	"github.com/toolshed/toolshed/internal/builtin"
 	"github.com/toolshed/toolshed/internal/fakellm"
 )
 
@@ -201,5 +203,65 @@ func TestClientSideSearchCountTokens(t *testing.T) {
 	}
 	if want := int64(fakellm.InputTokens(got)); n.InputTokens != want {
 		t.Errorf("input_tokens %d, want the upstream's %d", n.InputTokens, want)
+	}
+}
+
+// ccCatalogTools are the built-in catalog's 478 tools as Claude Code sends MCP tools
+// (mcp__SERVER__TOOL, input_schema as the server gave it), after ccRead and
+// ccToolSearch: with ENABLE_TOOL_SEARCH=auto, Claude Code counts them all with
+// count_tokens, none deferred, to decide whether to search; with deferred, each MCP
+// tool has defer_loading: true, as in its requests.
+func ccCatalogTools(t *testing.T, deferred bool) string {
+	t.Helper()
+	snap, problems := builtin.Snapshot()
+	if len(problems) > 0 {
+		t.Fatal(problems[0])
+	}
+	parts := []string{ccRead, ccToolSearch}
+	for _, tool := range snap.Tools() {
+		schema := tool.InputSchema
+		if len(schema) == 0 {
+			schema = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		b, _ := json.Marshal(map[string]any{"name": "mcp__catalog__" + tool.Qualified, "description": tool.Description, "input_schema": schema})
+		if deferred {
+			b = append(b[:len(b)-1], `,"defer_loading":true}`...)
+		}
+		parts = append(parts, string(b))
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}
+
+// TestCountTokensClaudeCode checks count_tokens with Claude Code's 480 tools: it is
+// answered, an Anthropic upstream counts the tools as the client sent them, byte for
+// byte, and with the tools deferred only those the upstream would see are counted.
+func TestCountTokensClaudeCode(t *testing.T) {
+	all := ccCatalogTools(t, false)
+	deferred := ccCatalogTools(t, true)
+	for _, kind := range []string{"anthropic", "openai"} {
+		count := func(tools string) (int64, *harness) {
+			h := newHarnessFor(t, kind)
+			body := []byte(`{"model":"claude-opus-5-5","messages":[{"role":"user","content":"foo"}],"tools":` + tools + `}`)
+			n, err := h.client.Messages.CountTokens(context.Background(), anthropic.MessageCountTokensParams{}, option.WithRequestBody("application/json", body))
+			if err != nil {
+				t.Fatalf("%s: %v", kind, err)
+			}
+			return n.InputTokens, h
+		}
+		nAll, h := count(all)
+		nDeferred, _ := count(deferred)
+		if kind == "anthropic" {
+			up := h.model.Requests()[0]
+			if !bytes.Equal(members(t, up.Body)["tools"], []byte(all)) {
+				t.Errorf("the upstream did not get the client's tools as they were")
+			}
+			if want := int64(fakellm.InputTokens(up.Body)); nAll != want {
+				t.Errorf("input_tokens %d, want the upstream's %d", nAll, want)
+			}
+		}
+		// Deferred, only Read and ToolSearch are counted: a few hundred tokens.
+		if nAll < 100_000 || nDeferred > 1000 {
+			t.Errorf("%s: input_tokens %d for every tool, %d with them deferred", kind, nAll, nDeferred)
+		}
 	}
 }
