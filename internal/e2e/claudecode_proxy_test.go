@@ -52,17 +52,18 @@ import (
 //     them in tools until found. A search is answered with a tool_result of
 //     tool_reference blocks, followed by a "Tool loaded." text block; the tools found
 //     are in tools from then on, with defer_loading: true. It never sends a
-//     tool_search_tool_* server tool. When a request with deferred tools is refused
-//     (400 mentioning defer_loading), it sends it again with every tool in full.
+//     tool_search_tool_* server tool. When a request that declares deferred tools is
+//     refused with a 400 or 422, it sends it again without deferring (every tool in
+//     full), which is how a proxy that rejects deferral costs it every token it saves.
 //
 // When it uses tool search (its function Vie and the checks before it): never for a
 // model name containing claude-3-*, nor with CLAUDE_CODE_DISABLE_EXPERIMENTAL_BETAS.
 // Otherwise ENABLE_TOOL_SEARCH decides: unset or true (the default), always; false,
 // never; auto or auto:N, when the tools' tokens reach N% (default 10) of the context
 // window, which it learns by calling count_tokens with every MCP and deferrable built-in
-// tool in full (530 here) and a one-message conversation ("foo"); auto:0 always and
-// auto:100 never. The tests run with ENABLE_TOOL_SEARCH=auto, so that count_tokens is
-// exercised too and decides for search.
+// tool in full (516 in this test) and a one-message conversation ("foo"); auto:0 always and
+// auto:100 never. The tests run with its default and with ENABLE_TOOL_SEARCH=auto, in
+// which count_tokens decides for search.
 
 // ccProxyWire records what Claude Code sends to toolshed proxy and what it gets back:
 // a reverse proxy between them.
@@ -181,8 +182,8 @@ type ccResult struct {
 }
 
 // runClaudeCode runs Claude Code in print mode against baseURL with the MCP servers of
-// mcpConfig, and returns its result.
-func runClaudeCode(t *testing.T, baseURL, mcpConfig, prompt string, extraArgs ...string) ccResult {
+// mcpConfig, with env (KEY=VALUE) added to its environment, and returns its result.
+func runClaudeCode(t *testing.T, baseURL, mcpConfig, prompt string, env, extraArgs []string) ccResult {
 	t.Helper()
 	work := t.TempDir()
 	debug := filepath.Join(work, "claude-debug.log")
@@ -193,13 +194,12 @@ func runClaudeCode(t *testing.T, baseURL, mcpConfig, prompt string, extraArgs ..
 	defer cancel()
 	cmd := exec.CommandContext(ctx, testupstream.ClaudeCode(t), args...)
 	cmd.Dir = work
-	cmd.Env = testupstream.ClientEnv(t,
-		"ANTHROPIC_BASE_URL="+baseURL,
+	cmd.Env = testupstream.ClientEnv(t, append([]string{
+		"ANTHROPIC_BASE_URL=" + baseURL,
 		"ANTHROPIC_API_KEY=sk-ant-client-e2e",
-		"ENABLE_TOOL_SEARCH=auto",
 		// The machine is shared and the npm servers start slowly under load.
 		"MCP_TIMEOUT=180000", "MCP_CONNECT_TIMEOUT_MS=180000", "MCP_TOOL_TIMEOUT=180000",
-		"API_TIMEOUT_MS=300000", "CLAUDE_CODE_MAX_RETRIES=2")
+		"API_TIMEOUT_MS=300000", "CLAUDE_CODE_MAX_RETRIES=2"}, env...)...)
 	// Claude Code and the MCP servers it starts form one process group, ended
 	// together should the test time out.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -314,9 +314,10 @@ func upstreamCalls(t *testing.T, reqs []fakellm.Request) []upstreamCall {
 }
 
 // TestClaudeCodeProxy drives the real Claude Code through toolshed proxy, with an
-// Anthropic and an OpenAI upstream (scripted models), and 505 MCP tools: the model
+// Anthropic and an OpenAI upstream (scripted models), and 502 MCP tools: the model
 // searches with Claude Code's ToolSearch, calls the memory server's create_entities,
-// which Claude Code runs, and answers.
+// which Claude Code runs, and answers. Each runs with Claude Code's default (tool search
+// always on) and with ENABLE_TOOL_SEARCH=auto (count_tokens first).
 //
 //	go test ./internal/e2e -run TestClaudeCodeProxy -v
 func TestClaudeCodeProxy(t *testing.T) {
@@ -327,16 +328,22 @@ func TestClaudeCodeProxy(t *testing.T) {
 		{"anthropic", nil}, // its default model, claude-opus-5-5
 		{"openai", []string{"--model", "qwen3-coder"}}, // a local model's name
 	} {
-		t.Run(c.kind, func(t *testing.T) {
-			t.Parallel()
-			testClaudeCodeProxy(t, c.kind, c.args)
-		})
+		for _, auto := range []bool{false, true} {
+			name := c.kind
+			if auto {
+				name += "-auto"
+			}
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				testClaudeCodeProxy(t, c.kind, auto, c.args)
+			})
+		}
 	}
 }
 
 const ccProxyAnswer = "Done: I will remember that toolshed was tested with Claude Code."
 
-func testClaudeCodeProxy(t *testing.T, kind string, args []string) {
+func testClaudeCodeProxy(t *testing.T, kind string, auto bool, args []string) {
 	entities := `{"entities":[{"name":"toolshed","entityType":"project","observations":["tested with Claude Code through toolshed proxy"]}]}`
 	replies := []fakellm.Reply{
 		fakellm.Call("Let me find a tool for the knowledge graph.", "toolu_e2e_01", "ToolSearch", `{"query":"memory create entities knowledge graph","max_results":3}`),
@@ -369,7 +376,11 @@ func testClaudeCodeProxy(t *testing.T, kind string, args []string) {
 	t.Cleanup(front.Close)
 
 	config, memoryFile := ccMCPConfig(t)
-	res := runClaudeCode(t, front.URL, config, "Remember that toolshed was tested with Claude Code.", args...)
+	var env []string
+	if auto {
+		env = append(env, "ENABLE_TOOL_SEARCH=auto")
+	}
+	res := runClaudeCode(t, front.URL, config, "Remember that toolshed was tested with Claude Code.", env, args)
 	defer func() {
 		if t.Failed() {
 			t.Logf("toolshed proxy's log:\n%s", proxyLog)
@@ -407,7 +418,7 @@ func testClaudeCodeProxy(t *testing.T, kind string, args []string) {
 			}
 		}
 	}
-	if counted == 0 {
+	if auto && counted == 0 {
 		t.Errorf("no count_tokens request with 500+ tools was answered; Claude Code sent %d requests", len(exchanges))
 	}
 	if created != len(replies) {
@@ -422,13 +433,8 @@ func testClaudeCodeProxy(t *testing.T, kind string, args []string) {
 	if len(calls) != len(replies) {
 		t.Fatalf("the model got %d requests, want %d", len(calls), len(replies))
 	}
-	if kind == "anthropic" {
-		for i, c := range calls {
-			if c.query != "beta=true" {
-				t.Errorf("upstream request %d: query %q, want beta=true as the client sent it", i, c.query)
-			}
-		}
-		// Count tokens reached the model too, with every tool.
+	if kind == "anthropic" && auto {
+		// count_tokens reached the model too, with every tool.
 		n := 0
 		for _, r := range model.Requests() {
 			if r.Path == "/v1/messages/count_tokens" && r.RawQuery == "beta=true" && bytes.Count(r.Body, []byte(`"name":"mcp__`)) >= 500 {
@@ -437,6 +443,13 @@ func testClaudeCodeProxy(t *testing.T, kind string, args []string) {
 		}
 		if n == 0 {
 			t.Errorf("the upstream got no count_tokens request with the 500+ MCP tools")
+		}
+	}
+	if kind == "anthropic" {
+		for i, c := range calls {
+			if c.query != "beta=true" {
+				t.Errorf("upstream request %d: query %q, want beta=true as the client sent it", i, c.query)
+			}
 		}
 	}
 
