@@ -35,6 +35,11 @@ const (
 	ccFound    = `{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_01","content":[{"type":"tool_reference","tool_name":"mcp__memory__create_entities"}]},{"type":"text","text":"Tool loaded.","cache_control":{"type":"ephemeral"}}]}`
 	ccCall     = `{"role":"assistant","content":[{"type":"tool_use","id":"toolu_02","name":"mcp__memory__create_entities","input":{"entities":[{"name":"toolshed","entityType":"project","observations":["tested with Claude Code"]}]}}]}`
 	ccCallDone = `{"role":"user","content":[{"tool_use_id":"toolu_02","type":"tool_result","content":"{\"entities\":[{\"name\":\"toolshed\"}]}"}]}`
+
+	// A turn of an earlier request that had a server search tool, which this one has
+	// not: its search result still loads the tools it names.
+	ccServerSearch = `{"role":"assistant","content":[{"type":"server_tool_use","id":"srvtoolu_01","name":"tool_search_tool_regex","input":{"pattern":"entities"}},{"type":"tool_search_tool_result","tool_use_id":"srvtoolu_01","content":{"type":"tool_search_tool_search_result","tool_references":[{"type":"tool_reference","tool_name":"mcp__memory__create_entities"}]}}]}`
+	ccGoOn         = `{"role":"user","content":"Go on."}`
 )
 
 // ccBody is a Messages API request in Claude Code's shape.
@@ -87,6 +92,42 @@ func deferLoadingSent(h *harness) []string {
 	return out
 }
 
+// checkToolPairs checks that every tool result the upstream got answers a tool call
+// made before it in the conversation, as both APIs require: a tool_result block's
+// tool_use_id (Messages API), or a tool message's tool_call_id (Chat Completions).
+func checkToolPairs(bodies []map[string]any) error {
+	for i, b := range bodies {
+		called := map[string]bool{}
+		msgs, _ := b["messages"].([]any)
+		for j, m := range msgs {
+			msg := m.(map[string]any)
+			if id, ok := msg["tool_call_id"].(string); ok && !called[id] {
+				return fmt.Errorf("upstream call %d, message %d: a tool message answers %q, which no tool call made", i+1, j, id)
+			}
+			for _, c := range asList(msg["tool_calls"]) {
+				called[fmt.Sprint(c.(map[string]any)["id"])] = true
+			}
+			for _, c := range asList(msg["content"]) {
+				blk, _ := c.(map[string]any)
+				switch blk["type"] {
+				case "tool_use":
+					called[fmt.Sprint(blk["id"])] = true
+				case "tool_result":
+					if id := fmt.Sprint(blk["tool_use_id"]); !called[id] {
+						return fmt.Errorf("upstream call %d, message %d: a tool_result answers %q, which no tool_use made", i+1, j, id)
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
+}
+
 // TestClientSideSearch checks requests whose deferred tools are found by the client's
 // own search tool, with no tool_search_tool_* server tool: the Anthropic API accepts
 // them, and a tool_reference in a tool_result loads the tool it names for the rest of
@@ -125,6 +166,15 @@ func TestClientSideSearch(t *testing.T) {
 		replies: []fakellm.Reply{fakellm.Say("Remembered.")},
 		shape:   []string{"text"},
 		stop:    "end_turn",
+		seen:    [][]string{loaded},
+	}, {
+		// A server search from an earlier turn: the model sees it as a call of the
+		// search and its result, and the tool it found is loaded.
+		name:    "client-search-server-history",
+		msgs:    []string{ccAsk, ccServerSearch, ccGoOn},
+		replies: []fakellm.Reply{fakellm.Call("", "toolu_02", "mcp__memory__create_entities", `{"entities":[]}`)},
+		shape:   []string{"tool_use(mcp__memory__create_entities)"},
+		stop:    "tool_use",
 		seen:    [][]string{loaded},
 	}, {
 		// The model names a deferred tool it never loaded. With no server search tool
@@ -166,6 +216,9 @@ func TestClientSideSearch(t *testing.T) {
 					}
 					if got := deferLoadingSent(h); len(got) > 0 {
 						t.Errorf("tools sent upstream with defer_loading: %v", got)
+					}
+					if err := checkToolPairs(h.model.Bodies()); err != nil {
+						t.Error(err)
 					}
 					if got := searchRequests(msg); got != 0 {
 						t.Errorf("usage.server_tool_use.tool_search_requests %d, want 0: the client searched", got)

@@ -428,6 +428,9 @@ func TestScenarios(t *testing.T) {
 					if got := upstreamTools(h); fmt.Sprint(got) != fmt.Sprint(c.seen) {
 						t.Errorf("tools the model saw:\n got %v\nwant %v", got, c.seen)
 					}
+					if err := checkToolPairs(h.model.Bodies()); err != nil {
+						t.Error(err)
+					}
 					// Usage is the sum over the upstream calls.
 					in, out := h.model.Usage()
 					if msg.Usage.InputTokens != int64(in) || msg.Usage.OutputTokens != int64(out) {

@@ -137,9 +137,10 @@ func renderMessages(pr *prepared, msgs []Message) []Message {
 	for _, m := range msgs {
 		var cur []Block
 		changed := false
+		searched := searchUseIDs(m)
 		for _, b := range m.Content {
 			switch {
-			case m.Role == "assistant" && b.Type == "server_tool_use" && pr.searchTool(b.Name) != nil:
+			case m.Role == "assistant" && b.Type == "server_tool_use" && (pr.searchTool(b.Name) != nil || searched[b.ID]):
 				cur = append(cur, Block{Type: "tool_use", ID: b.ID, Name: b.Name, Input: orEmptyObject(b.Input)})
 				changed = true
 			case m.Role == "assistant" && b.Type == "tool_search_tool_result":
@@ -162,6 +163,25 @@ func renderMessages(pr *prepared, msgs []Message) []Message {
 		push(Message{Role: m.Role, Content: cur})
 	}
 	return out
+}
+
+// searchUseIDs returns the ids of the server tool uses an assistant message's
+// tool_search_tool_result blocks answer: tool searches, even when the request no
+// longer has the search tool that ran them (its client searches on its side now).
+func searchUseIDs(m Message) map[string]bool {
+	if m.Role != "assistant" {
+		return nil
+	}
+	var ids map[string]bool
+	for _, b := range m.Content {
+		if b.Type == "tool_search_tool_result" {
+			if ids == nil {
+				ids = map[string]bool{}
+			}
+			ids[b.ToolUseID] = true
+		}
+	}
+	return ids
 }
 
 func orEmptyObject(raw json.RawMessage) json.RawMessage {
