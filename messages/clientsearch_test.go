@@ -55,23 +55,22 @@ func ccBody(stream bool, tools string, msgs ...string) []byte {
 // message as the SDK decoded it.
 func (h *harness) sendRaw(t *testing.T, stream bool, body []byte) (*anthropic.Message, error) {
 	t.Helper()
-	ctx := context.Background()
-	opt := option.WithRequestBody("application/json", body)
-	if !stream {
-		return h.client.Messages.New(ctx, anthropic.MessageNewParams{}, opt)
+	return h.send(t, stream, anthropic.MessageNewParams{}, option.WithRequestBody("application/json", body))
+}
+
+// sendCC sends a request in Claude Code's shape with msgs to a model scripted with
+// replies, and checks the shape of the response.
+func sendCC(t *testing.T, kind string, stream bool, msgs []string, replies []fakellm.Reply, want []string) (*harness, *anthropic.Message) {
+	t.Helper()
+	h := newHarnessFor(t, kind, replies...)
+	msg, err := h.sendRaw(t, stream, ccBody(stream, ccTools, msgs...))
+	if err != nil {
+		t.Fatal(err)
 	}
-	s := h.client.Messages.NewStreaming(ctx, anthropic.MessageNewParams{}, opt)
-	defer s.Close()
-	var msg anthropic.Message
-	for s.Next() {
-		if err := msg.Accumulate(s.Current()); err != nil {
-			t.Fatalf("the SDK cannot accumulate the proxy's stream: %v", err)
-		}
+	if got := shape(t, msg); !equal(got, want) {
+		t.Errorf("content:\n got %q\nwant %q", got, want)
 	}
-	if err := s.Err(); err != nil {
-		return nil, err
-	}
-	return &msg, nil
+	return h, msg
 }
 
 // deferLoadingSent lists the tools the upstream got with a defer_loading member.
@@ -190,43 +189,25 @@ func TestClientSideSearch(t *testing.T) {
 		seen:    [][]string{firstTurn},
 	}}
 	for _, c := range cases {
-		for _, kind := range []string{"anthropic", "openai"} {
-			for _, stream := range []bool{false, true} {
-				name := c.name
-				if kind == "openai" {
-					name += "-openai"
-				}
-				if stream {
-					name += "-stream"
-				}
-				t.Run(name, func(t *testing.T) {
-					h := newHarnessFor(t, kind, c.replies...)
-					msg, err := h.sendRaw(t, stream, ccBody(stream, ccTools, c.msgs...))
-					if err != nil {
-						t.Fatal(err)
-					}
-					if got := shape(t, msg); !equal(got, c.shape) {
-						t.Errorf("content:\n got %q\nwant %q", got, c.shape)
-					}
-					if string(msg.StopReason) != c.stop {
-						t.Errorf("stop_reason %q, want %q", msg.StopReason, c.stop)
-					}
-					if got := upstreamTools(h); fmt.Sprint(got) != fmt.Sprint(c.seen) {
-						t.Errorf("tools the model saw:\n got %v\nwant %v", got, c.seen)
-					}
-					if got := deferLoadingSent(h); len(got) > 0 {
-						t.Errorf("tools sent upstream with defer_loading: %v", got)
-					}
-					if err := checkToolPairs(h.model.Bodies()); err != nil {
-						t.Error(err)
-					}
-					if got := searchRequests(msg); got != 0 {
-						t.Errorf("usage.server_tool_use.tool_search_requests %d, want 0: the client searched", got)
-					}
-					checkExchange(t, name, h)
-				})
+		eachUpstream(t, c.name, func(t *testing.T, kind string, stream bool, name string) {
+			h, msg := sendCC(t, kind, stream, c.msgs, c.replies, c.shape)
+			if string(msg.StopReason) != c.stop {
+				t.Errorf("stop_reason %q, want %q", msg.StopReason, c.stop)
 			}
-		}
+			if got := upstreamTools(h); fmt.Sprint(got) != fmt.Sprint(c.seen) {
+				t.Errorf("tools the model saw:\n got %v\nwant %v", got, c.seen)
+			}
+			if got := deferLoadingSent(h); len(got) > 0 {
+				t.Errorf("tools sent upstream with defer_loading: %v", got)
+			}
+			if err := checkToolPairs(h.model.Bodies()); err != nil {
+				t.Error(err)
+			}
+			if got := searchRequests(msg); got != 0 {
+				t.Errorf("usage.server_tool_use.tool_search_requests %d, want 0: the client searched", got)
+			}
+			checkExchange(t, name, h)
+		})
 	}
 }
 

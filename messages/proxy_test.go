@@ -146,13 +146,13 @@ func newHarnessFor(t *testing.T, kind string, replies ...fakellm.Reply) *harness
 
 // send makes a request through the SDK, streamed or not, and returns the message as
 // the SDK decoded it.
-func (h *harness) send(t *testing.T, stream bool, params anthropic.MessageNewParams) (*anthropic.Message, error) {
+func (h *harness) send(t *testing.T, stream bool, params anthropic.MessageNewParams, opts ...option.RequestOption) (*anthropic.Message, error) {
 	t.Helper()
 	ctx := context.Background()
 	if !stream {
-		return h.client.Messages.New(ctx, params)
+		return h.client.Messages.New(ctx, params, opts...)
 	}
-	s := h.client.Messages.NewStreaming(ctx, params)
+	s := h.client.Messages.NewStreaming(ctx, params, opts...)
 	defer s.Close()
 	var msg anthropic.Message
 	for s.Next() {
@@ -404,45 +404,51 @@ func TestScenarios(t *testing.T) {
 		searches: 0,
 	}}
 	for _, c := range cases {
-		for _, kind := range []string{"anthropic", "openai"} {
-			for _, stream := range []bool{false, true} {
-				name := c.name
-				if kind == "openai" {
-					name += "-openai"
-				}
-				if stream {
-					name += "-stream"
-				}
-				t.Run(name, func(t *testing.T) {
-					h := newHarnessFor(t, kind, c.replies...)
-					msg, err := h.send(t, stream, params(c.kind, c.history...))
-					if err != nil {
-						t.Fatal(err)
-					}
-					if got := shape(t, msg); !equal(got, c.shape) {
-						t.Errorf("content:\n got %q\nwant %q", got, c.shape)
-					}
-					if string(msg.StopReason) != c.stop {
-						t.Errorf("stop_reason %q, want %q", msg.StopReason, c.stop)
-					}
-					if got := upstreamTools(h); fmt.Sprint(got) != fmt.Sprint(c.seen) {
-						t.Errorf("tools the model saw:\n got %v\nwant %v", got, c.seen)
-					}
-					if err := checkToolPairs(h.model.Bodies()); err != nil {
-						t.Error(err)
-					}
-					// Usage is the sum over the upstream calls.
-					in, out := h.model.Usage()
-					if msg.Usage.InputTokens != int64(in) || msg.Usage.OutputTokens != int64(out) {
-						t.Errorf("usage in %d out %d, want the sums %d and %d", msg.Usage.InputTokens, msg.Usage.OutputTokens, in, out)
-					}
-					// The SDK has no field for tool_search_requests; it keeps it as an extra.
-					if got := searchRequests(msg); got != c.searches {
-						t.Errorf("usage.server_tool_use.tool_search_requests %d, want %d", got, c.searches)
-					}
-					checkExchange(t, name, h)
-				})
+		eachUpstream(t, c.name, func(t *testing.T, kind string, stream bool, name string) {
+			h := newHarnessFor(t, kind, c.replies...)
+			msg, err := h.send(t, stream, params(c.kind, c.history...))
+			if err != nil {
+				t.Fatal(err)
 			}
+			if got := shape(t, msg); !equal(got, c.shape) {
+				t.Errorf("content:\n got %q\nwant %q", got, c.shape)
+			}
+			if string(msg.StopReason) != c.stop {
+				t.Errorf("stop_reason %q, want %q", msg.StopReason, c.stop)
+			}
+			if got := upstreamTools(h); fmt.Sprint(got) != fmt.Sprint(c.seen) {
+				t.Errorf("tools the model saw:\n got %v\nwant %v", got, c.seen)
+			}
+			if err := checkToolPairs(h.model.Bodies()); err != nil {
+				t.Error(err)
+			}
+			// Usage is the sum over the upstream calls.
+			in, out := h.model.Usage()
+			if msg.Usage.InputTokens != int64(in) || msg.Usage.OutputTokens != int64(out) {
+				t.Errorf("usage in %d out %d, want the sums %d and %d", msg.Usage.InputTokens, msg.Usage.OutputTokens, in, out)
+			}
+			// The SDK has no field for tool_search_requests; it keeps it as an extra.
+			if got := searchRequests(msg); got != c.searches {
+				t.Errorf("usage.server_tool_use.tool_search_requests %d, want %d", got, c.searches)
+			}
+			checkExchange(t, name, h)
+		})
+	}
+}
+
+// eachUpstream runs f as subtests for each upstream wire format, streamed and not,
+// named NAME, NAME-stream, NAME-openai and NAME-openai-stream, as their golden files.
+func eachUpstream(t *testing.T, name string, f func(t *testing.T, kind string, stream bool, name string)) {
+	for _, kind := range []string{"anthropic", "openai"} {
+		for _, stream := range []bool{false, true} {
+			n := name
+			if kind == "openai" {
+				n += "-openai"
+			}
+			if stream {
+				n += "-stream"
+			}
+			t.Run(n, func(t *testing.T) { f(t, kind, stream, n) })
 		}
 	}
 }

@@ -71,60 +71,42 @@ func TestSystemMessages(t *testing.T) {
 		},
 	}}
 	for _, c := range cases {
-		for _, kind := range []string{"anthropic", "openai"} {
-			for _, stream := range []bool{false, true} {
-				name := c.name
-				if kind == "openai" {
-					name += "-openai"
+		eachUpstream(t, c.name, func(t *testing.T, kind string, stream bool, name string) {
+			h, _ := sendCC(t, kind, stream, c.msgs, c.replies, c.shape)
+			sent := h.model.Requests()[0].Body
+			if kind == "anthropic" {
+				// Every message the proxy does not act on, the system ones
+				// among them, goes as it came.
+				got := messagesOf(t, sent)
+				if len(got) != len(c.msgs) {
+					t.Fatalf("the upstream got %d messages, want %d:\n%s", len(got), len(c.msgs), sent)
 				}
-				if stream {
-					name += "-stream"
+				for i, m := range c.msgs {
+					if strings.Contains(m, `"role":"system"`) && !bytes.Equal(got[i], []byte(m)) {
+						t.Errorf("message %d:\n got %s\nwant %s", i, got[i], m)
+					}
 				}
-				t.Run(name, func(t *testing.T) {
-					h := newHarnessFor(t, kind, c.replies...)
-					msg, err := h.sendRaw(t, stream, ccBody(stream, ccTools, c.msgs...))
-					if err != nil {
-						t.Fatal(err)
+			} else {
+				var body struct {
+					Messages []struct {
+						Role    string `json:"role"`
+						Content any    `json:"content"`
+					} `json:"messages"`
+				}
+				json.Unmarshal(sent, &body)
+				var roles, systems []string
+				for _, m := range body.Messages {
+					roles = append(roles, m.Role)
+					if m.Role == "system" {
+						systems = append(systems, fmt.Sprint(m.Content))
 					}
-					if got := shape(t, msg); !equal(got, c.shape) {
-						t.Errorf("content:\n got %q\nwant %q", got, c.shape)
-					}
-					sent := h.model.Requests()[0].Body
-					if kind == "anthropic" {
-						// Every message the proxy does not act on, the system ones
-						// among them, goes as it came.
-						got := messagesOf(t, sent)
-						if len(got) != len(c.msgs) {
-							t.Fatalf("the upstream got %d messages, want %d:\n%s", len(got), len(c.msgs), sent)
-						}
-						for i, m := range c.msgs {
-							if strings.Contains(m, `"role":"system"`) && !bytes.Equal(got[i], []byte(m)) {
-								t.Errorf("message %d:\n got %s\nwant %s", i, got[i], m)
-							}
-						}
-					} else {
-						var body struct {
-							Messages []struct {
-								Role    string `json:"role"`
-								Content any    `json:"content"`
-							} `json:"messages"`
-						}
-						json.Unmarshal(sent, &body)
-						var roles, systems []string
-						for _, m := range body.Messages {
-							roles = append(roles, m.Role)
-							if m.Role == "system" {
-								systems = append(systems, fmt.Sprint(m.Content))
-							}
-						}
-						if !equal(roles, c.roles) || !equal(systems, c.systems) {
-							t.Errorf("Chat Completions messages:\n got roles %q systems %q\nwant roles %q systems %q", roles, systems, c.roles, c.systems)
-						}
-					}
-					checkExchange(t, name, h)
-				})
+				}
+				if !equal(roles, c.roles) || !equal(systems, c.systems) {
+					t.Errorf("Chat Completions messages:\n got roles %q systems %q\nwant roles %q systems %q", roles, systems, c.roles, c.systems)
+				}
 			}
-		}
+			checkExchange(t, name, h)
+		})
 	}
 }
 
