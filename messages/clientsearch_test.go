@@ -11,7 +11,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
-	"github.com/toolshed/toolshed/internal/builtin"
+	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/internal/fakellm"
 )
 
@@ -240,24 +240,28 @@ func TestClientSideSearchCountTokens(t *testing.T) {
 	}
 }
 
-// ccCatalogTools are the built-in catalog's 478 tools as Claude Code sends MCP tools
-// (mcp__SERVER__TOOL, input_schema as the server gave it), after ccRead and
-// ccToolSearch: with ENABLE_TOOL_SEARCH=auto, Claude Code counts them all with
-// count_tokens, none deferred, to decide whether to search; with deferred, each MCP
-// tool has defer_loading: true, as in its requests.
+// ccCatalogTools are 538 real MCP tools (the built-in catalog's 478 and LiveMCPBench's
+// first 60) as Claude Code sends MCP tools (mcp__SERVER__TOOL, input_schema as the
+// server gave it), after ccRead and ccToolSearch: with ENABLE_TOOL_SEARCH=auto, Claude
+// Code counts them all with count_tokens, none deferred, to decide whether to search;
+// with deferred, each MCP tool has defer_loading: true, as in its requests.
 func ccCatalogTools(t *testing.T, deferred bool) string {
 	t.Helper()
-	snap, problems := builtin.Snapshot()
-	if len(problems) > 0 {
-		t.Fatal(problems[0])
-	}
+	all := catalogs(t)
 	parts := []string{ccRead, ccToolSearch}
-	for _, tool := range snap.Tools() {
+	var tools []*catalog.Tool
+	tools = append(tools, all["builtin"].Tools()...)
+	tools = append(tools, all["livemcpbench"].Tools()[:60]...)
+	for i, tool := range tools {
 		schema := tool.InputSchema
 		if len(schema) == 0 {
 			schema = json.RawMessage(`{"type":"object","properties":{}}`)
 		}
-		b, _ := json.Marshal(map[string]any{"name": "mcp__catalog__" + tool.Qualified, "description": tool.Description, "input_schema": schema})
+		server := "catalog"
+		if i >= all["builtin"].Len() {
+			server = "bench"
+		}
+		b, _ := json.Marshal(map[string]any{"name": "mcp__" + server + "__" + tool.Qualified, "description": tool.Description, "input_schema": schema})
 		if deferred {
 			b = append(b[:len(b)-1], `,"defer_loading":true}`...)
 		}
@@ -266,12 +270,15 @@ func ccCatalogTools(t *testing.T, deferred bool) string {
 	return "[" + strings.Join(parts, ",") + "]"
 }
 
-// TestCountTokensClaudeCode checks count_tokens with Claude Code's 480 tools: it is
-// answered, an Anthropic upstream counts the tools as the client sent them, byte for
-// byte, and with the tools deferred only those the upstream would see are counted.
+// TestCountTokensClaudeCode checks count_tokens with 540 tools in Claude Code's shape:
+// it is answered, an Anthropic upstream counts the tools as the client sent them, byte
+// for byte, and with the tools deferred only those the upstream would see are counted.
 func TestCountTokensClaudeCode(t *testing.T) {
 	all := ccCatalogTools(t, false)
 	deferred := ccCatalogTools(t, true)
+	if n := strings.Count(all, `"name":"mcp__`); n < 530 {
+		t.Fatalf("%d MCP tools, want Claude Code's 530 or more", n)
+	}
 	for _, kind := range []string{"anthropic", "openai"} {
 		count := func(tools string) (int64, *harness) {
 			h := newHarnessFor(t, kind)
