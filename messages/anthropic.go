@@ -19,7 +19,11 @@ const DefaultAnthropicURL = "https://api.anthropic.com"
 const DefaultAnthropicVersion = "2023-06-01"
 
 // Anthropic is an Anthropic-compatible Messages API upstream: the Anthropic API itself,
-// or any server that speaks its wire format.
+// or any server that speaks its wire format. What toolshed does not act on goes to it
+// as the client sent it: the query string (Request.RawQuery), the headers the handler
+// passes on (all but the client's credentials, hop-by-hop and transport headers), and
+// every member of the body and every message and block toolshed does not rewrite, with
+// their bytes. APIKey goes as x-api-key in place of the client's key.
 type Anthropic struct {
 	// BaseURL is the API's address without /v1; empty means DefaultAnthropicURL.
 	BaseURL string
@@ -49,25 +53,19 @@ func (a *Anthropic) url(path string) string {
 	return strings.TrimSuffix(base, "/") + path
 }
 
-// post sends body to path and returns the response when its status is 2xx, else the
-// upstream's error as an APIError.
-func (a *Anthropic) post(ctx context.Context, path string, body any, h http.Header) (*http.Response, error) {
-	var b []byte
-	var err error
-	if m, ok := body.(json.Marshaler); ok {
-		b, err = m.MarshalJSON() // a Request: its bytes as they are, not re-validated
-	} else {
-		b, err = json.Marshal(body)
+// post sends the body b to path, with the client's query and headers h, and returns
+// the response when its status is 2xx, else the upstream's error as an APIError.
+func (a *Anthropic) post(ctx context.Context, path, query string, b []byte, h http.Header) (*http.Response, error) {
+	u := a.url(path)
+	if query != "" {
+		u += "?" + query
 	}
-	if err != nil {
-		return nil, fmt.Errorf("encode the upstream request: %w", err)
-	}
-	r, err := http.NewRequestWithContext(ctx, http.MethodPost, a.url(path), bytes.NewReader(b))
+	r, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(b))
 	if err != nil {
 		return nil, fmt.Errorf("the upstream URL %q is not usable: %w", a.BaseURL, err)
 	}
 	for k, vs := range h {
-		r.Header[k] = vs
+		r.Header[k] = append([]string(nil), vs...)
 	}
 	if r.Header.Get("anthropic-version") == "" {
 		r.Header.Set("anthropic-version", DefaultAnthropicVersion)
@@ -139,9 +137,19 @@ func readAPIError(resp *http.Response) *APIError {
 	return ErrorFromStatus(resp.StatusCode, "the upstream model API answered "+resp.Status+": "+msg)
 }
 
+// send posts req, encoded with its members' bytes as they are, to /v1/messages.
+func (a *Anthropic) send(ctx context.Context, req *Request, stream bool, h http.Header) (*http.Response, error) {
+	out := a.request(req, stream)
+	b, err := out.MarshalJSON()
+	if err != nil {
+		return nil, fmt.Errorf("encode the upstream request: %w", err)
+	}
+	return a.post(ctx, "/v1/messages", out.RawQuery, b, h)
+}
+
 // Create implements Upstream.
 func (a *Anthropic) Create(ctx context.Context, req *Request, h http.Header) (*Response, error) {
-	resp, err := a.post(ctx, "/v1/messages", a.request(req, false), h)
+	resp, err := a.send(ctx, req, false, h)
 	if err != nil {
 		return nil, err
 	}
@@ -155,36 +163,33 @@ func (a *Anthropic) Create(ctx context.Context, req *Request, h http.Header) (*R
 
 // Stream implements Upstream.
 func (a *Anthropic) Stream(ctx context.Context, req *Request, h http.Header) (EventStream, error) {
-	resp, err := a.post(ctx, "/v1/messages", a.request(req, true), h)
+	resp, err := a.send(ctx, req, true, h)
 	if err != nil {
 		return nil, err
 	}
 	return NewSSEReader(resp.Body), nil
 }
 
-// countTokensMembers are the members of a request count_tokens accepts besides model,
-// messages, system, tools and tool_choice.
-var countTokensMembers = []string{"thinking", "mcp_servers", "output_config", "context_management"}
+// countTokensMembers are the members count_tokens accepts besides model, messages,
+// system, tools and tool_choice, as the API's reference lists them. /v1/messages takes
+// others (temperature, metadata, ...), which count_tokens rejects.
+var countTokensMembers = map[string]bool{"thinking": true, "mcp_servers": true, "output_config": true,
+	"output_format": true, "context_management": true, "speed": true, "cache_control": true}
 
-// CountTokens implements Upstream.
+// CountTokens implements Upstream. A request the Proxy decoded from a count_tokens body
+// goes with all its members as they came; any other (a /v1/messages request given to
+// Proxy.CountTokens) with only those count_tokens accepts.
 func (a *Anthropic) CountTokens(ctx context.Context, req *Request, h http.Header) (int, error) {
 	req = a.request(req, false)
-	body := map[string]any{"model": req.Model, "messages": req.Messages}
-	if len(req.System) > 0 {
-		body["system"] = req.System
+	keep := func(k string) bool { return countTokensMembers[k] }
+	if req.countTokens {
+		keep = nil
 	}
-	if len(req.Tools) > 0 {
-		body["tools"] = req.Tools
+	b, err := req.countTokensJSON(keep)
+	if err != nil {
+		return 0, fmt.Errorf("encode the upstream request: %w", err)
 	}
-	if len(req.ToolChoice) > 0 {
-		body["tool_choice"] = req.ToolChoice
-	}
-	for _, k := range countTokensMembers {
-		if v, ok := req.Extra[k]; ok {
-			body[k] = v
-		}
-	}
-	resp, err := a.post(ctx, "/v1/messages/count_tokens", body, h)
+	resp, err := a.post(ctx, "/v1/messages/count_tokens", req.RawQuery, b, h)
 	if err != nil {
 		return 0, err
 	}

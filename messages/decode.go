@@ -173,7 +173,7 @@ func (m *Message) UnmarshalJSON(data []byte) error {
 }
 
 func (m *Message) decode(where string, b []byte) error {
-	*m = Message{}
+	*m = Message{Raw: b}
 	return eachMember(b, where, "an object with a role and content", func(key string, v []byte) (err error) {
 		switch key {
 		case "role":

@@ -13,13 +13,23 @@ import (
 // Upstreams send req.MarshalJSON() as it is.
 
 // MarshalJSON encodes a request: its members in the API's order, then Extra's in key
-// order.
-func (r Request) MarshalJSON() ([]byte, error) {
+// order, each with its bytes as received.
+func (r Request) MarshalJSON() ([]byte, error) { return r.appendJSON(false, nil) }
+
+// countTokensJSON encodes a request as a count_tokens body: without max_tokens and
+// stream, and with the members of Extra that keep accepts (all when keep is nil).
+func (r Request) countTokensJSON(keep func(key string) bool) ([]byte, error) {
+	return r.appendJSON(true, keep)
+}
+
+func (r Request) appendJSON(countTokens bool, keep func(key string) bool) ([]byte, error) {
 	b := make([]byte, 0, 4096)
 	b = append(b, `{"model":`...)
 	b = appendString(b, r.Model)
-	b = append(b, `,"max_tokens":`...)
-	b = strconv.AppendInt(b, int64(r.MaxTokens), 10)
+	if !countTokens {
+		b = append(b, `,"max_tokens":`...)
+		b = strconv.AppendInt(b, int64(r.MaxTokens), 10)
+	}
 	if len(r.System) > 0 {
 		b = append(append(b, `,"system":`...), r.System...)
 	}
@@ -49,12 +59,14 @@ func (r Request) MarshalJSON() ([]byte, error) {
 	if len(r.ToolChoice) > 0 {
 		b = append(append(b, `,"tool_choice":`...), r.ToolChoice...)
 	}
-	if r.Stream {
+	if r.Stream && !countTokens {
 		b = append(b, `,"stream":true`...)
 	}
 	keys := make([]string, 0, len(r.Extra))
 	for k := range r.Extra {
-		keys = append(keys, k)
+		if keep == nil || keep(k) {
+			keys = append(keys, k)
+		}
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
@@ -64,10 +76,14 @@ func (r Request) MarshalJSON() ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// MarshalJSON encodes a message with its content as a list of blocks.
+// MarshalJSON encodes a message: Raw when it has one, else its role and its content as
+// a list of blocks.
 func (m Message) MarshalJSON() ([]byte, error) { return m.appendJSON(nil) }
 
 func (m Message) appendJSON(b []byte) ([]byte, error) {
+	if len(m.Raw) > 0 {
+		return append(b, m.Raw...), nil
+	}
 	b = append(b, `{"role":`...)
 	b = appendString(b, m.Role)
 	b = append(b, `,"content":[`...)

@@ -61,6 +61,54 @@ func ExampleProxy_Create() {
 	// tool_use searches: 1
 }
 
+// A client that searches on its own side, as Claude Code does with its ToolSearch:
+// no server search tool, and the search's tool_result names the tool found with a
+// tool_reference. The model gets that tool in full, without defer_loading, and the
+// deferred tools it was not given stay out.
+func ExampleProxy_Create_clientSideSearch() {
+	model := fakellm.NewAnthropic(fakellm.Call("", "toolu_2", "get_weather", `{"city":"Paris"}`))
+	srv := httptest.NewServer(model)
+	defer srv.Close()
+	p := &messages.Proxy{Upstream: &messages.Anthropic{BaseURL: srv.URL}}
+
+	var req messages.Request
+	err := json.Unmarshal([]byte(`{
+	  "model": "any-model", "max_tokens": 1024,
+	  "messages": [
+	    {"role": "user", "content": "What's the weather in Paris?"},
+	    {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "ToolSearch", "input": {"query": "weather"}}]},
+	    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
+	      "content": [{"type": "tool_reference", "tool_name": "get_weather"}]}, {"type": "text", "text": "Tool loaded."}]}],
+	  "tools": [
+	    {"name": "ToolSearch", "description": "Find deferred tools", "input_schema": {"type": "object", "properties": {"query": {"type": "string"}}}},
+	    {"name": "get_weather", "description": "Get the current weather in a city",
+	     "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}, "defer_loading": true},
+	    {"name": "send_email", "description": "Send an email",
+	     "input_schema": {"type": "object", "properties": {"to": {"type": "string"}}}, "defer_loading": true}
+	  ]}`), &req)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp, err := p.Create(context.Background(), &req, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	var sent struct {
+		Tools []json.RawMessage `json:"tools"`
+	}
+	json.Unmarshal(model.Requests()[0].Body, &sent)
+	for _, t := range sent.Tools {
+		fmt.Println("the model got", string(t))
+	}
+	fmt.Println(resp.Content[0].Type, resp.Content[0].Name, string(resp.Content[0].Input))
+	// Output:
+	// the model got {"name": "ToolSearch", "description": "Find deferred tools", "input_schema": {"type": "object", "properties": {"query": {"type": "string"}}}}
+	// the model got {"name":"get_weather","description":"Get the current weather in a city","input_schema":{"type": "object", "properties": {"city": {"type": "string"}}}}
+	// tool_use get_weather {"city":"Paris"}
+}
+
 // Invalid requests are refused before anything reaches the model, with the API's
 // error type and a message that says what to fix.
 func ExampleProxy_Create_invalid() {

@@ -16,13 +16,33 @@ import (
 // MaxRequestBytes is the largest request body the handler reads (32 MB, as the API).
 const MaxRequestBytes = 32 << 20
 
-// forwardHeaders are the client headers an upstream gets: the API version and beta
-// flags the client asked for. Keys are never forwarded; the upstream has its own.
-var forwardHeaders = []string{"anthropic-version", "anthropic-beta"}
+// heldHeaders are the client headers an upstream never gets; it gets every other one
+// as it came (anthropic-version, anthropic-beta, User-Agent, the client's X-Stainless-*
+// and X-Claude-Code-Session-Id, ...), because they are the client's to send and the
+// Anthropic API reads them. The OpenAI upstream sends none of the client's headers.
+var heldHeaders = map[string]bool{
+	// The client's credentials: the upstream gets the proxy's own key.
+	"X-Api-Key": true, "Authorization": true, "Proxy-Authorization": true, "Cookie": true,
+	// Hop-by-hop headers (RFC 9110, section 7.6.1) belong to the client's connection to
+	// the proxy, as do the headers its Connection header names.
+	"Connection": true, "Proxy-Connection": true, "Keep-Alive": true, "Te": true,
+	"Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
+	// The body's transport: toolshed sends a body of its own, and Go's client sets these
+	// for it. Accept-Encoding is Go's, which asks for gzip and decompresses it; the
+	// client's (br, zstd) would get an answer toolshed cannot read.
+	"Host": true, "Content-Length": true, "Content-Type": true, "Content-Encoding": true,
+	"Accept-Encoding": true, "Expect": true,
+}
 
 // Handler serves the Messages API: POST /v1/messages (JSON or, with "stream": true,
 // server-sent events) and POST /v1/messages/count_tokens. Errors are the API's error
-// bodies with its status codes.
+// bodies with its status codes. An Anthropic upstream gets the request's query string
+// and its headers but the client's credentials (x-api-key, Authorization,
+// Proxy-Authorization, Cookie: the upstream has its own key), the hop-by-hop headers
+// (Connection, the headers it names, Keep-Alive, TE, Trailer, Transfer-Encoding,
+// Upgrade, Proxy-Connection) and those of the body's transport, which Go's client sets
+// for the body toolshed sends (Host, Content-Length, Content-Type, Content-Encoding,
+// Accept-Encoding, Expect).
 func (p *Proxy) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/messages", p.serveMessages)
@@ -86,16 +106,25 @@ func (p *Proxy) readRequest(w http.ResponseWriter, r *http.Request) (req *Reques
 		writeError(w, invalid("model: Field required"))
 		return nil, release
 	}
+	req.RawQuery = r.URL.RawQuery
 	return req, release
 }
 
-// upstreamHeaders picks the client headers the upstream gets.
+// upstreamHeaders picks the client headers the upstream gets: all but heldHeaders and
+// those the client's Connection header names.
 func upstreamHeaders(r *http.Request) http.Header {
-	h := http.Header{}
-	for _, k := range forwardHeaders {
-		for _, v := range r.Header.Values(k) {
-			h.Add(k, v)
+	hop := map[string]bool{}
+	for _, v := range r.Header.Values("Connection") {
+		for _, name := range strings.Split(v, ",") {
+			hop[http.CanonicalHeaderKey(strings.TrimSpace(name))] = true
 		}
+	}
+	h := make(http.Header, len(r.Header))
+	for k, vs := range r.Header {
+		if heldHeaders[k] || hop[k] {
+			continue
+		}
+		h[k] = append([]string(nil), vs...)
 	}
 	return h
 }
@@ -151,6 +180,7 @@ func (p *Proxy) serveCountTokens(w http.ResponseWriter, r *http.Request) {
 	if req == nil {
 		return
 	}
+	req.countTokens = true
 	n, err := p.CountTokens(r.Context(), req, upstreamHeaders(r))
 	if err != nil {
 		writeError(w, asAPIError(err))

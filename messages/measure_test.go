@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,10 +68,15 @@ func catalogs(t testing.TB) map[string]*catalog.Snapshot {
 
 // TestFirstTurnTokens measures the tokens the upstream model receives on the first turn
 // for the real catalogs, with every tool deferred behind tool search and without
-// deferral, and checks the saving is at least 90%. Run with -v for the figures.
+// deferral, and checks the saving is at least 90%. README.md states these figures in a
+// sentence made here, so that they cannot drift from the measurement: the test checks
+// that the README has it, and prints it to paste when it has not. Run with -v for the
+// figures.
 func TestFirstTurnTokens(t *testing.T) {
+	all := catalogs(t)
+	var figs []firstTurn
 	for _, name := range []string{"builtin", "livemcpbench", "bfcl"} {
-		snap := catalogs(t)[name]
+		snap := all[name]
 		model := fakellm.NewAnthropic(fakellm.Say("ok"))
 		up := httptest.NewServer(model)
 		defer up.Close()
@@ -78,14 +86,79 @@ func TestFirstTurnTokens(t *testing.T) {
 		if rec.Code != 200 {
 			t.Fatalf("%s: %d %s", name, rec.Code, rec.Body)
 		}
-		with := fakellm.InputTokens(model.Requests()[0].Body)
-		without := fakellm.InputTokens(requestBody(snap, false))
-		saved := 100 * float64(without-with) / float64(without)
-		t.Logf("%-13s %4d tools: first turn %7d tokens without deferral, %5d with tool search (%.1f%% fewer)", name, snap.Len(), without, with, saved)
-		if saved < 90 {
-			t.Errorf("%s: tool search saves %.1f%% of the first turn's tokens, want at least 90%%", name, saved)
+		f := firstTurn{name: name, tools: snap.Len(), with: fakellm.InputTokens(model.Requests()[0].Body), without: fakellm.InputTokens(requestBody(snap, false))}
+		t.Logf("%-13s %4d tools: first turn %7d tokens without deferral, %5d with tool search (%.1f%% fewer)", name, f.tools, f.without, f.with, f.saved())
+		if f.saved() < 90 {
+			t.Errorf("%s: tool search saves %.1f%% of the first turn's tokens, want at least 90%%", name, f.saved())
 		}
+		figs = append(figs, f)
 	}
+	sentence := firstTurnSentence(figs)
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(strings.Fields(string(readme)), " "), sentence) {
+		t.Errorf("README.md does not state the figures measured here; its proxy section should say:\n\n%s", wrapText(sentence, 96))
+	}
+}
+
+// firstTurn is the first turn's tokens for one catalog, with and without deferral.
+type firstTurn struct {
+	name                 string
+	tools, with, without int
+}
+
+func (f firstTurn) saved() float64 { return 100 * float64(f.without-f.with) / float64(f.without) }
+
+// firstTurnSentence is README.md's sentence for the figures of the built-in,
+// LiveMCPBench and BFCL catalogs, in that order.
+func firstTurnSentence(figs []firstTurn) string {
+	with := make([]int, len(figs))
+	saved := make([]string, len(figs))
+	for i, f := range figs {
+		with[i], saved[i] = f.with, fmt.Sprintf("%.1f", f.saved())
+	}
+	span := func(lo, hi string) string {
+		if lo == hi {
+			return lo
+		}
+		return lo + "–" + hi
+	}
+	slices.Sort(saved)
+	return fmt.Sprintf("Measured (`go test ./messages -run TestFirstTurnTokens -v`): on its first turn the upstream "+
+		"model receives %s tokens instead of %s for the built-in catalog (%s tools), %s for LiveMCPBench's (%s) and "+
+		"%s for BFCL's (%s): %s%% fewer.",
+		span(thousands(slices.Min(with)), thousands(slices.Max(with))),
+		thousands(figs[0].without), thousands(figs[0].tools), thousands(figs[1].without), thousands(figs[1].tools),
+		thousands(figs[2].without), thousands(figs[2].tools), span(saved[0], saved[len(saved)-1]))
+}
+
+// thousands writes n with commas between thousands: 131,694.
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// wrapText breaks s into lines of at most width characters, between words.
+func wrapText(s string, width int) string {
+	var b strings.Builder
+	n := 0
+	for _, w := range strings.Fields(s) {
+		if n > 0 && n+1+len([]rune(w)) > width {
+			b.WriteString("\n")
+			n = 0
+		} else if n > 0 {
+			b.WriteString(" ")
+			n++
+		}
+		b.WriteString(w)
+		n += len([]rune(w))
+	}
+	return b.String()
 }
 
 // instant is an upstream that answers at once, so that a benchmark measures the

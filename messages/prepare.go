@@ -30,7 +30,7 @@ type toolSet struct {
 	searches []*Tool          // the tool search tools, in request order
 	deferred map[string]*Tool // deferred custom tools by name
 	names    map[string]*Tool // every tool by name
-	catalog  *toolIndex       // search index over the deferred tools; nil when none
+	catalog  *toolIndex       // search index over the deferred tools; nil when none or no search tool
 }
 
 // searchTool returns the search tool called name, or nil.
@@ -59,8 +59,12 @@ func (p *Proxy) prepare(req *Request) (*prepared, *APIError) {
 	}
 	pr := &prepared{req: req, toolSet: ts}
 	for i, m := range req.Messages {
-		if m.Role != "user" && m.Role != "assistant" {
-			return nil, invalid("messages.%d.role: %q is neither \"user\" nor \"assistant\"", i, m.Role)
+		switch m.Role {
+		case "user", "assistant", "system":
+			// Claude Code sends system messages inside messages: its environment
+			// notes and reminders, in place.
+		default:
+			return nil, invalid("messages.%d.role: %q is not a role of the Messages API; use \"user\", \"assistant\" or \"system\"", i, m.Role)
 		}
 		for j, b := range m.Content {
 			if err := pr.checkBlock(b, fmt.Sprintf("messages.%d.content.%d", i, j)); err != nil {
@@ -138,10 +142,10 @@ func newToolSet(tools []Tool, raw []byte) (*toolSet, *APIError) {
 	if len(ts.deferred) > MaxDeferredTools {
 		return nil, invalid("tools: %d tools have defer_loading=true; at most %d can be deferred", len(ts.deferred), MaxDeferredTools)
 	}
-	if len(ts.deferred) > 0 && len(ts.searches) == 0 {
-		return nil, invalid("tools: %d tools have defer_loading=true but there is no tool search tool to find them; add {\"type\": %q, \"name\": \"tool_search_tool_regex\"} or {\"type\": %q, \"name\": \"tool_search_tool_bm25\"}", len(ts.deferred), RegexToolType, BM25ToolType)
-	}
-	if len(ts.deferred) > 0 {
+	// Deferred tools need no server search tool: the client may search on its side
+	// and load them with tool_reference blocks, as the API allows. The index serves
+	// only the server search tools.
+	if len(ts.deferred) > 0 && len(ts.searches) > 0 {
 		ix, err := newToolIndex(tools)
 		if err != nil {
 			return nil, invalid("tools: %v", err)

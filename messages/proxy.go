@@ -116,15 +116,18 @@ func (t *turn) kind(b Block) useKind {
 	if t.pr.searchTool(b.Name) != nil {
 		return searchUse
 	}
-	if _, ok := t.pr.deferred[b.Name]; ok && !t.loaded[b.Name] {
+	// Only a server search tool can load a tool here; with the client's own search
+	// (Claude Code's ToolSearch) the call goes to the client, whose tool it is.
+	if _, ok := t.pr.deferred[b.Name]; ok && !t.loaded[b.Name] && len(t.pr.searches) > 0 {
 		return unloadedUse
 	}
 	return clientUse
 }
 
 // serverUse turns the model's tool_use, of kind k, into the server_tool_use block the client sees.
-// A call of a deferred tool that was never loaded becomes a search for its exact name,
-// so that the model gets the tool's schema before it calls it for real.
+// A call of a deferred tool that was never loaded becomes a search for its exact name
+// with the request's first search tool (kind returns unloadedUse only when there is
+// one), so that the model gets the tool's schema before it calls it for real.
 func (t *turn) serverUse(b Block, k useKind) Block {
 	out := Block{Type: "server_tool_use", ID: t.p.newID(), Name: b.Name, Input: orEmptyObject(b.Input)}
 	if k == unloadedUse {

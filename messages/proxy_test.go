@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
@@ -146,13 +144,13 @@ func newHarnessFor(t *testing.T, kind string, replies ...fakellm.Reply) *harness
 
 // send makes a request through the SDK, streamed or not, and returns the message as
 // the SDK decoded it.
-func (h *harness) send(t *testing.T, stream bool, params anthropic.MessageNewParams) (*anthropic.Message, error) {
+func (h *harness) send(t *testing.T, stream bool, params anthropic.MessageNewParams, opts ...option.RequestOption) (*anthropic.Message, error) {
 	t.Helper()
 	ctx := context.Background()
 	if !stream {
-		return h.client.Messages.New(ctx, params)
+		return h.client.Messages.New(ctx, params, opts...)
 	}
-	s := h.client.Messages.NewStreaming(ctx, params)
+	s := h.client.Messages.NewStreaming(ctx, params, opts...)
 	defer s.Close()
 	var msg anthropic.Message
 	for s.Next() {
@@ -404,42 +402,51 @@ func TestScenarios(t *testing.T) {
 		searches: 0,
 	}}
 	for _, c := range cases {
-		for _, kind := range []string{"anthropic", "openai"} {
-			for _, stream := range []bool{false, true} {
-				name := c.name
-				if kind == "openai" {
-					name += "-openai"
-				}
-				if stream {
-					name += "-stream"
-				}
-				t.Run(name, func(t *testing.T) {
-					h := newHarnessFor(t, kind, c.replies...)
-					msg, err := h.send(t, stream, params(c.kind, c.history...))
-					if err != nil {
-						t.Fatal(err)
-					}
-					if got := shape(t, msg); !equal(got, c.shape) {
-						t.Errorf("content:\n got %q\nwant %q", got, c.shape)
-					}
-					if string(msg.StopReason) != c.stop {
-						t.Errorf("stop_reason %q, want %q", msg.StopReason, c.stop)
-					}
-					if got := upstreamTools(h); fmt.Sprint(got) != fmt.Sprint(c.seen) {
-						t.Errorf("tools the model saw:\n got %v\nwant %v", got, c.seen)
-					}
-					// Usage is the sum over the upstream calls.
-					in, out := h.model.Usage()
-					if msg.Usage.InputTokens != int64(in) || msg.Usage.OutputTokens != int64(out) {
-						t.Errorf("usage in %d out %d, want the sums %d and %d", msg.Usage.InputTokens, msg.Usage.OutputTokens, in, out)
-					}
-					// The SDK has no field for tool_search_requests; it keeps it as an extra.
-					if got := searchRequests(msg); got != c.searches {
-						t.Errorf("usage.server_tool_use.tool_search_requests %d, want %d", got, c.searches)
-					}
-					checkExchange(t, name, h)
-				})
+		eachUpstream(t, c.name, func(t *testing.T, kind string, stream bool, name string) {
+			h := newHarnessFor(t, kind, c.replies...)
+			msg, err := h.send(t, stream, params(c.kind, c.history...))
+			if err != nil {
+				t.Fatal(err)
 			}
+			if got := shape(t, msg); !equal(got, c.shape) {
+				t.Errorf("content:\n got %q\nwant %q", got, c.shape)
+			}
+			if string(msg.StopReason) != c.stop {
+				t.Errorf("stop_reason %q, want %q", msg.StopReason, c.stop)
+			}
+			if got := upstreamTools(h); fmt.Sprint(got) != fmt.Sprint(c.seen) {
+				t.Errorf("tools the model saw:\n got %v\nwant %v", got, c.seen)
+			}
+			if err := checkToolPairs(h.model.Bodies()); err != nil {
+				t.Error(err)
+			}
+			// Usage is the sum over the upstream calls.
+			in, out := h.model.Usage()
+			if msg.Usage.InputTokens != int64(in) || msg.Usage.OutputTokens != int64(out) {
+				t.Errorf("usage in %d out %d, want the sums %d and %d", msg.Usage.InputTokens, msg.Usage.OutputTokens, in, out)
+			}
+			// The SDK has no field for tool_search_requests; it keeps it as an extra.
+			if got := searchRequests(msg); got != c.searches {
+				t.Errorf("usage.server_tool_use.tool_search_requests %d, want %d", got, c.searches)
+			}
+			checkExchange(t, name, h)
+		})
+	}
+}
+
+// eachUpstream runs f as subtests for each upstream wire format, streamed and not,
+// named NAME, NAME-stream, NAME-openai and NAME-openai-stream, as their golden files.
+func eachUpstream(t *testing.T, name string, f func(t *testing.T, kind string, stream bool, name string)) {
+	for _, kind := range []string{"anthropic", "openai"} {
+		for _, stream := range []bool{false, true} {
+			n := name
+			if kind == "openai" {
+				n += "-openai"
+			}
+			if stream {
+				n += "-stream"
+			}
+			t.Run(n, func(t *testing.T) { f(t, kind, stream, n) })
 		}
 	}
 }
@@ -482,153 +489,6 @@ func checkExchange(t *testing.T, name string, h *harness) {
 	golden.Check(t, filepath.Join("testdata", "golden", name+".txt"), []byte(b.String()))
 }
 
-func TestValidation(t *testing.T) {
-	deferred := func(name string) string {
-		return `{"name":"` + name + `","description":"d","input_schema":{"type":"object"},"defer_loading":true}`
-	}
-	search := `{"type":"tool_search_tool_regex_20251119","name":"tool_search_tool_regex"}`
-	user := `[{"role":"user","content":"hi"}]`
-	var many []string
-	for i := range messages.MaxDeferredTools + 1 {
-		many = append(many, deferred(fmt.Sprintf("t%d", i)))
-	}
-	cases := []struct {
-		name, tools, messages, want string
-	}{
-		{"all deferred", deferred("a") + "," + deferred("b"), user, "At least one tool must have defer_loading=false. All tools cannot be deferred."},
-		{"unknown reference in tool_result", search + "," + deferred("a"),
-			`[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"tool_search_tool_regex","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"tool_reference","tool_name":"nope"}]}]}]`,
-			"Tool reference 'nope' not found in available tools"},
-		{"unknown reference in search result", search + "," + deferred("a"),
-			`[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"server_tool_use","id":"srvtoolu_1","name":"tool_search_tool_regex","input":{"pattern":"x"}},{"type":"tool_search_tool_result","tool_use_id":"srvtoolu_1","content":{"type":"tool_search_tool_search_result","tool_references":[{"type":"tool_reference","tool_name":"gone"}]}}]}]`,
-			"Tool reference 'gone' not found in available tools"},
-		{"defer_loading with cache_control", search + `,{"name":"a","input_schema":{"type":"object"},"defer_loading":true,"cache_control":{"type":"ephemeral"}}`, user, "both defer_loading=true and cache_control"},
-		{"too many deferred", search + "," + strings.Join(many, ","), user, "10001 tools have defer_loading=true; at most 10000 can be deferred"},
-		{"deferred search tool", `{"type":"tool_search_tool_bm25_20251119","name":"tool_search_tool_bm25","defer_loading":true},{"name":"x","input_schema":{"type":"object"}}`, user, "cannot have defer_loading=true"},
-		{"no input_schema", search + `,{"name":"a","defer_loading":true}`, user, "tools.1.input_schema: a custom tool needs an input_schema"},
-		{"schema not an object", search + `,{"name":"a","input_schema":{"type":"string"}}`, user, `the root type must be "object"`},
-		{"bad tool name", search + `,{"name":"get weather","input_schema":{"type":"object"}}`, user, `"get weather" must match`},
-		{"duplicate name", search + "," + deferred("a") + "," + deferred("a"), user, `"a" appears more than once`},
-		{"no search tool", `{"name":"x","input_schema":{"type":"object"}},` + deferred("a"), user, "no tool search tool"},
-		{"tool_result for a server tool use", search + "," + deferred("a"),
-			`[{"role":"user","content":[{"type":"tool_result","tool_use_id":"srvtoolu_01","content":"x"}]}]`, "cannot answer the server tool use"},
-		{"tools not a list", `"x"`, user, "not a valid Messages API request"},
-		{"mcp_toolset", search + `,{"type":"mcp_toolset","mcp_server_name":"github","default_config":{"defer_loading":true}}`, user, "mcp_toolset needs Anthropic's MCP connector"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			h := newHarness(t)
-			body := `{"model":"m","max_tokens":10,"tools":[` + c.tools + `],"messages":` + c.messages + `}`
-			for _, stream := range []bool{false, true} {
-				b := body
-				if stream {
-					b = strings.Replace(body, `"max_tokens":10`, `"max_tokens":10,"stream":true`, 1)
-				}
-				var raw json.RawMessage = []byte(b)
-				_, err := h.client.Messages.New(context.Background(), anthropic.MessageNewParams{}, option.WithRequestBody("application/json", []byte(raw)))
-				var ae *anthropic.Error
-				if !errors.As(err, &ae) {
-					t.Fatalf("stream=%v: got %v, want an API error", stream, err)
-				}
-				if ae.StatusCode != 400 || ae.Type() != "invalid_request_error" || !strings.Contains(ae.Message, c.want) {
-					t.Errorf("stream=%v: got %d %s %q, want 400 invalid_request_error containing %q", stream, ae.StatusCode, ae.Type(), ae.Message, c.want)
-				}
-			}
-			if n := len(h.model.Requests()); n != 0 {
-				t.Errorf("an invalid request reached the model (%d requests)", n)
-			}
-		})
-	}
-}
-
-func TestUpstreamErrors(t *testing.T) {
-	cases := []struct {
-		name   string
-		reply  fakellm.Reply
-		status int
-		typ    string
-	}{
-		{"rate limit", fakellm.Fail(429, "rate_limit_error"), 429, "rate_limit_error"},
-		{"overloaded", fakellm.Fail(529, "overloaded_error"), 529, "overloaded_error"},
-		{"bad key", fakellm.Fail(401, "authentication_error"), 401, "authentication_error"},
-		{"server error", fakellm.Fail(500, "api_error"), 500, "api_error"},
-	}
-	for _, c := range cases {
-		for _, kind := range []string{"anthropic", "openai"} {
-			for _, stream := range []bool{false, true} {
-				t.Run(fmt.Sprintf("%s %s stream=%v", c.name, kind, stream), func(t *testing.T) {
-					h := newHarnessFor(t, kind, c.reply)
-					_, err := h.send(t, stream, params("bm25", ask("hi")))
-					var ae *anthropic.Error
-					if !errors.As(err, &ae) {
-						t.Fatalf("got %v, want an API error", err)
-					}
-					if ae.StatusCode != c.status || string(ae.Type()) != c.typ {
-						t.Errorf("got %d %s, want %d %s", ae.StatusCode, ae.Type(), c.status, c.typ)
-					}
-				})
-			}
-		}
-	}
-	// An error after the search, in the second upstream call, of a stream that has
-	// begun: an error event.
-	t.Run("mid-stream", func(t *testing.T) {
-		h := newHarness(t, fakellm.Call("", "toolu_1", "tool_search_tool_bm25", `{"query":"weather"}`), fakellm.Fail(529, "overloaded_error"))
-		_, err := h.send(t, true, params("bm25", ask("hi")))
-		if err == nil || !strings.Contains(err.Error(), "overloaded_error") {
-			t.Errorf("got %v, want the overloaded_error event", err)
-		}
-	})
-	for _, kind := range []string{"anthropic", "openai"} {
-		t.Run("upstream error event "+kind, func(t *testing.T) {
-			h := newHarnessFor(t, kind, fakellm.Reply{Content: []json.RawMessage{fakellm.Text("partial")}, StreamError: "overloaded_error"})
-			_, err := h.send(t, true, params("bm25", ask("hi")))
-			if err == nil || !strings.Contains(err.Error(), "overloaded_error") {
-				t.Errorf("got %v, want the overloaded_error event", err)
-			}
-			if resp := h.front.exchanges()[0].response; strings.Count(string(resp), "event: error") != 1 {
-				t.Errorf("want exactly one error event:\n%s", resp)
-			}
-		})
-	}
-	t.Run("unreachable", func(t *testing.T) {
-		p := &messages.Proxy{Upstream: &messages.Anthropic{BaseURL: "http://127.0.0.1:1", APIKey: "sk-secret"}}
-		srv := httptest.NewServer(p.Handler())
-		defer srv.Close()
-		resp, err := http.Post(srv.URL+"/v1/messages", "application/json", strings.NewReader(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != 500 || !strings.Contains(string(body), `"type":"api_error"`) || !strings.Contains(string(body), "could not reach the upstream") {
-			t.Errorf("got %d %s", resp.StatusCode, body)
-		}
-		if strings.Contains(string(body), "sk-secret") {
-			t.Errorf("the key leaked into the error: %s", body)
-		}
-	})
-}
-
-// TestHeaders checks that the client's anthropic-version and anthropic-beta reach the
-// upstream, and its key does not: the upstream gets the proxy's own key.
-func TestHeaders(t *testing.T) {
-	h := newHarness(t, fakellm.Say("hi"))
-	_, err := h.client.Messages.New(context.Background(), params("bm25", ask("hi")), option.WithHeader("anthropic-beta", "advanced-tool-use-2025-11-20"), option.WithHeader("anthropic-version", "2023-06-01"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := h.model.Requests()[0].Header
-	if got.Get("anthropic-beta") != "advanced-tool-use-2025-11-20" || got.Get("anthropic-version") != "2023-06-01" {
-		t.Errorf("headers not forwarded: beta %q version %q", got.Get("anthropic-beta"), got.Get("anthropic-version"))
-	}
-	if got.Get("x-api-key") != "upstream-key" {
-		t.Errorf("x-api-key %q, want the proxy's upstream key", got.Get("x-api-key"))
-	}
-	if strings.Contains(fmt.Sprint(got), "client-key") {
-		t.Errorf("the client's key reached the upstream: %v", got)
-	}
-}
-
 // TestPauseTurn checks that a model that keeps searching is stopped with pause_turn,
 // and that sending the response back continues the turn.
 func TestPauseTurn(t *testing.T) {
@@ -661,125 +521,5 @@ func TestPauseTurn(t *testing.T) {
 		if n := len(last); n != 5 {
 			t.Errorf("stream=%v: the continued conversation has %d messages, want 5 (user, assistant, user, assistant, user)", stream, n)
 		}
-	}
-}
-
-// TestSearchBudget checks that searches past MaxSearches answer too_many_requests.
-func TestSearchBudget(t *testing.T) {
-	h := newHarness(t,
-		fakellm.Call("", "toolu_1", "tool_search_tool_bm25", `{"query":"weather"}`),
-		fakellm.Call("", "toolu_2", "tool_search_tool_bm25", `{"query":"email"}`),
-		fakellm.Say("ok"))
-	h.proxy.MaxSearches = 1
-	msg, err := h.send(t, false, params("bm25", ask("hi")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := shape(t, msg); !equal(got, []string{`server_tool_use(tool_search_tool_bm25 {"query":"weather"})`, "result(get_weather,get_forecast)",
-		`server_tool_use(tool_search_tool_bm25 {"query":"email"})`, "result!too_many_requests", "text"}) {
-		t.Errorf("got %q", got)
-	}
-}
-
-func TestSearchInputErrors(t *testing.T) {
-	cases := []struct{ kind, input, code string }{
-		{"regex", `{"pattern":"` + strings.Repeat("a", 201) + `"}`, "invalid_tool_input"},
-		{"bm25", `{"query":"` + strings.Repeat("a ", 251) + `"}`, "invalid_tool_input"},
-		{"regex", `{"query":"weather"}`, "invalid_tool_input"},
-		{"bm25", `{"query":"weather","limit":0}`, "invalid_tool_input"},
-		{"bm25", `{"query":"weather","limit":10001}`, "invalid_tool_input"},
-		{"bm25", `{"query":"weather","limit":2.5}`, "invalid_tool_input"},
-		{"regex", `{"pattern":"(?<=a)b"}`, "invalid_tool_input"},
-	}
-	for _, c := range cases {
-		h := newHarness(t, fakellm.Call("", "toolu_1", "tool_search_tool_"+c.kind, c.input), fakellm.Say("ok"))
-		msg, err := h.send(t, false, params(c.kind, ask("hi")))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := shape(t, msg); len(got) != 3 || got[1] != "result!"+c.code {
-			t.Errorf("%s %s: got %q, want result!%s", c.kind, c.input, got, c.code)
-		}
-		// The model was told what went wrong, as an error tool_result.
-		msgs := h.model.Bodies()[1]["messages"].([]any)
-		last := msgs[len(msgs)-1].(map[string]any)["content"].([]any)[0].(map[string]any)
-		if last["type"] != "tool_result" || last["is_error"] != true {
-			t.Errorf("%s: the model got %v, want an error tool_result", c.input, last)
-		}
-	}
-}
-
-// TestSearchTimeout checks that a regex search past Proxy.RegexBudget answers
-// execution_time_exceeded, and the model is told so. The pattern has no literal text to
-// narrow the tools down by and matches none, so every field of every tool is tried.
-func TestSearchTimeout(t *testing.T) {
-	h := newHarness(t, fakellm.Call("", "toolu_1", "tool_search_tool_regex", `{"pattern":"(a|b)*[\\x{E000}-\\x{E0FF}]"}`), fakellm.Say("ok"))
-	h.proxy.RegexBudget = time.Nanosecond
-	tools := tools("regex")
-	for i := range 500 {
-		tools = append(tools, anthropic.ToolUnionParam{OfTool: &anthropic.ToolParam{
-			Name: fmt.Sprintf("tool_%d", i), Description: anthropic.String(strings.Repeat("ab", 200)),
-			InputSchema: anthropic.ToolInputSchemaParam{Properties: map[string]any{}}, DeferLoading: anthropic.Bool(true),
-		}})
-	}
-	msg, err := h.client.Messages.New(context.Background(), anthropic.MessageNewParams{Model: "m", MaxTokens: 10, Tools: tools, Messages: []anthropic.MessageParam{ask("hi")}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := shape(t, msg); len(got) != 3 || got[1] != "result!execution_time_exceeded" {
-		t.Errorf("got %q, want an execution_time_exceeded result", got)
-	}
-}
-
-func TestCountTokens(t *testing.T) {
-	h := newHarness(t)
-	n, err := h.client.Messages.CountTokens(context.Background(), anthropic.MessageCountTokensParams{
-		Model: "fake-model", Messages: []anthropic.MessageParam{ask("What's the weather?")},
-		Tools: []anthropic.MessageCountTokensToolUnionParam{
-			{OfToolSearchToolBm25_20251119: &anthropic.ToolSearchToolBm25_20251119Param{Type: "tool_search_tool_bm25_20251119"}},
-			{OfTool: &anthropic.ToolParam{Name: "get_weather", InputSchema: anthropic.ToolInputSchemaParam{Properties: map[string]any{"city": map[string]any{"type": "string"}}}, DeferLoading: anthropic.Bool(true)}},
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	body := h.model.Requests()[0].Body
-	if want := int64(fakellm.InputTokens(body)); n.InputTokens != want || bytes.Contains(body, []byte("get_weather")) {
-		t.Errorf("count_tokens %d (want %d) over %s; the deferred tool must not be counted", n.InputTokens, want, body)
-	}
-}
-
-// TestClientKey checks that a proxy with a ClientKey answers only clients that send it.
-func TestClientKey(t *testing.T) {
-	h := newHarness(t, fakellm.Say("hi"))
-	h.proxy.ClientKey = "client-key"
-	srv := httptest.NewServer(h.proxy.Handler())
-	defer srv.Close()
-	for _, c := range []struct {
-		key  string
-		want bool
-	}{{"client-key", true}, {"wrong", false}, {"", false}} {
-		opts := []option.RequestOption{option.WithBaseURL(srv.URL), option.WithMaxRetries(0), option.WithAPIKey(c.key)}
-		client := anthropic.NewClient(opts...)
-		_, err := client.Messages.New(context.Background(), params("bm25", ask("hi")))
-		var ae *anthropic.Error
-		switch {
-		case c.want && err != nil:
-			t.Errorf("key %q: %v", c.key, err)
-		case !c.want && (!errors.As(err, &ae) || ae.StatusCode != 401 || ae.Type() != "authentication_error"):
-			t.Errorf("key %q: got %v, want 401 authentication_error", c.key, err)
-		}
-	}
-	if n := len(h.model.Requests()); n != 1 {
-		t.Errorf("the model got %d requests, want 1 (only the authenticated one)", n)
-	}
-}
-
-func TestNotFound(t *testing.T) {
-	h := newHarness(t)
-	_, err := h.client.Models.List(context.Background(), anthropic.ModelListParams{})
-	var ae *anthropic.Error
-	if !errors.As(err, &ae) || ae.StatusCode != 404 || ae.Type() != "not_found_error" {
-		t.Errorf("got %v, want 404 not_found_error", err)
 	}
 }

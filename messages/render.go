@@ -87,58 +87,101 @@ func withoutDeferLoading(t Tool) Tool {
 	if !bytes.Contains(t.Raw, []byte(`"defer_loading"`)) {
 		return t
 	}
-	out := make([]byte, 1, len(t.Raw))
+	t.Raw = withMember(t.Raw, "defer_loading", nil)
+	return t
+}
+
+// withMember returns the JSON object obj with the value of its member key replaced by
+// value, or the member removed when value is nil; the other members keep their bytes
+// and order.
+func withMember(obj []byte, key string, value []byte) []byte {
+	out := make([]byte, 1, len(obj)+len(value))
 	out[0] = '{'
-	jsonscan.Members(t.Raw, func(key string, v []byte) bool {
-		if key != "defer_loading" {
-			if len(out) > 1 {
-				out = append(out, ',')
+	jsonscan.Members(obj, func(k string, v []byte) bool {
+		if k == key {
+			if value == nil {
+				return true
 			}
-			out = append(appendString(out, key), ':')
-			out = append(out, v...)
+			v = value
 		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(appendString(out, k), ':')
+		out = append(out, v...)
 		return true
 	})
-	t.Raw = append(out, '}')
-	return t
+	return append(out, '}')
 }
 
 // renderMessages rewrites the conversation for a model without tool search: in an
 // assistant turn, a server_tool_use of the search tool becomes a tool_use, and its
 // tool_search_tool_result becomes a user turn with the matching tool_result, after which
 // the assistant turn goes on; a tool_reference in a client's tool_result becomes a line
-// of text saying the tool is loaded. Consecutive turns of one role are merged.
+// of text saying the tool is loaded. Consecutive user or assistant turns are merged;
+// system messages stay where they are. A message with nothing to rewrite keeps its
+// bytes.
 func renderMessages(pr *prepared, msgs []Message) []Message {
 	var out []Message
-	push := func(role string, blocks []Block) {
-		if len(blocks) == 0 {
+	push := func(m Message) {
+		if len(m.Content) == 0 {
 			return
 		}
-		if n := len(out); n > 0 && out[n-1].Role == role {
-			out[n-1].Content = append(out[n-1].Content, blocks...)
+		if n := len(out); n > 0 && out[n-1].Role == m.Role && m.Role != "system" {
+			merged := append(append([]Block(nil), out[n-1].Content...), m.Content...)
+			out[n-1] = Message{Role: m.Role, Content: merged}
 			return
 		}
-		out = append(out, Message{Role: role, Content: blocks})
+		out = append(out, m)
 	}
 	for _, m := range msgs {
 		var cur []Block
+		changed := false
+		searched := searchUseIDs(m)
 		for _, b := range m.Content {
 			switch {
-			case m.Role == "assistant" && b.Type == "server_tool_use" && pr.searchTool(b.Name) != nil:
+			case m.Role == "assistant" && b.Type == "server_tool_use" && (pr.searchTool(b.Name) != nil || searched[b.ID]):
 				cur = append(cur, Block{Type: "tool_use", ID: b.ID, Name: b.Name, Input: orEmptyObject(b.Input)})
+				changed = true
 			case m.Role == "assistant" && b.Type == "tool_search_tool_result":
-				push("assistant", cur)
+				push(Message{Role: "assistant", Content: cur})
 				cur = nil
-				push("user", []Block{searchResultForModel(pr, b)})
+				push(Message{Role: "user", Content: []Block{searchResultForModel(pr, b)}})
+				changed = true
 			case b.Type == "tool_result":
-				cur = append(cur, renderToolResult(b))
+				r, ok := renderToolResult(b)
+				changed = changed || ok
+				cur = append(cur, r)
 			default:
 				cur = append(cur, b)
 			}
 		}
-		push(m.Role, cur)
+		if !changed {
+			push(m)
+			continue
+		}
+		push(Message{Role: m.Role, Content: cur})
 	}
 	return out
+}
+
+// searchUseIDs returns the ids of the server tool uses an assistant message's
+// tool_search_tool_result blocks answer: tool searches, even when the request no
+// longer has the search tool that ran them (its client searches on its side now).
+func searchUseIDs(m Message) map[string]bool {
+	if m.Role != "assistant" {
+		return nil
+	}
+	var ids map[string]bool
+	for _, b := range m.Content {
+		if b.Type == "tool_search_tool_result" {
+			if ids == nil {
+				ids = map[string]bool{}
+			}
+			ids[b.ToolUseID] = true
+		}
+	}
+	return ids
 }
 
 func orEmptyObject(raw json.RawMessage) json.RawMessage {
@@ -148,11 +191,16 @@ func orEmptyObject(raw json.RawMessage) json.RawMessage {
 	return raw
 }
 
-// renderToolResult replaces tool_reference blocks in a tool_result by text.
-func renderToolResult(b Block) Block {
+// renderToolResult replaces tool_reference blocks in a tool_result by text, and reports
+// whether there were any. The result's other members (cache_control, is_error, ...)
+// and other blocks keep their bytes.
+func renderToolResult(b Block) (Block, bool) {
+	if !bytes.Contains(b.Content, []byte(`"tool_reference"`)) {
+		return b, false
+	}
 	inner, err := b.ResultBlocks()
 	if err != nil {
-		return b
+		return b, false
 	}
 	changed := false
 	for i, ib := range inner {
@@ -162,12 +210,21 @@ func renderToolResult(b Block) Block {
 		}
 	}
 	if !changed {
-		return b
+		return b, false
 	}
-	content, _ := json.Marshal(inner)
+	content := []byte{'['}
+	for i, ib := range inner {
+		if i > 0 {
+			content = append(content, ',')
+		}
+		content, _ = ib.appendJSON(content)
+	}
+	content = append(content, ']')
 	out := Block{Type: "tool_result", ToolUseID: b.ToolUseID, Content: content, IsError: b.IsError}
-	out.Raw = nil
-	return out
+	if len(b.Raw) > 0 {
+		out.Raw = withMember(b.Raw, "content", content)
+	}
+	return out, true
 }
 
 // searchResultForModel is the tool_result the model sees for a tool search: the tools

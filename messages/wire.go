@@ -4,7 +4,11 @@
 // them; the upstream model sees only the tools not deferred plus the search tool, as an
 // ordinary function; when it calls the search tool, toolshed searches, adds the
 // server_tool_use and tool_search_tool_result blocks to the response, loads the tools
-// found, and asks the model again, until it answers or calls a real tool. Upstreams are an
+// found, and asks the model again, until it answers or calls a real tool. Requests whose
+// client searches on its own side (a custom search tool answered with tool_reference
+// blocks in a tool_result, as Claude Code's ToolSearch does) need no server search tool:
+// each tool_reference loads the deferred tool it names for the rest of the conversation,
+// and the search tool's calls go to the client like any other. Upstreams are an
 // Anthropic-compatible API or an OpenAI-compatible Chat Completions API.
 package messages
 
@@ -24,6 +28,14 @@ type Request struct {
 	Stream     bool            `json:"stream,omitempty"`
 	// Extra holds every other member of the request, as received.
 	Extra map[string]json.RawMessage `json:"-"`
+	// RawQuery is the query of the client's request URL, without '?', which an
+	// Anthropic upstream adds to its own (Claude Code posts to /v1/messages?beta=true).
+	// It is not part of the body.
+	RawQuery string `json:"-"`
+
+	// countTokens marks a request decoded from a count_tokens body, whose members are
+	// all count_tokens members: an Anthropic upstream sends every one of them.
+	countTokens bool
 
 	// toolsRaw is the tools array as received, when the Proxy decoded the request;
 	// toolSet is its validated form, when the Proxy had seen these tools before.
@@ -31,11 +43,16 @@ type Request struct {
 	toolSet  *toolSet
 }
 
-// Message is one turn. Content is always a list of blocks: a string content is read as
-// one text block.
+// Message is one turn: role "user" or "assistant", or "system" for instructions in the
+// conversation (Claude Code sends those). Content is always a list of blocks: a string
+// content is read as one text block.
 type Message struct {
 	Role    string  `json:"role"`
 	Content []Block `json:"content"`
+
+	// Raw is the whole message as received, and is what goes out unless the message
+	// was made or changed here; set it to nil after changing Role or Content.
+	Raw json.RawMessage `json:"-"`
 }
 
 // Block is a content block. The fields toolshed reads are decoded; Raw is the whole block

@@ -24,8 +24,9 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: toolshed proxy [--listen ADDR] [--upstream-url URL] [--upstream-kind anthropic|openai] [--model MODEL] [--token TOKEN]")
 		fmt.Fprintln(stderr, "Serves POST /v1/messages and /v1/messages/count_tokens with Anthropic's tool search (defer_loading,")
-		fmt.Fprintln(stderr, "tool_search_tool_regex/bm25, tool_reference) for any model. The upstream key comes from the")
-		fmt.Fprintln(stderr, "environment: ANTHROPIC_API_KEY, or OPENAI_API_KEY for openai. It is never logged.")
+		fmt.Fprintln(stderr, "tool_search_tool_regex/bm25, tool_reference; or the client's own search, as Claude Code's ToolSearch)")
+		fmt.Fprintln(stderr, "for any model. The upstream key comes from the environment: ANTHROPIC_API_KEY, or OPENAI_API_KEY")
+		fmt.Fprintln(stderr, "for openai. It is never logged, and replaces the client's key.")
 		fs.PrintDefaults()
 	}
 	if err := parseFlagsOnly(fs, args, stderr); err != nil {

@@ -61,9 +61,12 @@ func Fail(status int, errorType string) Reply { return Reply{Status: status, Err
 
 // Request is a request the model got.
 type Request struct {
-	Path   string
-	Header http.Header
-	Body   json.RawMessage
+	Path string
+	// RawQuery is the query of the request's URL, without '?' (Claude Code posts to
+	// /v1/messages?beta=true).
+	RawQuery string
+	Header   http.Header
+	Body     json.RawMessage
 }
 
 // script is the replies of a model and what it was asked.
@@ -79,7 +82,7 @@ type script struct {
 func (s *script) record(r *http.Request, body []byte) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.requests = append(s.requests, Request{Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
+	s.requests = append(s.requests, Request{Path: r.URL.Path, RawQuery: r.URL.RawQuery, Header: r.Header.Clone(), Body: body})
 }
 
 // next takes the next reply and its number (from 1), or reports the script is over.
