@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"sync"
@@ -102,10 +103,16 @@ type rawToolsPage struct {
 }
 
 func (p *rawToolsPage) MarshalJSON() ([]byte, error) {
-	return json.Marshal(struct {
+	// No HTML escaping, which would rewrite <, > and & (and U+2028, U+2029) inside the
+	// definitions; the SDK writes its messages without it too.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(struct {
 		*mcp.ListToolsResult
 		Tools []json.RawMessage `json:"tools"`
 	}{p.ListToolsResult, p.tools})
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), err
 }
 
 // forwardSlot carries an upstream's raw tools/call result from the tool handler, through
