@@ -204,10 +204,9 @@ func (r *callRegistry) start(ctx context.Context, spec callSpec, u *Upstream) *c
 	// explicitly.
 	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c.cancel = cancel
-	go func() {
-		raw, err := u.Call(callCtx, spec.tool.Name, spec.args, meta)
+	u.startCall(callCtx, spec.tool.Name, spec.args, meta, func(raw json.RawMessage, err error) {
 		c.done <- outcome{raw, err}
-	}()
+	})
 	return c
 }
 

@@ -84,7 +84,13 @@ func (t captureTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &captureConn{Connection: conn, capture: t.capture, relay: t.relay, notify: t.notify, calls: map[string]chan *jsonrpc.Response{}, closed: make(chan struct{})}
+	c := &captureConn{Connection: conn, capture: t.capture, relay: t.relay, notify: t.notify, calls: map[string]*pendingCall{}}
+	if lc, ok := conn.(*lineConn); ok {
+		// Answers to toolshed's own calls, and the notifications that come before
+		// them, are handled on the goroutine that reads them, in order, without a
+		// hop through the SDK's reading goroutine.
+		lc.route = c.intercept
+	}
 	if t.connected != nil {
 		t.connected(c)
 	}
@@ -97,79 +103,103 @@ type captureConn struct {
 	relay   relayFunc
 	notify  notifyFunc
 
-	// Calls toolshed makes itself (see call), by request id.
-	mu        sync.Mutex
-	seq       uint64
-	calls     map[string]chan *jsonrpc.Response
-	closed    chan struct{} // closed once reading fails: no answer will come
-	closeOnce sync.Once
+	// Calls toolshed makes itself (see start), by request id.
+	mu     sync.Mutex
+	seq    uint64
+	calls  map[string]*pendingCall
+	closed bool // reading failed or the connection was closed: no answer will come
+}
+
+// pendingCall is a call of toolshed's own, waiting for its answer.
+type pendingCall struct {
+	done func(json.RawMessage, error)
+	stop func() bool // stops watching the call's context
 }
 
 // callIDPrefix starts the ids of the requests captureConn sends itself. They are
 // strings, and the SDK's own ids numbers, so the two never meet.
 const callIDPrefix = "toolshed-"
 
-// call sends a request on the connection and returns its result as the server wrote it,
-// without the SDK's client decoding it into its structs (which would lose what they do
-// not model) and back. Cancelling ctx sends notifications/cancelled, as the SDK does.
-func (c *captureConn) call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+// start sends a request on the connection; done gets its result as the server wrote
+// it, without the SDK's client decoding it into its structs (which would lose what they
+// do not model) and back, or an error. Ending ctx sends notifications/cancelled, as the
+// SDK does. done is called once, from the goroutine that reads the answer or ends the
+// call, so it must not block.
+func (c *captureConn) start(ctx context.Context, method string, params json.RawMessage, done func(json.RawMessage, error)) {
+	p := &pendingCall{done: done}
 	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		done(nil, mcp.ErrConnectionClosed)
+		return
+	}
 	c.seq++
 	key := callIDPrefix + strconv.FormatUint(c.seq, 36)
-	reply := make(chan *jsonrpc.Response, 1)
-	c.calls[key] = reply
-	c.mu.Unlock()
-	forget := func() {
-		c.mu.Lock()
-		delete(c.calls, key)
-		c.mu.Unlock()
-	}
-	id, _ := jsonrpc.MakeID(key)
-	if err := c.Connection.Write(ctx, &jsonrpc.Request{ID: id, Method: method, Params: params}); err != nil {
-		forget()
-		return nil, err
-	}
-	select {
-	case resp := <-reply:
-		if resp.Error != nil {
-			return nil, resp.Error
+	p.stop = context.AfterFunc(ctx, func() {
+		if c.take(key) == nil {
+			return // answered meanwhile
 		}
-		return resp.Result, nil
-	case <-ctx.Done():
-		forget()
 		reason := "the client cancelled the call"
 		if errors.Is(context.Cause(ctx), ErrTimeout) {
 			reason = "toolshed's call_timeout passed"
 		}
 		cancelled, _ := json.Marshal(map[string]any{"requestId": key, "reason": reason})
 		_ = c.Connection.Write(context.Background(), &jsonrpc.Request{Method: "notifications/cancelled", Params: cancelled})
-		return nil, context.Cause(ctx)
-	case <-c.closed:
-		forget()
-		return nil, mcp.ErrConnectionClosed
+		done(nil, context.Cause(ctx))
+	})
+	c.calls[key] = p
+	c.mu.Unlock()
+	id, _ := jsonrpc.MakeID(key)
+	if err := c.Connection.Write(ctx, &jsonrpc.Request{ID: id, Method: method, Params: params}); err != nil {
+		if c.take(key) != nil {
+			p.stop()
+			done(nil, err)
+		}
 	}
 }
 
+// take removes a pending call and returns it, or nil when it has ended already.
+func (c *captureConn) take(key string) *pendingCall {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.calls[key]
+	delete(c.calls, key)
+	return p
+}
+
 // answered hands a response to the call of toolshed's own that waits for it, and
-// reports whether there was one.
+// reports whether the response was one of toolshed's.
 func (c *captureConn) answered(resp *jsonrpc.Response) bool {
 	key, ok := resp.ID.Raw().(string)
 	if !ok || !strings.HasPrefix(key, callIDPrefix) {
 		return false
 	}
-	c.mu.Lock()
-	reply := c.calls[key]
-	delete(c.calls, key)
-	c.mu.Unlock()
-	if reply == nil {
-		return true // cancelled meanwhile: the answer is nobody's
+	if p := c.take(key); p != nil { // else cancelled meanwhile: the answer is nobody's
+		p.stop()
+		if resp.Error != nil {
+			p.done(nil, resp.Error)
+		} else {
+			p.done(resp.Result, nil)
+		}
 	}
-	reply <- resp
 	return true
 }
 
+// fail ends every pending call: the connection will not answer them.
+func (c *captureConn) fail() {
+	c.mu.Lock()
+	c.closed = true
+	calls := c.calls
+	c.calls = map[string]*pendingCall{}
+	c.mu.Unlock()
+	for _, p := range calls {
+		p.stop()
+		p.done(nil, mcp.ErrConnectionClosed)
+	}
+}
+
 func (c *captureConn) Close() error {
-	c.closeOnce.Do(func() { close(c.closed) })
+	c.fail()
 	return c.Connection.Close()
 }
 
@@ -180,23 +210,32 @@ func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	return c.Connection.Write(ctx, msg)
 }
 
+// intercept handles a message before the SDK sees it, and reports whether it did: an
+// answer to one of toolshed's own calls, or a progress or log notification. These are
+// passed on here, in the order they came: the SDK would hand notifications to its
+// handlers on another goroutine, and the client could get a call's result before its
+// progress.
+func (c *captureConn) intercept(msg jsonrpc.Message) bool {
+	switch m := msg.(type) {
+	case *jsonrpc.Response:
+		return c.answered(m)
+	case *jsonrpc.Request:
+		return c.notify != nil && !m.ID.IsValid() && c.notify(context.Background(), m.Method, m.Params)
+	}
+	return false
+}
+
 func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
 		msg, err := c.Connection.Read(ctx)
 		if err != nil {
-			c.closeOnce.Do(func() { close(c.closed) })
+			c.fail()
 		}
-		if resp, ok := msg.(*jsonrpc.Response); ok && c.answered(resp) {
+		if msg != nil && c.intercept(msg) {
 			continue
 		}
 		if resp, ok := msg.(*jsonrpc.Response); ok && resp.Error == nil && resp.ID.IsValid() {
 			c.capture.response(idKey(resp.ID.Raw()), resp.Result)
-		}
-		// Progress and log messages of a call are passed on here, before the call's
-		// result is read: the SDK would hand them to its handlers on another goroutine,
-		// and the client could get the result before them.
-		if req, ok := msg.(*jsonrpc.Request); ok && c.notify != nil && !req.ID.IsValid() && c.notify(ctx, req.Method, req.Params) {
-			continue
 		}
 		if req, ok := msg.(*jsonrpc.Request); ok && c.relay != nil && req.ID.IsValid() && (req.Method == "elicitation/create" || req.Method == "sampling/createMessage") {
 			// Answered here rather than by the SDK's client, which checks requests

@@ -143,5 +143,5 @@ func (g *Gateway) ServeStdio(ctx context.Context, profile string) error {
 			return fmt.Errorf("no profile named %q; the profiles are %s", profile, strings.Join(g.Profiles(), ", "))
 		}
 	}
-	return g.mcpServerFor(profile).Run(ctx, &mcp.StdioTransport{})
+	return g.mcpServerFor(profile).Run(ctx, stdioTransport{})
 }

@@ -413,41 +413,61 @@ func signal(c chan struct{}) {
 // and returns the server's result as the JSON it sent. meta is sent as the request's
 // _meta (carrying the progress token).
 func (u *Upstream) Call(ctx context.Context, name string, args json.RawMessage, meta mcp.Meta) (json.RawMessage, error) {
+	ch := make(chan outcome, 1)
+	u.startCall(ctx, name, args, meta, func(raw json.RawMessage, err error) { ch <- outcome{raw, err} })
+	out := <-ch
+	return out.raw, out.err
+}
+
+// startCall is Call without waiting: done gets the outcome, once. It is called from the
+// goroutine that reads the answer, and must not block.
+func (u *Upstream) startCall(ctx context.Context, name string, args json.RawMessage, meta mcp.Meta, done func(json.RawMessage, error)) {
 	u.mu.Lock()
 	cs, conn := u.session, u.conn
 	state := u.status.State
 	u.mu.Unlock()
 	if cs == nil {
-		return nil, fmt.Errorf("%w: %s is %s", ErrUnavailable, u.cfg.Name, state)
+		done(nil, fmt.Errorf("%w: %s is %s", ErrUnavailable, u.cfg.Name, state))
+		return
 	}
 	timeout := u.cfg.CallTimeout
 	if timeout <= 0 {
 		timeout = config.DefaultCallTimeout
 	}
 	callCtx, cancel := context.WithTimeoutCause(ctx, timeout, ErrTimeout)
-	defer cancel()
-	var raw json.RawMessage
-	var err error
-	if conn != nil {
-		// stdio, SSE and catalog upstreams: the call goes out on the connection, and
-		// its result comes back undecoded (see captureConn.call).
-		var params []byte
-		params, err = json.Marshal(callParams{Meta: meta, Name: name, Arguments: args})
-		if err == nil {
-			raw, err = conn.call(callCtx, "tools/call", params)
-		}
-	} else {
+	finish := func(raw json.RawMessage, err error) {
+		raw, err = u.callOutcome(ctx, callCtx, timeout, raw, err)
+		cancel()
+		done(raw, err)
+	}
+	if conn == nil {
 		// Streamable HTTP: the SDK's client makes the call, and the round trip hands
 		// the result's bytes to the sink on their way in.
-		sink := &resultSink{}
-		var res *mcp.CallToolResult
-		res, err = cs.CallTool(withResultSink(callCtx, sink), &mcp.CallToolParams{Name: name, Arguments: args, Meta: meta})
-		if err == nil {
-			if raw = sink.result(); raw == nil {
-				raw, err = json.Marshal(res)
+		go func() {
+			sink := &resultSink{}
+			res, err := cs.CallTool(withResultSink(callCtx, sink), &mcp.CallToolParams{Name: name, Arguments: args, Meta: meta})
+			var raw json.RawMessage
+			if err == nil {
+				if raw = sink.result(); raw == nil {
+					raw, err = json.Marshal(res)
+				}
 			}
-		}
+			finish(raw, err)
+		}()
+		return
 	}
+	// stdio, SSE and catalog upstreams: the call goes out on the connection, and its
+	// result comes back undecoded (see captureConn.start).
+	params, err := json.Marshal(callParams{Meta: meta, Name: name, Arguments: args})
+	if err != nil {
+		finish(nil, err)
+		return
+	}
+	conn.start(callCtx, "tools/call", params, finish)
+}
+
+// callOutcome maps how a call ended to what Call returns.
+func (u *Upstream) callOutcome(ctx, callCtx context.Context, timeout time.Duration, raw json.RawMessage, err error) (json.RawMessage, error) {
 	switch {
 	case err == nil:
 		if k := bytes.TrimSpace(raw); len(k) == 0 || k[0] != '{' {
@@ -510,7 +530,7 @@ func (u *Upstream) transport(ctx context.Context) (mcp.Transport, func(), error)
 	cmd.Stderr = u.stderr
 	ownProcessGroup(cmd)
 	cleanup := func() { killProcessGroup(cmd) }
-	return u.captureTransport(&mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}), cleanup, nil
+	return u.captureTransport(commandTransport{cmd: cmd, terminate: 2 * time.Second}), cleanup, nil
 }
 
 // captureTransport wraps t so that toolshed sees the upstream's messages (see
