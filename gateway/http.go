@@ -123,7 +123,7 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 			}
 		}
 		ctx := context.WithValue(r.Context(), profileKey{}, profile)
-		mcpHandler.ServeHTTP(w, r.WithContext(ctx))
+		serveCoalesced(mcpHandler, w, r.WithContext(ctx), maxBody)
 	}
 	mux.HandleFunc("/mcp", serveMCP)
 	mux.HandleFunc("/mcp/{profile}", serveMCP)
