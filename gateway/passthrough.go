@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"sync"
@@ -89,7 +88,7 @@ func (l *listedTools) render(lr *mcp.ListToolsResult) *rawToolsPage {
 		if page.tools[i] == nil {
 			// Replaced while this page was being read: the SDK's own encoding of the
 			// version the page has.
-			page.tools[i], _ = json.Marshal(t)
+			page.tools[i], _ = marshal(t)
 		}
 	}
 	return page
@@ -103,16 +102,10 @@ type rawToolsPage struct {
 }
 
 func (p *rawToolsPage) MarshalJSON() ([]byte, error) {
-	// No HTML escaping, which would rewrite <, > and & (and U+2028, U+2029) inside the
-	// definitions; the SDK writes its messages without it too.
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	err := enc.Encode(struct {
+	return marshal(struct {
 		*mcp.ListToolsResult
 		Tools []json.RawMessage `json:"tools"`
 	}{p.ListToolsResult, p.tools})
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), err
 }
 
 // forwardSlot carries an upstream's raw tools/call result from the tool handler, through
@@ -154,7 +147,7 @@ type forwardedResult struct {
 }
 
 func (f *forwardedResult) MarshalJSON() ([]byte, error) {
-	env, err := json.Marshal(f.CallToolResult)
+	env, err := marshal(f.CallToolResult)
 	if err != nil {
 		return nil, err
 	}

@@ -192,3 +192,13 @@ func memberValue(obj []byte, key string) []byte {
 func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
 
 func isNull(raw []byte) bool { return string(bytes.TrimSpace(raw)) == "null" }
+
+// marshal is json.Marshal without HTML escaping, which would rewrite <, > and & (and
+// U+2028, U+2029) in strings; the SDK writes its messages without it too.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(v)
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), err
+}

@@ -127,7 +127,7 @@ func (ps *profileServer) exposures(a *assembly) map[string]exposure {
 		for _, d := range bridge.Definitions(plan) {
 			def := &mcp.Tool{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema,
 				Annotations: &mcp.ToolAnnotations{ReadOnlyHint: d.Name != bridge.CallTool, OpenWorldHint: ptr(d.Name == bridge.CallTool)}}
-			src, err := json.Marshal(def)
+			src, err := marshal(def)
 			if err != nil {
 				ps.g.logf("cannot list tool %s: %v", d.Name, err)
 				continue

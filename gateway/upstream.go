@@ -449,7 +449,7 @@ func (u *Upstream) startCall(ctx context.Context, name string, args json.RawMess
 			var raw json.RawMessage
 			if err == nil {
 				if raw = sink.result(); raw == nil {
-					raw, err = json.Marshal(res)
+					raw, err = marshal(res)
 				}
 			}
 			finish(raw, err)
