@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -328,6 +327,20 @@ func startServeHTTP(t *testing.T, args ...string) string {
 	return ""
 }
 
+// startServe runs toolshed serve with args over stdio or HTTP (mode) and returns a wire
+// client in an initialized session.
+func startServe(t *testing.T, mode string, args ...string) wireClient {
+	t.Helper()
+	var c wireClient
+	if mode == "stdio" {
+		c = startStdioWire(t, toolshedBin, append([]string{"serve"}, args...)...)
+	} else {
+		c = &httpWire{url: startServeHTTP(t, args...)}
+	}
+	initialize(t, c)
+	return c
+}
+
 // initialize opens an MCP session at protocol 2025-11-25, the version toolshed speaks to
 // its upstreams, so that results carry no member a later version adds.
 func initialize(t *testing.T, c wireClient) {
@@ -380,13 +393,7 @@ func TestServeForwardsBytes(t *testing.T) {
 	cfg := rawUpstreamConfig(t)
 	for _, mode := range []string{"stdio", "http"} {
 		t.Run(mode, func(t *testing.T) {
-			var c wireClient
-			if mode == "stdio" {
-				c = startStdioWire(t, toolshedBin, "serve", "--config", cfg, "--tool-search", "off")
-			} else {
-				c = &httpWire{url: startServeHTTP(t, "--config", cfg, "--tool-search", "off")}
-			}
-			initialize(t, c)
+			c := startServe(t, mode, "--config", cfg, "--tool-search", "off")
 			tools := listedTools(t, c)
 			for _, tool := range rawTools {
 				if got := tools["raw__"+tool.name]; string(got) != tool.listed {
@@ -404,10 +411,9 @@ func TestServeForwardsBytes(t *testing.T) {
 	}
 }
 
-// TestServeForwardsBytesTooCall: a call by tool_call returns the upstream's bytes too.
+// TestServeForwardsBytesToolCall: a call by tool_call returns the upstream's bytes too.
 func TestServeForwardsBytesToolCall(t *testing.T) {
-	c := startStdioWire(t, toolshedBin, "serve", "--config", rawUpstreamConfig(t), "--tool-search", "on")
-	initialize(t, c)
+	c := startServe(t, "stdio", "--config", rawUpstreamConfig(t), "--tool-search", "on")
 	for _, tool := range rawTools {
 		got := c.call(t, "tools/call", fmt.Sprintf(`{"name":"tool_call","arguments":{"name":"raw__%s","arguments":{"big":1}}}`, tool.name))
 		if string(got) != tool.result {
@@ -441,18 +447,9 @@ func TestServeForwardsEverythingBytes(t *testing.T) {
 	for _, c := range calls {
 		wantResults = append(wantResults, direct.call(t, "tools/call", fmt.Sprintf(`{"name":%q,"arguments":%s}`, c.tool, c.args)))
 	}
-	var mu sync.Mutex // the subtests run one at a time; this only documents it
 	for _, mode := range []string{"stdio", "http"} {
 		t.Run(mode, func(t *testing.T) {
-			mu.Lock()
-			defer mu.Unlock()
-			var c wireClient
-			if mode == "stdio" {
-				c = startStdioWire(t, toolshedBin, "serve", "--config", path, "--tool-search", "off")
-			} else {
-				c = &httpWire{url: startServeHTTP(t, "--config", path, "--tool-search", "off")}
-			}
-			initialize(t, c)
+			c := startServe(t, mode, "--config", path, "--tool-search", "off")
 			got := listedTools(t, c)
 			compared := 0
 			for name, def := range want {
