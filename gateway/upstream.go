@@ -458,7 +458,7 @@ func (u *Upstream) startCall(ctx context.Context, name string, args json.RawMess
 	}
 	// stdio, SSE and catalog upstreams: the call goes out on the connection, and its
 	// result comes back undecoded (see captureConn.start).
-	params, err := json.Marshal(callParams{Meta: meta, Name: name, Arguments: args})
+	params, err := marshal(callParams{Meta: meta, Name: name, Arguments: args})
 	if err != nil {
 		finish(nil, err)
 		return

@@ -65,6 +65,12 @@ var rawTools = []struct {
 	},
 }
 
+// argsTool is a tool of the raw upstream that answers with the arguments it got.
+const argsTool = `{"name":"args","inputSchema":{"type":"object"}}`
+
+// rawArguments are arguments a client sends, as the SDK's structs would not keep them.
+const rawArguments = `{"n":12345678901234567890,"f":1.0,"s":"\u00e9 <&> é","z":{"b":1,"a":[2.50,1e2]}}`
+
 // serveRawUpstream is a minimal MCP server speaking newline-delimited JSON-RPC on r and
 // w, writing rawTools' bytes as they are.
 func serveRawUpstream(r io.Reader, w io.Writer) int {
@@ -92,16 +98,22 @@ func serveRawUpstream(r io.Reader, w io.Writer) int {
 		case "ping":
 			reply(msg.ID, `{}`)
 		case "tools/list":
-			defs := make([]string, len(rawTools))
-			for i, t := range rawTools {
-				defs[i] = t.def
+			defs := []string{argsTool}
+			for _, t := range rawTools {
+				defs = append(defs, t.def)
 			}
 			reply(msg.ID, `{"tools":[`+strings.Join(defs, ",")+`]}`)
 		case "tools/call":
 			var p struct {
-				Name string `json:"name"`
+				Name      string          `json:"name"`
+				Arguments json.RawMessage `json:"arguments"`
 			}
 			json.Unmarshal(msg.Params, &p)
+			if p.Name == "args" {
+				// The arguments as they arrived, byte for byte.
+				reply(msg.ID, `{"content":[],"structuredContent":`+string(p.Arguments)+`}`)
+				continue
+			}
 			found := false
 			for _, t := range rawTools {
 				if t.name == p.Name {
@@ -404,8 +416,12 @@ func TestServeForwardsBytes(t *testing.T) {
 					t.Errorf("tools/call %s:\n%s\nwant the upstream's\n%s", tool.name, got, tool.result)
 				}
 			}
-			if len(tools) != len(rawTools) {
-				t.Errorf("tools/list has %d tools, want %d", len(tools), len(rawTools))
+			if len(tools) != len(rawTools)+1 {
+				t.Errorf("tools/list has %d tools, want %d", len(tools), len(rawTools)+1)
+			}
+			want := `{"content":[],"structuredContent":` + rawArguments + `}`
+			if got := c.call(t, "tools/call", `{"name":"raw__args","arguments":`+rawArguments+`}`); string(got) != want {
+				t.Errorf("the arguments reached the upstream as\n%s\nwant\n%s", got, want)
 			}
 		})
 	}
