@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"runtime"
@@ -60,6 +61,19 @@ func pipeClient(tb testing.TB, g *gateway.Gateway, profile string) *mcp.ClientSe
 	return cs
 }
 
+// loopbackClient connects a client to the gateway's Streamable HTTP front on a loopback
+// socket.
+func loopbackClient(tb testing.TB, g *gateway.Gateway) *mcp.ClientSession {
+	srv := httptest.NewServer(g.Handler(gateway.HTTPOptions{}))
+	tb.Cleanup(srv.Close)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", MaxRetries: -1}, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { cs.Close() })
+	return cs
+}
+
 func benchGateway(b *testing.B, mode policy.Mode) *gateway.Gateway {
 	b.Helper()
 	g, err := gateway.New(&config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: mode, Log: &testupstream.SyncBuffer{}})
@@ -86,23 +100,33 @@ func percentiles(d []time.Duration) (p50, p99 float64) {
 
 // BenchmarkAddedLatency measures what toolshed adds to a tool call: each iteration calls
 // echo once directly on an upstream process and once through toolshed (client and
-// toolshed on OS pipes, toolshed and its upstream process on stdio), interleaved so both
-// see the same machine. The added latency is the difference of the medians.
+// toolshed on OS pipes, or over Streamable HTTP on a loopback socket; toolshed and its
+// upstream process on stdio), interleaved so both see the same machine. The added
+// latency is the difference of the medians. The clients are the SDK's, in the
+// benchmark's process; the separate-process figures are bench/gateways'.
 func BenchmarkAddedLatency(b *testing.B) {
 	for _, tc := range []struct {
 		name string
 		mode policy.Mode
 		tool string
 		args func(string) any
+		http bool
 	}{
-		{"direct-call", policy.Off, "alpha__echo", func(s string) any { return map[string]any{"text": s} }},
+		{"direct-call", policy.Off, "alpha__echo", func(s string) any { return map[string]any{"text": s} }, false},
 		{"tool_call", policy.On, "tool_call", func(s string) any {
 			return map[string]any{"name": "alpha__echo", "arguments": map[string]any{"text": s}}
-		}},
+		}, false},
+		{"http-direct-call", policy.Off, "alpha__echo", func(s string) any { return map[string]any{"text": s} }, true},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			direct := directClient(b, "basic")
-			via := pipeClient(b, benchGateway(b, tc.mode), "")
+			g := benchGateway(b, tc.mode)
+			var via *mcp.ClientSession
+			if tc.http {
+				via = loopbackClient(b, g)
+			} else {
+				via = pipeClient(b, g, "")
+			}
 			ctx := context.Background()
 			for range 50 { // warm up both paths
 				direct.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "w"}})

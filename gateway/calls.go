@@ -69,8 +69,10 @@ type call struct {
 	expiry  *time.Timer
 }
 
+// outcome is how an upstream call ended: the server's result, as the JSON it sent, or
+// an error.
 type outcome struct {
-	res *mcp.CallToolResult
+	raw json.RawMessage
 	err error
 }
 
@@ -202,10 +204,9 @@ func (r *callRegistry) start(ctx context.Context, spec callSpec, u *Upstream) *c
 	// explicitly.
 	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	c.cancel = cancel
-	go func() {
-		res, err := u.Call(callCtx, spec.tool.Name, spec.args, meta)
-		c.done <- outcome{res, err}
-	}()
+	u.startCall(callCtx, spec.tool.Name, spec.args, meta, func(raw json.RawMessage, err error) {
+		c.done <- outcome{raw, err}
+	})
 	return c
 }
 
@@ -217,7 +218,7 @@ func (r *callRegistry) wait(ctx context.Context, c *call, finish func(*mcp.CallT
 		select {
 		case out := <-c.done:
 			r.end(c)
-			res, tag := mapOutcome(out)
+			res, tag := mapOutcome(ctx, out)
 			return finish(res, tag)
 		case rr := <-c.inputs:
 			if !c.mrtr {
@@ -396,14 +397,15 @@ func askClient(ctx context.Context, ss *mcp.ServerSession, params mcp.InputReque
 }
 
 // mapOutcome turns an upstream call's outcome into the client's result and an activity
-// log outcome.
-func mapOutcome(out outcome) (*mcp.CallToolResult, string) {
+// log outcome. The server's own result goes to the client as the server wrote it (see
+// forwardResult).
+func mapOutcome(ctx context.Context, out outcome) (*mcp.CallToolResult, string) {
 	switch {
-	case out.err == nil && out.res != nil:
-		if out.res.IsError {
-			return out.res, "error"
+	case out.err == nil && out.raw != nil:
+		if resultIsError(out.raw) {
+			return forwardResult(ctx, out.raw), "error"
 		}
-		return out.res, "ok"
+		return forwardResult(ctx, out.raw), "ok"
 	case errors.Is(out.err, ErrTimeout):
 		return errorResult(search.ExecutionTimeExceeded, "%v; the call was cancelled. Retry with backoff, or with a smaller request", out.err), "timeout"
 	case errors.Is(out.err, ErrUnavailable):

@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -67,6 +68,8 @@ type captureTransport struct {
 	capture *toolsCapture
 	relay   relayFunc
 	notify  notifyFunc
+	// connected, when set, is told of each new connection.
+	connected func(*captureConn)
 }
 
 // notifyFunc passes an upstream's notification on at once, in the order it came, and
@@ -81,7 +84,17 @@ func (t captureTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &captureConn{Connection: conn, capture: t.capture, relay: t.relay, notify: t.notify}, nil
+	c := &captureConn{Connection: conn, capture: t.capture, relay: t.relay, notify: t.notify, calls: map[string]*pendingCall{}}
+	if lc, ok := conn.(*lineConn); ok {
+		// Answers to toolshed's own calls, and the notifications that come before
+		// them, are handled on the goroutine that reads them, in order, without a
+		// hop through the SDK's reading goroutine.
+		lc.route = c.intercept
+	}
+	if t.connected != nil {
+		t.connected(c)
+	}
+	return c, nil
 }
 
 type captureConn struct {
@@ -89,6 +102,105 @@ type captureConn struct {
 	capture *toolsCapture
 	relay   relayFunc
 	notify  notifyFunc
+
+	// Calls toolshed makes itself (see start), by request id.
+	mu     sync.Mutex
+	seq    uint64
+	calls  map[string]*pendingCall
+	closed bool // reading failed or the connection was closed: no answer will come
+}
+
+// pendingCall is a call of toolshed's own, waiting for its answer.
+type pendingCall struct {
+	done func(json.RawMessage, error)
+	stop func() bool // stops watching the call's context
+}
+
+// callIDPrefix starts the ids of the requests captureConn sends itself. They are
+// strings, and the SDK's own ids numbers, so the two never meet.
+const callIDPrefix = "toolshed-"
+
+// start sends a request on the connection; done gets its result as the server wrote
+// it, without the SDK's client decoding it into its structs (which would lose what they
+// do not model) and back, or an error. Ending ctx sends notifications/cancelled, as the
+// SDK does. done is called once, from the goroutine that reads the answer or ends the
+// call, so it must not block.
+func (c *captureConn) start(ctx context.Context, method string, params json.RawMessage, done func(json.RawMessage, error)) {
+	p := &pendingCall{done: done}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		done(nil, mcp.ErrConnectionClosed)
+		return
+	}
+	c.seq++
+	key := callIDPrefix + strconv.FormatUint(c.seq, 36)
+	p.stop = context.AfterFunc(ctx, func() {
+		if c.take(key) == nil {
+			return // answered meanwhile
+		}
+		reason := "the client cancelled the call"
+		if errors.Is(context.Cause(ctx), ErrTimeout) {
+			reason = "toolshed's call_timeout passed"
+		}
+		cancelled, _ := json.Marshal(map[string]any{"requestId": key, "reason": reason})
+		_ = c.Connection.Write(context.Background(), &jsonrpc.Request{Method: "notifications/cancelled", Params: cancelled})
+		done(nil, context.Cause(ctx))
+	})
+	c.calls[key] = p
+	c.mu.Unlock()
+	id, _ := jsonrpc.MakeID(key)
+	if err := c.Connection.Write(ctx, &jsonrpc.Request{ID: id, Method: method, Params: params}); err != nil {
+		if c.take(key) != nil {
+			p.stop()
+			done(nil, err)
+		}
+	}
+}
+
+// take removes a pending call and returns it, or nil when it has ended already.
+func (c *captureConn) take(key string) *pendingCall {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.calls[key]
+	delete(c.calls, key)
+	return p
+}
+
+// answered hands a response to the call of toolshed's own that waits for it, and
+// reports whether the response was one of toolshed's.
+func (c *captureConn) answered(resp *jsonrpc.Response) bool {
+	key, ok := resp.ID.Raw().(string)
+	if !ok || !strings.HasPrefix(key, callIDPrefix) {
+		return false
+	}
+	if p := c.take(key); p != nil { // else cancelled meanwhile: the answer is nobody's
+		p.stop()
+		if resp.Error != nil {
+			p.done(nil, resp.Error)
+		} else {
+			p.done(resp.Result, nil)
+		}
+	}
+	return true
+}
+
+// fail ends every pending call: the connection will not answer them.
+func (c *captureConn) fail() {
+	c.mu.Lock()
+	c.closed = true
+	calls := c.calls
+	c.calls = map[string]*pendingCall{}
+	c.mu.Unlock()
+	for _, p := range calls {
+		p.stop()
+		p.done(nil, mcp.ErrConnectionClosed)
+	}
+}
+
+func (c *captureConn) Close() error {
+	c.fail()
+	return c.Connection.Close()
 }
 
 func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
@@ -98,17 +210,32 @@ func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	return c.Connection.Write(ctx, msg)
 }
 
+// intercept handles a message before the SDK sees it, and reports whether it did: an
+// answer to one of toolshed's own calls, or a progress or log notification. These are
+// passed on here, in the order they came: the SDK would hand notifications to its
+// handlers on another goroutine, and the client could get a call's result before its
+// progress.
+func (c *captureConn) intercept(msg jsonrpc.Message) bool {
+	switch m := msg.(type) {
+	case *jsonrpc.Response:
+		return c.answered(m)
+	case *jsonrpc.Request:
+		return c.notify != nil && !m.ID.IsValid() && c.notify(context.Background(), m.Method, m.Params)
+	}
+	return false
+}
+
 func (c *captureConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
 		msg, err := c.Connection.Read(ctx)
+		if err != nil {
+			c.fail()
+		}
+		if msg != nil && c.intercept(msg) {
+			continue
+		}
 		if resp, ok := msg.(*jsonrpc.Response); ok && resp.Error == nil && resp.ID.IsValid() {
 			c.capture.response(idKey(resp.ID.Raw()), resp.Result)
-		}
-		// Progress and log messages of a call are passed on here, before the call's
-		// result is read: the SDK would hand them to its handlers on another goroutine,
-		// and the client could get the result before them.
-		if req, ok := msg.(*jsonrpc.Request); ok && c.notify != nil && !req.ID.IsValid() && c.notify(ctx, req.Method, req.Params) {
-			continue
 		}
 		if req, ok := msg.(*jsonrpc.Request); ok && c.relay != nil && req.ID.IsValid() && (req.Method == "elicitation/create" || req.Method == "sampling/createMessage") {
 			// Answered here rather than by the SDK's client, which checks requests
@@ -165,8 +292,9 @@ func (rt *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, err
 	for k, v := range rt.headers {
 		req.Header.Set(k, v)
 	}
+	sink, _ := req.Context().Value(resultSinkKey{}).(*resultSink)
 	var ids []string
-	if req.Method == http.MethodPost && req.Body != nil && rt.capture != nil {
+	if req.Method == http.MethodPost && req.Body != nil && (rt.capture != nil || sink != nil) {
 		body, err := io.ReadAll(req.Body)
 		req.Body.Close()
 		if err != nil {
@@ -174,22 +302,35 @@ func (rt *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, err
 		}
 		req.Body = io.NopCloser(bytes.NewReader(body))
 		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-		ids = toolsListIDs(body)
-		for _, id := range ids {
-			rt.capture.request(id)
+		if rt.capture != nil {
+			ids = requestIDs(body, "tools/list")
+			for _, id := range ids {
+				rt.capture.request(id)
+			}
+		}
+		if sink != nil {
+			if calls := requestIDs(body, "tools/call"); len(calls) == 1 {
+				sink.expect(calls[0])
+			}
 		}
 	}
 	resp, err := rt.base.RoundTrip(req)
-	if err != nil || len(ids) == 0 {
+	if err != nil {
 		return resp, err
 	}
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
-	resp.Body = &teeBody{ReadCloser: resp.Body, sse: mediaType == "text/event-stream", capture: rt.capture}
+	switch {
+	case len(ids) > 0:
+		resp.Body = &teeBody{ReadCloser: resp.Body, sse: mediaType == "text/event-stream", capture: rt.capture}
+	case sink.expecting():
+		// The call's response, or a stream resumed with Last-Event-ID that carries it.
+		resp.Body = &sinkBody{ReadCloser: resp.Body, sse: mediaType == "text/event-stream", sink: sink}
+	}
 	return resp, nil
 }
 
-// toolsListIDs returns the ids of the tools/list requests in a JSON-RPC message or batch.
-func toolsListIDs(body []byte) []string {
+// requestIDs returns the ids of the requests for method in a JSON-RPC message or batch.
+func requestIDs(body []byte, method string) []string {
 	var msgs []struct {
 		ID     json.RawMessage `json:"id"`
 		Method string          `json:"method"`
@@ -203,7 +344,7 @@ func toolsListIDs(body []byte) []string {
 	}
 	var ids []string
 	for _, m := range msgs {
-		if m.Method == "tools/list" && len(m.ID) > 0 {
+		if m.Method == method && len(m.ID) > 0 {
 			ids = append(ids, canonicalID(m.ID))
 		}
 	}
@@ -302,4 +443,95 @@ func splitMessages(body []byte, sse bool) [][]byte {
 		out = append(out, []byte(strings.Join(data, "\n")))
 	}
 	return out
+}
+
+// resultSink receives the result of one tools/call that the SDK's Streamable HTTP client
+// makes, as the server wrote it, from the round trip that carries it (the call's context
+// reaches the round tripper). The SDK decodes its own copy, after the sink has its bytes.
+type resultSink struct {
+	mu  sync.Mutex
+	id  string // the call's id (as canonicalID), once its request went out
+	raw json.RawMessage
+}
+
+type resultSinkKey struct{}
+
+func withResultSink(ctx context.Context, s *resultSink) context.Context {
+	return context.WithValue(ctx, resultSinkKey{}, s)
+}
+
+func (s *resultSink) expect(id string) {
+	s.mu.Lock()
+	s.id = id
+	s.mu.Unlock()
+}
+
+func (s *resultSink) expecting() bool {
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.id != "" && s.raw == nil
+}
+
+// offer takes the result from msg, a JSON-RPC message, if it answers the call.
+func (s *resultSink) offer(msg []byte) {
+	id, result := memberValue(msg, "id"), memberValue(msg, "result")
+	if len(id) == 0 || len(result) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.raw == nil && canonicalID(id) == s.id {
+		s.raw = append(json.RawMessage(nil), result...)
+	}
+}
+
+func (s *resultSink) result() json.RawMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.raw
+}
+
+// sinkBody hands the sink the JSON-RPC messages of a response body as they arrive:
+// each server-sent event as soon as its blank line is read (before the SDK, reading
+// the same bytes after this, can see the event), or a JSON body at its end.
+type sinkBody struct {
+	io.ReadCloser
+	sse     bool
+	sink    *resultSink
+	pending []byte   // bytes of the current line not yet complete
+	data    [][]byte // data lines of the current event
+}
+
+func (b *sinkBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.pending = append(b.pending, p[:n]...)
+	if b.sse {
+		for {
+			i := bytes.IndexByte(b.pending, '\n')
+			if i < 0 {
+				break
+			}
+			line := bytes.TrimSuffix(b.pending[:i], []byte("\r"))
+			switch {
+			case len(line) == 0:
+				if len(b.data) > 0 {
+					b.sink.offer(bytes.Join(b.data, []byte("\n")))
+					b.data = nil
+				}
+			case bytes.HasPrefix(line, []byte("data:")):
+				d := bytes.TrimPrefix(bytes.TrimPrefix(line, []byte("data:")), []byte(" "))
+				b.data = append(b.data, append([]byte(nil), d...))
+			}
+			b.pending = b.pending[i+1:]
+		}
+	} else if err != nil {
+		for _, msg := range splitMessages(b.pending, false) {
+			b.sink.offer(msg)
+		}
+		b.pending = nil
+	}
+	return n, err
 }

@@ -20,14 +20,14 @@ import (
 // client end of an in-memory connection to it.
 func catalogTransport(ctx context.Context, name string, tools []json.RawMessage) (mcp.Transport, func(), error) {
 	server := mcp.NewServer(&mcp.Implementation{Name: name + " (catalog)", Version: Version}, &mcp.ServerOptions{HasTools: true})
+	// The catalog's definitions are listed as the file has them, like any upstream's.
+	var listed listedTools
+	server.AddReceivingMiddleware(listed.middleware)
 	snap, _ := catalog.Build([]catalog.Source{{Server: name, Tools: tools}})
 	for _, t := range snap.Tools() {
-		def, err := toolDefinition(t, t.Name)
-		if err != nil {
-			continue
-		}
 		tool := t
-		_ = addTool(server, def, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		e := newExposure(t.Raw, t.Name, t.InputSchema, nil)
+		_ = listed.add(server, e.def, e.raw, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(
 				"%s is a catalog entry: toolshed has its definition, captured from the real %s server, but no running server behind it. "+
 					"To call it, configure the real server in toolshed's config (mcpServers).", tool.Name, name)}}}, nil

@@ -123,7 +123,7 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 			}
 		}
 		ctx := context.WithValue(r.Context(), profileKey{}, profile)
-		mcpHandler.ServeHTTP(w, r.WithContext(ctx))
+		serveCoalesced(mcpHandler, w, r.WithContext(ctx), maxBody)
 	}
 	mux.HandleFunc("/mcp", serveMCP)
 	mux.HandleFunc("/mcp/{profile}", serveMCP)
@@ -143,5 +143,5 @@ func (g *Gateway) ServeStdio(ctx context.Context, profile string) error {
 			return fmt.Errorf("no profile named %q; the profiles are %s", profile, strings.Join(g.Profiles(), ", "))
 		}
 	}
-	return g.mcpServerFor(profile).Run(ctx, &mcp.StdioTransport{})
+	return g.mcpServerFor(profile).Run(ctx, stdioTransport{})
 }

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -23,6 +22,8 @@ type profileServer struct {
 	profile string
 	server  *mcp.Server
 	listed  map[string]string // listed name -> content key of its definition
+	// tools has the bytes each tool is listed with (see listedTools).
+	tools listedTools
 	// features and featureKeys are what the server lists besides tools; guarded by
 	// the gateway's serversMu.
 	features    featureSet
@@ -42,14 +43,26 @@ func newProfileServer(g *Gateway, profile string) *profileServer {
 		Instructions: "toolshed aggregates several MCP servers. When tool_search is listed, more tools are available " +
 			"than are shown: search for the tool you need, read its schema with tool_describe, and run it with tool_call.",
 	})
+	ps.server.AddReceivingMiddleware(ps.tools.middleware)
 	return ps
 }
 
 // exposure is one tool to list: its definition and how to handle calls to it.
 type exposure struct {
-	def     *mcp.Tool
+	// def is what the SDK routes calls with: the listed name and the input schema.
+	def *mcp.Tool
+	// raw is the definition as listed (see listedDefinition).
+	raw     []byte
 	key     string // changes when the definition does
 	handler mcp.ToolHandler
+}
+
+// newExposure lists the definition src (JSON, as its server sent it) under name, with
+// meta set in its _meta, handled by h.
+func newExposure(src json.RawMessage, name string, inputSchema json.RawMessage, h mcp.ToolHandler, meta ...member) exposure {
+	raw := listedDefinition(src, name, meta...)
+	def := &mcp.Tool{Name: name, InputSchema: json.RawMessage(objectSchema(inputSchema))}
+	return exposure{def: def, raw: raw, key: contentKey(name, raw), handler: h}
 }
 
 // sync makes the server list what the profile's plan over a says: tools that changed are
@@ -66,7 +79,7 @@ func (ps *profileServer) sync(a *assembly) {
 	}
 	if len(gone) > 0 {
 		sort.Strings(gone)
-		ps.server.RemoveTools(gone...)
+		ps.tools.remove(ps.server, gone...)
 		for _, n := range gone {
 			delete(ps.listed, n)
 		}
@@ -81,7 +94,7 @@ func (ps *profileServer) sync(a *assembly) {
 		if ps.listed[n] == e.key {
 			continue
 		}
-		if err := addTool(ps.server, e.def, e.handler); err != nil {
+		if err := ps.tools.add(ps.server, e.def, e.raw, e.handler); err != nil {
 			ps.g.logf("cannot list tool %s: %v", n, err)
 			continue
 		}
@@ -109,20 +122,18 @@ func (ps *profileServer) exposures(a *assembly) map[string]exposure {
 	shortenNames(names, []string{bridge.SearchTool, bridge.DescribeTool, bridge.CallTool}, ps.g.opts.MaxNameLen)
 	for _, t := range plan.Visible {
 		name := names[t]
-		def, err := toolDefinition(t, name)
-		if err != nil {
-			ps.g.logf("cannot list tool %s: %v", t.Qualified, err)
-			continue
-		}
-		qualified := t.Qualified
-		out[name] = exposure{def: def, key: contentKey(name, t.Raw), handler: ps.direct(qualified)}
+		out[name] = newExposure(t.Raw, name, t.InputSchema, ps.direct(t.Qualified))
 	}
 	if plan.Active {
 		for _, d := range bridge.Definitions(plan) {
 			def := &mcp.Tool{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema,
 				Annotations: &mcp.ToolAnnotations{ReadOnlyHint: d.Name != bridge.CallTool, OpenWorldHint: ptr(d.Name == bridge.CallTool)}}
-			raw, _ := json.Marshal(d)
-			out[d.Name] = exposure{def: def, key: contentKey(d.Name, raw), handler: ps.bridged(d.Name)}
+			src, err := marshal(def)
+			if err != nil {
+				ps.g.logf("cannot list tool %s: %v", d.Name, err)
+				continue
+			}
+			out[d.Name] = newExposure(src, d.Name, d.InputSchema, ps.bridged(d.Name))
 		}
 	}
 	return out
@@ -167,57 +178,6 @@ func listedTokens(plan *policy.Plan, noPrefix bool) int {
 		n += bridge.Tokens(bridge.Definitions(plan))
 	}
 	return n
-}
-
-// toolDefinition is t as the gateway lists it under name: its schemas as the server sent
-// them, except that a schema without "type" gets "type": "object", which MCP requires
-// and clients rely on.
-func toolDefinition(t *catalog.Tool, name string) (*mcp.Tool, error) {
-	var wire struct {
-		Title string          `json:"title"`
-		Icons json.RawMessage `json:"icons"`
-	}
-	_ = json.Unmarshal(t.Raw, &wire)
-	def := &mcp.Tool{Name: name, Title: wire.Title, Description: t.Description, InputSchema: json.RawMessage(objectSchema(t.InputSchema))}
-	if len(wire.Icons) > 0 {
-		_ = json.Unmarshal(wire.Icons, &def.Icons)
-	}
-	if len(t.OutputSchema) > 0 {
-		def.OutputSchema = json.RawMessage(objectSchema(t.OutputSchema))
-	}
-	if len(t.Annotations) > 0 {
-		var ann mcp.ToolAnnotations
-		if err := json.Unmarshal(t.Annotations, &ann); err != nil {
-			return nil, fmt.Errorf("annotations: %w", err)
-		}
-		def.Annotations = &ann
-	}
-	if len(t.Meta) > 0 {
-		if err := json.Unmarshal(t.Meta, &def.Meta); err != nil {
-			return nil, fmt.Errorf("_meta: %w", err)
-		}
-	}
-	return def, nil
-}
-
-// objectSchema returns schema with a "type" member: as it is when it has one, else with
-// "type": "object" added first.
-func objectSchema(schema json.RawMessage) []byte {
-	s := bytes.TrimSpace(schema)
-	if len(s) == 0 {
-		return []byte(`{"type":"object"}`)
-	}
-	var probe struct {
-		Type json.RawMessage `json:"type"`
-	}
-	if json.Unmarshal(s, &probe) == nil && probe.Type != nil {
-		return schema
-	}
-	rest := bytes.TrimSpace(s[1:])
-	if len(rest) > 0 && rest[0] == '}' {
-		return []byte(`{"type":"object"}`)
-	}
-	return append([]byte(`{"type":"object",`), s[1:]...)
 }
 
 // direct handles a call of a listed tool.

@@ -73,7 +73,10 @@ type Upstream struct {
 
 	mu      sync.Mutex
 	session *mcp.ClientSession
-	status  Status
+	// conn is the session's connection when toolshed wraps it (every transport but
+	// Streamable HTTP): calls go out on it directly.
+	conn   *captureConn
+	status Status
 	// assembled is set once the gateway's catalog has the tools of this connection:
 	// until then Status reports Connecting, so that "ready" means callable.
 	assembled bool
@@ -230,7 +233,7 @@ func (u *Upstream) connectAndServe(ctx context.Context) error {
 		select {
 		case err := <-done:
 			u.mu.Lock()
-			u.session = nil
+			u.session, u.conn = nil, nil
 			u.mu.Unlock()
 			if err == nil || errors.Is(err, mcp.ErrConnectionClosed) {
 				err = errors.New("the server closed the connection")
@@ -406,26 +409,71 @@ func signal(c chan struct{}) {
 	}
 }
 
-// Call calls tool name of the upstream with args, as given, within the call timeout.
-// meta is sent as the request's _meta (carrying the progress token).
-func (u *Upstream) Call(ctx context.Context, name string, args json.RawMessage, meta mcp.Meta) (*mcp.CallToolResult, error) {
+// Call calls tool name of the upstream with args, as given, within the call timeout,
+// and returns the server's result as the JSON it sent. meta is sent as the request's
+// _meta (carrying the progress token).
+func (u *Upstream) Call(ctx context.Context, name string, args json.RawMessage, meta mcp.Meta) (json.RawMessage, error) {
+	ch := make(chan outcome, 1)
+	u.startCall(ctx, name, args, meta, func(raw json.RawMessage, err error) { ch <- outcome{raw, err} })
+	out := <-ch
+	return out.raw, out.err
+}
+
+// startCall is Call without waiting: done gets the outcome, once. It is called from the
+// goroutine that reads the answer, and must not block.
+func (u *Upstream) startCall(ctx context.Context, name string, args json.RawMessage, meta mcp.Meta, done func(json.RawMessage, error)) {
 	u.mu.Lock()
-	cs := u.session
+	cs, conn := u.session, u.conn
 	state := u.status.State
 	u.mu.Unlock()
 	if cs == nil {
-		return nil, fmt.Errorf("%w: %s is %s", ErrUnavailable, u.cfg.Name, state)
+		done(nil, fmt.Errorf("%w: %s is %s", ErrUnavailable, u.cfg.Name, state))
+		return
 	}
 	timeout := u.cfg.CallTimeout
 	if timeout <= 0 {
 		timeout = config.DefaultCallTimeout
 	}
 	callCtx, cancel := context.WithTimeoutCause(ctx, timeout, ErrTimeout)
-	defer cancel()
-	res, err := cs.CallTool(callCtx, &mcp.CallToolParams{Name: name, Arguments: args, Meta: meta})
+	finish := func(raw json.RawMessage, err error) {
+		raw, err = u.callOutcome(ctx, callCtx, timeout, raw, err)
+		cancel()
+		done(raw, err)
+	}
+	if conn == nil {
+		// Streamable HTTP: the SDK's client makes the call, and the round trip hands
+		// the result's bytes to the sink on their way in.
+		go func() {
+			sink := &resultSink{}
+			res, err := cs.CallTool(withResultSink(callCtx, sink), &mcp.CallToolParams{Name: name, Arguments: args, Meta: meta})
+			var raw json.RawMessage
+			if err == nil {
+				if raw = sink.result(); raw == nil {
+					raw, err = marshal(res)
+				}
+			}
+			finish(raw, err)
+		}()
+		return
+	}
+	// stdio, SSE and catalog upstreams: the call goes out on the connection, and its
+	// result comes back undecoded (see captureConn.start).
+	params, err := marshal(callParams{Meta: meta, Name: name, Arguments: args})
+	if err != nil {
+		finish(nil, err)
+		return
+	}
+	conn.start(callCtx, "tools/call", params, finish)
+}
+
+// callOutcome maps how a call ended to what Call returns.
+func (u *Upstream) callOutcome(ctx, callCtx context.Context, timeout time.Duration, raw json.RawMessage, err error) (json.RawMessage, error) {
 	switch {
 	case err == nil:
-		return res, nil
+		if k := bytes.TrimSpace(raw); len(k) == 0 || k[0] != '{' {
+			return nil, fmt.Errorf("%s answered tools/call with a result that is not a JSON object: %.100s", u.cfg.Name, raw)
+		}
+		return raw, nil
 	case ctx.Err() != nil:
 		return nil, ctx.Err() // the caller cancelled
 	case errors.Is(context.Cause(callCtx), ErrTimeout):
@@ -439,6 +487,13 @@ func (u *Upstream) Call(ctx context.Context, name string, args json.RawMessage, 
 	return nil, fmt.Errorf("%w: %s stopped during the call (%v)", ErrUnavailable, u.cfg.Name, err)
 }
 
+// callParams are the params of a tools/call request, in the order the SDK writes them.
+type callParams struct {
+	Meta      mcp.Meta        `json:"_meta,omitempty"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
 // transport builds the transport to reach the upstream, and a cleanup for what it
 // started.
 func (u *Upstream) transport(ctx context.Context) (mcp.Transport, func(), error) {
@@ -447,14 +502,14 @@ func (u *Upstream) transport(ctx context.Context) (mcp.Transport, func(), error)
 		if err != nil {
 			return nil, nil, err
 		}
-		return captureTransport{t, u.capture, u.relay, u.notify}, cleanup, nil
+		return u.captureTransport(t), cleanup, nil
 	}
 	switch u.cfg.Type {
 	case config.HTTP, config.SSE:
 		client := &http.Client{Transport: &captureRoundTripper{base: http.DefaultTransport, headers: u.cfg.Headers, capture: u.capture}}
 		if u.cfg.Type == config.SSE {
 			client.Transport.(*captureRoundTripper).capture = nil
-			return captureTransport{&mcp.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: client}, u.capture, u.relay, u.notify}, func() {}, nil
+			return u.captureTransport(&mcp.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: client}), func() {}, nil
 		}
 		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: client, MaxRetries: -1}, func() {}, nil
 	}
@@ -475,7 +530,17 @@ func (u *Upstream) transport(ctx context.Context) (mcp.Transport, func(), error)
 	cmd.Stderr = u.stderr
 	ownProcessGroup(cmd)
 	cleanup := func() { killProcessGroup(cmd) }
-	return captureTransport{&mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, u.capture, u.relay, u.notify}, cleanup, nil
+	return u.captureTransport(commandTransport{cmd: cmd, terminate: 2 * time.Second}), cleanup, nil
+}
+
+// captureTransport wraps t so that toolshed sees the upstream's messages (see
+// captureConn) and can call tools on its connection.
+func (u *Upstream) captureTransport(t mcp.Transport) mcp.Transport {
+	return captureTransport{Transport: t, capture: u.capture, relay: u.relay, notify: u.notify, connected: func(c *captureConn) {
+		u.mu.Lock()
+		u.conn = c
+		u.mu.Unlock()
+	}}
 }
 
 // prefixWriter writes each line written to it to w with a prefix, so that the stderr of

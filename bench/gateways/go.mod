@@ -1,0 +1,3 @@
+module github.com/toolshed/toolshed/bench/gateways
+
+go 1.26

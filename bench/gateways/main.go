@@ -1,0 +1,651 @@
+// Command gateways measures the latency an MCP gateway adds to a tool call: toolshed
+// and its peers (mcp-hub, supergateway, mcp-proxy), each a separate process between
+// one client and one upstream server, over real pipes and loopback sockets. See
+// README.md.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "upstream" {
+		serveUpstream(os.Stdin, os.Stdout)
+		return
+	}
+	calls := flag.Int("n", 2000, "measured calls per run (each made once directly and once through the gateway)")
+	warmup := flag.Int("warmup", 300, "calls per path before measuring")
+	rounds := flag.Int("rounds", 3, "runs of every gateway and mode, interleaved")
+	only := flag.String("gateways", "toolshed,mcp-hub,supergateway,mcp-proxy", "gateways to measure, comma-separated")
+	modes := flag.String("modes", "stdio,http", "modes to measure, comma-separated")
+	toolshed := flag.String("toolshed", "", "toolshed binary (default: built from this checkout)")
+	before := flag.String("toolshed-before", "", "another toolshed binary, measured as toolshed-before (an A/B comparison)")
+	node := flag.String("node", "", "Node 22 or newer for the peer gateways (default: the repository's .deps, else node on PATH)")
+	flag.Parse()
+
+	root, err := repoRoot()
+	check(err)
+	self, err := os.Executable()
+	check(err)
+	work, err := os.MkdirTemp("", "toolshed-bench-gateways-")
+	check(err)
+	defer os.RemoveAll(work)
+	if *toolshed == "" {
+		*toolshed = filepath.Join(work, "toolshed")
+		build := exec.Command("go", "build", "-o", *toolshed, "./cmd/toolshed")
+		build.Dir, build.Stdout, build.Stderr = root, os.Stderr, os.Stderr
+		check(build.Run())
+	}
+	if *node == "" {
+		*node = findNode(root)
+	}
+	env := benchEnv{root: root, work: work, upstream: []string{self, "upstream"}, node: *node}
+
+	var targets []target
+	for _, name := range strings.Split(*only, ",") {
+		switch name = strings.TrimSpace(name); name {
+		case "toolshed":
+			targets = append(targets, toolshedTargets("toolshed", *toolshed)...)
+			if *before != "" {
+				targets = append(targets, toolshedTargets("toolshed-before", *before)...)
+			}
+		case "mcp-hub", "supergateway", "mcp-proxy":
+			targets = append(targets, peerTarget(name))
+		default:
+			check(fmt.Errorf("unknown gateway %q", name))
+		}
+	}
+
+	targets = slices.DeleteFunc(targets, func(t target) bool { return !slices.Contains(strings.Split(*modes, ","), t.mode) })
+	results := map[string][]runResult{}
+	for r := range *rounds {
+		// Rotate the order each round, so no gateway always runs first.
+		for i := range targets {
+			tg := targets[(i+r)%len(targets)]
+			res, err := measure(env, tg, *warmup, *calls)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "%s %s: %v\n", tg.gateway, tg.mode, err)
+				continue
+			}
+			fmt.Fprintf(os.Stderr, "round %d %-16s %-5s added p50 %6.0f µs p99 %7.0f µs, CPU %5.0f µs a call\n", r+1, tg.gateway, tg.mode, res.via.p50-res.direct.p50, res.via.p99-res.direct.p99, res.cpu)
+			results[tg.key()] = append(results[tg.key()], res)
+		}
+	}
+	report(os.Stdout, targets, results, *calls, *rounds)
+}
+
+// target is one gateway in one mode: how to start it and reach it.
+type target struct {
+	gateway, mode string
+	// start starts the gateway and returns a client on it, how to stop it and the
+	// process id whose CPU time is the gateway's.
+	start func(env benchEnv) (client, func(), int, error)
+}
+
+func (t target) key() string { return t.gateway + "/" + t.mode }
+
+type benchEnv struct {
+	root, work string
+	upstream   []string // command line of the raw upstream
+	node       string
+}
+
+// toolshedTargets are toolshed serve over stdio and over Streamable HTTP.
+func toolshedTargets(name, bin string) []target {
+	config := func(env benchEnv) string {
+		cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"up": map[string]any{"command": env.upstream[0], "args": env.upstream[1:]}}})
+		path := filepath.Join(env.work, name+".json")
+		check(os.WriteFile(path, cfg, 0o600))
+		return path
+	}
+	return []target{
+		{name, "stdio", func(env benchEnv) (client, func(), int, error) {
+			c, err := startStdio(env.work, bin, "serve", "--config", config(env), "--tool-search", "off")
+			if err != nil {
+				return nil, nil, 0, err
+			}
+			return c, c.close, c.cmd.Process.Pid, nil
+		}},
+		{name, "http", func(env benchEnv) (client, func(), int, error) {
+			port := freePort()
+			stop, pid, err := startProcess(env.work, bin, "serve", "--config", config(env), "--tool-search", "off", "--http", port)
+			return &streamableClient{url: "http://127.0.0.1:" + port + "/mcp"}, stop, pid, err
+		}},
+	}
+}
+
+// peerTarget is a peer gateway over HTTP, the only way each of them serves a client
+// (none proxies stdio to stdio): Streamable HTTP for supergateway and mcp-proxy, the
+// SSE transport for mcp-hub, which serves nothing else.
+func peerTarget(name string) target {
+	return target{name, "http", func(env benchEnv) (client, func(), int, error) {
+		port := freePort()
+		modules := filepath.Join(env.root, "bench", "gateways", "node_modules")
+		if _, err := os.Stat(modules); err != nil {
+			return nil, nil, 0, fmt.Errorf("the peer gateways are not installed: run bench/gateways/install.sh")
+		}
+		var args []string
+		var c client
+		switch name {
+		case "supergateway":
+			args = []string{filepath.Join(modules, "supergateway/dist/index.js"), "--stdio", shellQuote(env.upstream),
+				"--outputTransport", "streamableHttp", "--stateful", "--port", port, "--logLevel", "none"}
+			c = &streamableClient{url: "http://127.0.0.1:" + port + "/mcp"}
+		case "mcp-proxy":
+			args = append([]string{filepath.Join(modules, "mcp-proxy/dist/bin/mcp-proxy.mjs"), "--port", port, "--host", "127.0.0.1", "--server", "stream", "--"}, env.upstream...)
+			c = &streamableClient{url: "http://127.0.0.1:" + port + "/mcp"}
+		case "mcp-hub":
+			cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"up": map[string]any{"command": env.upstream[0], "args": env.upstream[1:]}}})
+			path := filepath.Join(env.work, "mcp-hub.json")
+			check(os.WriteFile(path, cfg, 0o600))
+			args = []string{filepath.Join(modules, "mcp-hub/dist/cli.js"), "--port", port, "--config", path}
+			c = &sseClient{base: "http://127.0.0.1:" + port, path: "/mcp"}
+		}
+		stop, pid, err := startProcess(env.work, env.node, args...)
+		return c, stop, pid, err
+	}}
+}
+
+// runResult is one run: latencies of the direct calls and of the calls through the
+// gateway, made alternately, and the gateway process's CPU time per call.
+type runResult struct {
+	direct, via stats
+	cpu         float64 // µs
+}
+
+type stats struct{ p50, p99 float64 } // µs
+
+func summarize(d []time.Duration) stats {
+	sort.Slice(d, func(i, j int) bool { return d[i] < d[j] })
+	us := func(x time.Duration) float64 { return float64(x.Nanoseconds()) / 1000 }
+	return stats{us(d[len(d)/2]), us(d[len(d)*99/100])}
+}
+
+// measure starts the upstream directly and the gateway (with its own upstream), then
+// calls echo on each in turn.
+func measure(env benchEnv, tg target, warmup, calls int) (runResult, error) {
+	direct, err := startStdio(env.work, env.upstream[0], env.upstream[1:]...)
+	if err != nil {
+		return runResult{}, err
+	}
+	defer direct.close()
+	via, stop, pid, err := tg.start(env)
+	if err != nil {
+		return runResult{}, err
+	}
+	defer stop()
+	if err := handshake(direct); err != nil {
+		return runResult{}, fmt.Errorf("direct: %w", err)
+	}
+	viaTool, err := waitForEcho(via)
+	if err != nil {
+		return runResult{}, err
+	}
+	callEcho := func(c client, tool string, i int) (time.Duration, error) {
+		text := fmt.Sprintf("call %d", i)
+		params := fmt.Sprintf(`{"name":%q,"arguments":{"text":%q}}`, tool, text)
+		start := time.Now()
+		res, err := c.call("tools/call", params)
+		d := time.Since(start)
+		if err == nil && !bytes.Contains(res, []byte(`"text":"`+text+`"`)) {
+			err = fmt.Errorf("echo answered %s", res)
+		}
+		return d, err
+	}
+	var dLat, vLat []time.Duration
+	var cpuStart time.Duration
+	for i := range warmup + calls {
+		if i == warmup {
+			cpuStart = cpuTime(pid)
+		}
+		d, err := callEcho(direct, "echo", i)
+		if err != nil {
+			return runResult{}, fmt.Errorf("direct: %w", err)
+		}
+		v, err := callEcho(via, viaTool, i)
+		if err != nil {
+			return runResult{}, fmt.Errorf("through the gateway: %w", err)
+		}
+		if i >= warmup {
+			dLat, vLat = append(dLat, d), append(vLat, v)
+		}
+	}
+	return runResult{summarize(dLat), summarize(vLat), float64((cpuTime(pid) - cpuStart).Microseconds()) / float64(calls)}, nil
+}
+
+// cpuTime is the CPU time (user and system, every thread) a process has used so far,
+// from /proc (in clock ticks of 10 ms, so long runs are more precise); 0 elsewhere.
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command name, which is in parentheses and may hold spaces.
+	fields := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+	if len(fields) < 13 {
+		return 0
+	}
+	var utime, stime int64
+	fmt.Sscan(fields[11], &utime)
+	fmt.Sscan(fields[12], &stime)
+	return time.Duration(utime+stime) * 10 * time.Millisecond
+}
+
+// waitForEcho initializes a session and waits until the gateway lists the upstream's
+// echo tool, whatever it calls it.
+func waitForEcho(c client) (string, error) {
+	deadline := time.Now().Add(60 * time.Second)
+	var last error
+	for time.Now().Before(deadline) {
+		if err := handshake(c); err != nil {
+			last = err
+			time.Sleep(200 * time.Millisecond)
+			continue
+		}
+		for time.Now().Before(deadline) {
+			res, err := c.call("tools/list", `{}`)
+			if err != nil {
+				return "", err
+			}
+			var list struct {
+				Tools []struct {
+					Name string `json:"name"`
+				} `json:"tools"`
+			}
+			json.Unmarshal(res, &list)
+			for _, t := range list.Tools {
+				if t.Name == "echo" || strings.HasSuffix(t.Name, "__echo") {
+					return t.Name, nil
+				}
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	return "", fmt.Errorf("the gateway did not list echo within 60s (last error: %v)", last)
+}
+
+func handshake(c client) error {
+	if _, err := c.call("initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}`); err != nil {
+		return err
+	}
+	return c.notify("notifications/initialized")
+}
+
+// report prints the table of added latency: for each gateway and mode, the median over
+// rounds of p50 and p99 through the gateway minus p50 and p99 directly.
+func report(w io.Writer, targets []target, results map[string][]runResult, calls, rounds int) {
+	fmt.Fprintf(w, "\nadded latency per tool call, µs (median over %d rounds of %d calls; upstream over stdio; direct = the client on the upstream's stdio)\n\n", rounds, calls)
+	fmt.Fprintln(w, "| gateway | mode | added p50 | added p99 | through p50 | direct p50 | gateway CPU per call |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|")
+	median := func(x []float64) float64 {
+		sort.Float64s(x)
+		return x[len(x)/2]
+	}
+	for _, tg := range targets {
+		rs := results[tg.key()]
+		if len(rs) == 0 {
+			fmt.Fprintf(w, "| %s | %s | failed | | | | |\n", tg.gateway, tg.mode)
+			continue
+		}
+		var a50, a99, v50, d50, cpu []float64
+		for _, r := range rs {
+			cpu = append(cpu, r.cpu)
+			a50 = append(a50, r.via.p50-r.direct.p50)
+			a99 = append(a99, r.via.p99-r.direct.p99)
+			v50 = append(v50, r.via.p50)
+			d50 = append(d50, r.direct.p50)
+		}
+		mode := tg.mode
+		if tg.gateway == "mcp-hub" {
+			mode = "http (SSE)"
+		}
+		fmt.Fprintf(w, "| %s | %s | %.0f | %.0f | %.0f | %.0f | %.0f |\n", tg.gateway, mode, median(a50), median(a99), median(v50), median(d50), median(cpu))
+	}
+}
+
+// client is an MCP client that sends JSON-RPC and returns result bytes.
+type client interface {
+	call(method, params string) (json.RawMessage, error)
+	notify(method string) error
+}
+
+type response struct {
+	ID     json.RawMessage `json:"id"`
+	Result json.RawMessage `json:"result"`
+	Error  json.RawMessage `json:"error"`
+}
+
+func (r *response) outcome() (json.RawMessage, error) {
+	if r.Error != nil {
+		return nil, fmt.Errorf("error %s", r.Error)
+	}
+	return r.Result, nil
+}
+
+// stdioClient talks newline-delimited JSON-RPC to a process it started.
+type stdioClient struct {
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	out  *bufio.Reader
+	next int
+}
+
+func startStdio(dir, name string, args ...string) (*stdioClient, error) {
+	cmd := exec.Command(name, args...)
+	cmd.Dir, cmd.Stderr = dir, io.Discard
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	return &stdioClient{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20)}, nil
+}
+
+func (c *stdioClient) close() {
+	c.in.Close()
+	done := make(chan struct{})
+	go func() { c.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
+}
+
+func (c *stdioClient) call(method, params string) (json.RawMessage, error) {
+	c.next++
+	if _, err := fmt.Fprintf(c.in, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", c.next, method, params); err != nil {
+		return nil, err
+	}
+	id := fmt.Sprint(c.next)
+	for {
+		line, err := c.out.ReadBytes('\n')
+		if err != nil {
+			return nil, err
+		}
+		var r response
+		if json.Unmarshal(line, &r) == nil && string(r.ID) == id {
+			return r.outcome()
+		}
+	}
+}
+
+func (c *stdioClient) notify(method string) error {
+	_, err := fmt.Fprintf(c.in, `{"jsonrpc":"2.0","method":%q}`+"\n", method)
+	return err
+}
+
+// streamableClient speaks Streamable HTTP, reading JSON or server-sent event answers.
+type streamableClient struct {
+	url, session string
+	next         int
+}
+
+var httpClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
+
+func (c *streamableClient) post(body string) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodPost, c.url, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if c.session != "" {
+		req.Header.Set("Mcp-Session-Id", c.session)
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if s := resp.Header.Get("Mcp-Session-Id"); s != "" {
+		c.session = s
+	}
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return nil, fmt.Errorf("HTTP %d: %s", resp.StatusCode, b)
+	}
+	return resp, nil
+}
+
+func (c *streamableClient) call(method, params string) (json.RawMessage, error) {
+	c.next++
+	resp, err := c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, c.next, method, params))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	id := fmt.Sprint(c.next)
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		var r response
+		if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+			return nil, err
+		}
+		return r.outcome()
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data:")
+		if !ok {
+			continue
+		}
+		var r response
+		if json.Unmarshal([]byte(strings.TrimSpace(data)), &r) == nil && string(r.ID) == id {
+			return r.outcome()
+		}
+	}
+	return nil, fmt.Errorf("%s: the stream ended without an answer (%v)", method, sc.Err())
+}
+
+func (c *streamableClient) notify(method string) error {
+	resp, err := c.post(fmt.Sprintf(`{"jsonrpc":"2.0","method":%q}`, method))
+	if err != nil {
+		return err
+	}
+	io.Copy(io.Discard, resp.Body)
+	return resp.Body.Close()
+}
+
+// sseClient speaks the HTTP+SSE transport (MCP 2024-11-05): one event stream for
+// answers, and a POST endpoint for requests.
+type sseClient struct {
+	base, path string
+	endpoint   string
+	answers    chan response
+	next       int
+}
+
+func (c *sseClient) open() error {
+	req, _ := http.NewRequest(http.MethodGet, c.base+c.path, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return fmt.Errorf("GET %s: HTTP %d", c.path, resp.StatusCode)
+	}
+	endpoint := make(chan string, 1)
+	c.answers = make(chan response, 16)
+	go func() {
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 64<<10), 16<<20)
+		event := ""
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "event:"):
+				event = strings.TrimSpace(strings.TrimPrefix(line, "event:"))
+			case strings.HasPrefix(line, "data:"):
+				data := strings.TrimSpace(strings.TrimPrefix(line, "data:"))
+				if event == "endpoint" {
+					endpoint <- data
+					continue
+				}
+				var r response
+				if json.Unmarshal([]byte(data), &r) == nil && r.ID != nil {
+					c.answers <- r
+				}
+			case line == "":
+				event = ""
+			}
+		}
+		close(c.answers)
+	}()
+	select {
+	case e := <-endpoint:
+		c.endpoint = c.base + e
+		return nil
+	case <-time.After(30 * time.Second):
+		return errors.New("no endpoint event within 30s")
+	}
+}
+
+func (c *sseClient) post(body string) error {
+	if c.endpoint == "" {
+		if err := c.open(); err != nil {
+			return err
+		}
+	}
+	resp, err := httpClient.Post(c.endpoint, "application/json", strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("POST: HTTP %d", resp.StatusCode)
+	}
+	return nil
+}
+
+func (c *sseClient) call(method, params string) (json.RawMessage, error) {
+	c.next++
+	if err := c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, c.next, method, params)); err != nil {
+		return nil, err
+	}
+	id := fmt.Sprint(c.next)
+	timeout := time.After(60 * time.Second)
+	for {
+		select {
+		case r, ok := <-c.answers:
+			if !ok {
+				return nil, errors.New("the event stream ended")
+			}
+			if string(r.ID) == id {
+				return r.outcome()
+			}
+		case <-timeout:
+			return nil, fmt.Errorf("%s: no answer within 60s", method)
+		}
+	}
+}
+
+func (c *sseClient) notify(method string) error {
+	return c.post(fmt.Sprintf(`{"jsonrpc":"2.0","method":%q}`, method))
+}
+
+// startProcess starts a server process in its own process group; the returned stop
+// ends the group.
+func startProcess(dir, name string, args ...string) (func(), int, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, io.Discard, io.Discard
+	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_STATE_HOME="+dir, "XDG_CONFIG_HOME="+dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	if err := cmd.Start(); err != nil {
+		cancel()
+		return nil, 0, err
+	}
+	stop := func() {
+		// SIGTERM first, so that each gateway shuts down as it would for a user.
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		t := time.AfterFunc(3*time.Second, cancel)
+		cmd.Wait()
+		t.Stop()
+		cancel()
+	}
+	return stop, cmd.Process.Pid, nil
+}
+
+func freePort() string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	check(err)
+	defer ln.Close()
+	return fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
+}
+
+func shellQuote(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(q, " ")
+}
+
+// repoRoot finds the toolshed checkout this runs in.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && bytes.Contains(b, []byte("module github.com/toolshed/toolshed\n")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("run this inside the toolshed repository")
+		}
+		dir = parent
+	}
+}
+
+func findNode(root string) string {
+	if p := filepath.Join(root, ".deps", "npm", "node_modules", "node", "bin", "node"); fileExists(p) {
+		return p
+	}
+	return "node"
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "gateways:", err)
+		os.Exit(1)
+	}
+}

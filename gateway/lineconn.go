@@ -1,0 +1,314 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolshed/toolshed/internal/jsonscan"
+)
+
+// toolshed's stdio connections, to its client and to its upstream servers, read each
+// message with one validation pass and a walk of the envelope's members. The SDK's own
+// stdio connection decodes every message twice (as a batch, then as a message), each time
+// with a decoder that allocates a 32 KiB buffer; on a tool call that crosses two stdio
+// connections, that garbage was most of the gateway's garbage-collection time. Anything
+// unusual (a batch, an error member, an odd id) is decoded by the SDK, as before.
+
+// maxLineLength bounds one message, as the SDK's DefaultMaxLineLength does.
+const maxLineLength = mcp.DefaultMaxLineLength
+
+// lineConn is an mcp.Connection over newline-delimited JSON-RPC (MCP's stdio transport).
+// Batches are read (their messages one by one) but answered message by message; MCP
+// dropped batches in 2025-06-18.
+type lineConn struct {
+	w       io.Writer
+	closeIO func() error
+	// route, when set before the first Read, sees each message first, on the reading
+	// goroutine; what it handles (reports true for) is not returned by Read.
+	route func(jsonrpc.Message) bool
+	r     *bufio.Reader
+	start sync.Once
+
+	writeMu  sync.Mutex
+	wbuf     []byte
+	incoming chan readResult
+	queue    []jsonrpc.Message // the rest of a batch
+	closed   chan struct{}
+	once     sync.Once
+	closeErr error
+}
+
+type readResult struct {
+	msgs []jsonrpc.Message
+	err  error
+}
+
+// newLineConn reads messages from r and writes them to w; closeIO ends both.
+func newLineConn(r io.Reader, w io.Writer, closeIO func() error) *lineConn {
+	return &lineConn{w: w, closeIO: closeIO, r: bufio.NewReaderSize(r, 64<<10), incoming: make(chan readResult), closed: make(chan struct{})}
+}
+
+// readLoop reads messages until reading fails or the connection is closed. It has a
+// goroutine of its own, so that Close unblocks Read even when the underlying read (of
+// stdin) does not end when closed; the SDK does the same.
+func (c *lineConn) readLoop() {
+	for {
+		line, err := readLine(c.r)
+		var res readResult
+		switch {
+		case err != nil:
+			res.err = err
+		case len(line) == 0:
+			continue // blank line between messages
+		default:
+			res.msgs, res.err = decodeMessages(line)
+		}
+		if c.route != nil {
+			kept := res.msgs[:0]
+			for _, m := range res.msgs {
+				if !c.route(m) {
+					kept = append(kept, m)
+				}
+			}
+			if res.msgs = kept; len(kept) == 0 && res.err == nil {
+				continue
+			}
+		}
+		select {
+		case c.incoming <- res:
+		case <-c.closed:
+			return
+		}
+		if res.err != nil {
+			return
+		}
+	}
+}
+
+// readLine returns the next line without its line ending, in a slice of its own.
+func readLine(r *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > maxLineLength {
+			return nil, fmt.Errorf("a message is longer than %d bytes", maxLineLength)
+		}
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil {
+			if err == io.EOF && len(line) > 0 {
+				break // a last message without newline
+			}
+			return nil, err
+		}
+		break
+	}
+	for len(line) > 0 && (line[len(line)-1] == '\n' || line[len(line)-1] == '\r') {
+		line = line[:len(line)-1]
+	}
+	return line, nil
+}
+
+// decodeMessages decodes one line: a message or a batch.
+func decodeMessages(line []byte) ([]jsonrpc.Message, error) {
+	if !json.Valid(line) {
+		return nil, fmt.Errorf("invalid JSON-RPC message: %.200s", line)
+	}
+	if i := jsonscan.SkipSpace(line, 0); i < len(line) && line[i] == '[' {
+		var msgs []jsonrpc.Message
+		var err error
+		jsonscan.Elements(line, func(elem []byte) {
+			if err != nil {
+				return
+			}
+			var m jsonrpc.Message
+			if m, err = jsonrpc.DecodeMessage(elem); err == nil {
+				msgs = append(msgs, m)
+			}
+		})
+		if err == nil && len(msgs) == 0 {
+			err = errors.New("empty batch")
+		}
+		return msgs, err
+	}
+	m, err := decodeMessage(line)
+	if err != nil {
+		return nil, err
+	}
+	return []jsonrpc.Message{m}, nil
+}
+
+// decodeMessage decodes one valid JSON-RPC message as jsonrpc.DecodeMessage does, walking
+// its members instead of decoding them; what it does not handle here goes to the SDK.
+func decodeMessage(msg []byte) (jsonrpc.Message, error) {
+	var version, id, method, params, result []byte
+	sdk := false
+	jsonscan.Members(msg, func(key string, val []byte) bool {
+		switch key {
+		case "jsonrpc":
+			version = val
+		case "id":
+			id = val
+		case "method":
+			method = val
+		case "params":
+			params = val
+		case "result":
+			result = val
+		case "error":
+			sdk = !isNull(val) // a wire error: rare, and the SDK's type to decode
+		}
+		return !sdk
+	})
+	if sdk || string(version) != `"2.0"` {
+		return jsonrpc.DecodeMessage(msg)
+	}
+	var rid jsonrpc.ID
+	switch {
+	case len(id) == 0 || isNull(id):
+	case id[0] == '"':
+		rid, _ = jsonrpc.MakeID(jsonscan.Unquote(id))
+	default:
+		f, err := strconv.ParseFloat(string(id), 64)
+		if err != nil {
+			return jsonrpc.DecodeMessage(msg)
+		}
+		rid, _ = jsonrpc.MakeID(f)
+	}
+	if method != nil {
+		if method[0] != '"' {
+			return jsonrpc.DecodeMessage(msg)
+		}
+		return &jsonrpc.Request{ID: rid, Method: jsonscan.Unquote(method), Params: params}, nil
+	}
+	if !rid.IsValid() {
+		return jsonrpc.DecodeMessage(msg)
+	}
+	return &jsonrpc.Response{ID: rid, Result: result}, nil
+}
+
+func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	c.start.Do(func() { go c.readLoop() })
+	if len(c.queue) > 0 {
+		m := c.queue[0]
+		c.queue = c.queue[1:]
+		return m, nil
+	}
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-c.closed:
+		return nil, io.EOF
+	case r := <-c.incoming:
+		if r.err != nil || len(r.msgs) == 0 {
+			return nil, r.err
+		}
+		c.queue = r.msgs[1:]
+		return r.msgs[0], nil
+	}
+}
+
+func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.closed:
+		return mcp.ErrConnectionClosed
+	default:
+	}
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return err
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	c.wbuf = append(append(c.wbuf[:0], data...), '\n')
+	_, err = c.w.Write(c.wbuf)
+	return err
+}
+
+func (c *lineConn) Close() error {
+	c.once.Do(func() {
+		close(c.closed)
+		c.closeErr = c.closeIO()
+	})
+	return c.closeErr
+}
+
+func (c *lineConn) SessionID() string { return "" }
+
+// stdioTransport serves toolshed's own client over stdin and stdout.
+type stdioTransport struct{}
+
+func (stdioTransport) Connect(context.Context) (mcp.Connection, error) {
+	return newLineConn(os.Stdin, os.Stdout, os.Stdin.Close), nil
+}
+
+// commandTransport starts an upstream server and talks to it over its stdin and stdout,
+// as mcp.CommandTransport does: closing the connection closes its stdin, then, if it
+// has not exited within terminate, sends SIGTERM, then SIGKILL.
+type commandTransport struct {
+	cmd       *exec.Cmd
+	terminate time.Duration
+}
+
+func (t commandTransport) Connect(context.Context) (mcp.Connection, error) {
+	stdout, err := t.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdin, err := t.cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := t.cmd.Start(); err != nil {
+		return nil, err
+	}
+	return newLineConn(stdout, stdin, func() error { return t.stop(stdin) }), nil
+}
+
+func (t commandTransport) stop(stdin io.Closer) error {
+	if err := stdin.Close(); err != nil {
+		return fmt.Errorf("closing stdin: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- t.cmd.Wait() }()
+	wait := func() (error, bool) {
+		select {
+		case err := <-exited:
+			return err, true
+		case <-time.After(t.terminate):
+			return nil, false
+		}
+	}
+	if err, ok := wait(); ok {
+		return err
+	}
+	if t.cmd.Process.Signal(syscall.SIGTERM) == nil {
+		if err, ok := wait(); ok {
+			return err
+		}
+	}
+	if err := t.cmd.Process.Kill(); err != nil {
+		return err
+	}
+	if err, ok := wait(); ok {
+		return err
+	}
+	return errors.New("the server process does not exit")
+}

@@ -1,0 +1,176 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The SDK's server routes calls, pages tools/list, tracks sessions and annotates results
+// for the protocol version of each client; toolshed keeps all of that. What it replaces
+// is the encoding of what it forwards: a receiving middleware swaps the SDK's tools/list
+// and tools/call results for results that write the upstream's own bytes (see
+// rawjson.go), keeping the members the SDK set on the way (nextCursor, ttlMs,
+// resultType, _meta.serverInfo).
+
+// listedTools holds the bytes each tool of an MCP server is listed with, by name, next to
+// the *mcp.Tool the SDK routes calls with.
+type listedTools struct {
+	mu     sync.RWMutex
+	byName map[string]listedTool
+}
+
+type listedTool struct {
+	def *mcp.Tool // the pointer the SDK's tools/list returns for this version
+	raw []byte
+}
+
+// add registers a tool with s, listed as raw (see listedDefinition).
+func (l *listedTools) add(s *mcp.Server, def *mcp.Tool, raw []byte, h mcp.ToolHandler) error {
+	if err := addTool(s, def, h); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	if l.byName == nil {
+		l.byName = map[string]listedTool{}
+	}
+	l.byName[def.Name] = listedTool{def: def, raw: raw}
+	l.mu.Unlock()
+	return nil
+}
+
+// remove unregisters tools from s.
+func (l *listedTools) remove(s *mcp.Server, names ...string) {
+	s.RemoveTools(names...)
+	l.mu.Lock()
+	for _, n := range names {
+		delete(l.byName, n)
+	}
+	l.mu.Unlock()
+}
+
+// middleware answers tools/list with the listed bytes and tools/call with the
+// upstream's result bytes (see forwardResult).
+func (l *listedTools) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "tools/list":
+			res, err := next(ctx, method, req)
+			if lr, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+				return l.render(lr), nil
+			}
+			return res, err
+		case "tools/call":
+			slot := &forwardSlot{}
+			res, err := next(context.WithValue(ctx, forwardKey{}, slot), method, req)
+			if cr, ok := res.(*mcp.CallToolResult); ok && err == nil && cr != nil && cr == slot.placeholder {
+				return &forwardedResult{CallToolResult: cr, raw: slot.raw}, nil
+			}
+			return res, err
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// render turns the SDK's page of tools into one that writes each tool's listed bytes.
+func (l *listedTools) render(lr *mcp.ListToolsResult) *rawToolsPage {
+	page := &rawToolsPage{ListToolsResult: lr, tools: make([]json.RawMessage, len(lr.Tools))}
+	l.mu.RLock()
+	for i, t := range lr.Tools {
+		if e, ok := l.byName[t.Name]; ok && e.def == t {
+			page.tools[i] = e.raw
+		}
+	}
+	l.mu.RUnlock()
+	for i, t := range lr.Tools {
+		if page.tools[i] == nil {
+			// Replaced while this page was being read: the SDK's own encoding of the
+			// version the page has.
+			page.tools[i], _ = marshal(t)
+		}
+	}
+	return page
+}
+
+// rawToolsPage is a tools/list result whose tools are written as listed. Embedding the
+// SDK's result keeps what the SDK sets on it after the middleware (result type, _meta).
+type rawToolsPage struct {
+	*mcp.ListToolsResult
+	tools []json.RawMessage
+}
+
+func (p *rawToolsPage) MarshalJSON() ([]byte, error) {
+	return marshal(struct {
+		*mcp.ListToolsResult
+		Tools []json.RawMessage `json:"tools"`
+	}{p.ListToolsResult, p.tools})
+}
+
+// forwardSlot carries an upstream's raw tools/call result from the tool handler, through
+// the SDK, to the middleware: the handler returns a placeholder result to the SDK and
+// puts the bytes here.
+type forwardSlot struct {
+	placeholder *mcp.CallToolResult
+	raw         json.RawMessage
+}
+
+type forwardKey struct{}
+
+// forwardResult returns the result to hand the SDK for an upstream's raw tools/call
+// result: a placeholder that the middleware replaces by raw, or, where no middleware
+// waits for it, raw decoded by the SDK.
+func forwardResult(ctx context.Context, raw json.RawMessage) *mcp.CallToolResult {
+	slot, _ := ctx.Value(forwardKey{}).(*forwardSlot)
+	if slot == nil {
+		var res mcp.CallToolResult
+		if err := json.Unmarshal(raw, &res); err != nil {
+			return errorResult(ToolError, "the server's result could not be read: %v", err)
+		}
+		return &res
+	}
+	// Non-nil content, so that the SDK does not replace the placeholder by a copy.
+	slot.placeholder = &mcp.CallToolResult{Content: []mcp.Content{}}
+	slot.raw = raw
+	return slot.placeholder
+}
+
+// forwardedResult is a tools/call result written as the upstream's bytes. The SDK
+// annotates the placeholder for the client's protocol version (resultType, and
+// _meta.serverInfo for per-request clients); those members are added where the
+// upstream's result lacks them, as the SDK itself adds serverInfo only where a result
+// has none.
+type forwardedResult struct {
+	*mcp.CallToolResult
+	raw json.RawMessage
+}
+
+func (f *forwardedResult) MarshalJSON() ([]byte, error) {
+	env, err := marshal(f.CallToolResult)
+	if err != nil {
+		return nil, err
+	}
+	out := []byte(f.raw)
+	if rt := memberValue(env, "resultType"); rt != nil && memberValue(out, "resultType") == nil {
+		out = setMembers(out, member{Key: "resultType", Value: rt})
+	}
+	if meta := memberValue(env, "_meta"); meta != nil {
+		own := memberValue(out, "_meta")
+		var add []member
+		memberSpans(meta, func(key string, start, end int) {
+			if own == nil || memberValue(own, key) == nil {
+				add = append(add, member{Key: key, Value: meta[start:end]})
+			}
+		})
+		if len(add) > 0 {
+			out = withMeta(out, add...)
+		}
+	}
+	return out, nil
+}
+
+// resultIsError reports whether a raw tools/call result has "isError": true.
+func resultIsError(raw json.RawMessage) bool {
+	return string(memberValue(raw, "isError")) == "true"
+}

@@ -1,0 +1,108 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolshed/toolshed/gateway"
+	"github.com/toolshed/toolshed/gateway/config"
+	"github.com/toolshed/toolshed/policy"
+)
+
+// networkUpstream is an MCP server on a loopback socket, over Streamable HTTP or the
+// HTTP+SSE transport, whose results carry what the SDK's structs would change: a number
+// beyond float64, 1.0, a member the SDK does not model.
+func networkUpstream(t *testing.T, sse bool) string {
+	t.Helper()
+	server := mcp.NewServer(&mcp.Implementation{Name: "net-upstream", Version: "1"}, nil)
+	server.AddTool(&mcp.Tool{Name: "big", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			// Progress first, so the result comes in an event stream after another
+			// event.
+			if tok := req.Params.GetProgressToken(); tok != nil {
+				req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: 1, Total: 2})
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "big"}},
+				StructuredContent: json.RawMessage(`{"n":12345678901234567890,"f":1.0,"x-unknown":{"b":1,"a":2}}`)}, nil
+		})
+	var srv *httptest.Server
+	if sse {
+		srv = httptest.NewServer(mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	} else {
+		srv = httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	}
+	t.Cleanup(func() {
+		srv.CloseClientConnections()
+		srv.Close()
+	})
+	return srv.URL
+}
+
+// resultIn returns the bytes of the result of JSON-RPC call id in a response body, JSON
+// or server-sent events.
+func resultIn(t *testing.T, body []byte, id string) []byte {
+	t.Helper()
+	msgs := [][]byte{body}
+	if bytes.HasPrefix(body, []byte("event:")) {
+		msgs = nil
+		for _, l := range strings.Split(string(body), "\n") {
+			if d, ok := strings.CutPrefix(l, "data: "); ok {
+				msgs = append(msgs, []byte(d))
+			}
+		}
+	}
+	for _, m := range msgs {
+		var r struct {
+			ID     json.RawMessage `json:"id"`
+			Result json.RawMessage `json:"result"`
+		}
+		if json.Unmarshal(m, &r) == nil && string(r.ID) == id && r.Result != nil {
+			return r.Result
+		}
+	}
+	t.Fatalf("no result for call %s in\n%s", id, body)
+	return nil
+}
+
+// Results from Streamable HTTP and SSE upstreams reach the client as the upstream wrote
+// them, also when they come in an event stream after a progress notification.
+func TestNetworkUpstreamResultBytes(t *testing.T) {
+	direct := rawSession(t, networkUpstream(t, false))
+	resp := direct(context.Background(), `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"big","arguments":{}}}`)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	want := resultIn(t, body, "2")
+	if !bytes.Contains(want, []byte(`12345678901234567890,"f":1.0,"x-unknown":{"b":1,"a":2}`)) {
+		t.Fatalf("the upstream's own result is %s", want)
+	}
+	for _, tc := range []struct {
+		name string
+		typ  string
+		sse  bool
+	}{{"streamable-http", config.HTTP, false}, {"sse", config.SSE, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := config.Server{Name: "net", Type: tc.typ, URL: networkUpstream(t, tc.sse)}
+			h := startGateway(t, &config.Config{Servers: []config.Server{up}}, gateway.Options{Mode: policy.Off})
+			post := rawSession(t, serveHTTP(t, h, gateway.HTTPOptions{})+"/mcp")
+			for _, params := range []string{
+				`{"name":"net__big","arguments":{}}`,
+				`{"name":"net__big","arguments":{},"_meta":{"progressToken":"p1"}}`,
+			} {
+				resp := post(context.Background(), `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":`+params+`}`)
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if got := resultIn(t, body, "2"); !bytes.Equal(got, want) {
+					t.Errorf("%s: through toolshed\n%s\ndirectly\n%s", params, got, want)
+				}
+			}
+		})
+	}
+}

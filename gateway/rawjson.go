@@ -1,0 +1,204 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/toolshed/toolshed/internal/jsonscan"
+)
+
+// The gateway forwards tool definitions and tool results as the upstream's own JSON, not
+// as a re-encoding of the SDK's structs (which drop members they do not model, add
+// defaults the server omitted, and pass numbers through float64). Where the gateway must
+// change something, it edits the bytes: it sets the members it owns and leaves every
+// other byte of the object as received. The functions here do that on JSON that is
+// already known to be valid.
+
+// member is one member of a JSON object: its key and the bytes of its value.
+type member struct {
+	Key   string
+	Value json.RawMessage
+}
+
+// listedDefinition renders a tool definition as the gateway lists it: raw, the
+// definition exactly as the upstream sent it, under the listed name, with the members of
+// meta set in its "_meta" (added after the server's own members, or replacing a member of
+// the same key). The only other change is MCP's own rule: inputSchema (and outputSchema,
+// when there is one) must be a JSON Schema of "type": "object" (the spec's Tool type
+// fixes type: "object", and clients such as the SDKs and the model APIs reject or
+// mis-handle a schema without it), so a schema without "type" gets "type": "object" first
+// and a tool without inputSchema gets {"type":"object"}. raw must be a valid JSON object.
+func listedDefinition(raw json.RawMessage, name string, meta ...member) []byte {
+	quoted, _ := json.Marshal(name)
+	set := []member{{Key: "name", Value: quoted}}
+	var input, output []byte
+	jsonscan.Members(raw, func(key string, val []byte) bool {
+		switch key {
+		case "inputSchema":
+			input = val
+		case "outputSchema":
+			output = val
+		}
+		return true
+	})
+	if fixed := objectSchema(input); !bytes.Equal(fixed, input) {
+		set = append(set, member{Key: "inputSchema", Value: fixed})
+	}
+	if len(output) > 0 && !isNull(output) {
+		if fixed := objectSchema(output); !bytes.Equal(fixed, output) {
+			set = append(set, member{Key: "outputSchema", Value: fixed})
+		}
+	}
+	out := setMembers(raw, set...)
+	if len(meta) > 0 {
+		out = withMeta(out, meta...)
+	}
+	return out
+}
+
+// objectSchema returns schema with a "type" member: as it is when it has one, else with
+// "type": "object" added first. An absent or null schema is {"type":"object"}.
+func objectSchema(schema json.RawMessage) []byte {
+	s := bytes.TrimSpace(schema)
+	if len(s) == 0 || isNull(s) {
+		return []byte(`{"type":"object"}`)
+	}
+	hasType := false
+	jsonscan.Members(s, func(key string, _ []byte) bool {
+		hasType = key == "type"
+		return !hasType
+	})
+	if hasType {
+		return schema
+	}
+	rest := bytes.TrimSpace(s[1:])
+	if len(rest) > 0 && rest[0] == '}' {
+		return []byte(`{"type":"object"}`)
+	}
+	return append([]byte(`{"type":"object",`), s[1:]...)
+}
+
+// withMeta returns obj with members set in its "_meta" object (created, after the other
+// members, when obj has none or a null one).
+func withMeta(obj []byte, members ...member) []byte {
+	var meta []byte
+	jsonscan.Members(obj, func(key string, val []byte) bool {
+		if key == "_meta" {
+			meta = val
+		}
+		return true
+	})
+	if len(meta) == 0 || isNull(meta) || meta[0] != '{' {
+		meta = []byte("{}")
+	}
+	return setMembers(obj, member{Key: "_meta", Value: setMembers(meta, members...)})
+}
+
+// setMembers returns the object obj with each of members set: a member obj already has
+// gets the new value in its place (every occurrence, if the key is repeated); the others
+// are appended in order. All other bytes stay as they are. obj must be a valid JSON
+// object.
+func setMembers(obj []byte, members ...member) []byte {
+	out := make([]byte, 0, len(obj)+64)
+	found := make([]bool, len(members))
+	prev, count := 0, 0
+	memberSpans(obj, func(key string, start, end int) {
+		count++
+		for i, m := range members {
+			if m.Key == key {
+				out = append(out, obj[prev:start]...)
+				out = append(out, m.Value...)
+				prev, found[i] = end, true
+				break
+			}
+		}
+	})
+	closing := bytes.LastIndexByte(obj, '}')
+	if closing < prev {
+		return obj // not an object: leave it alone
+	}
+	// Added members go right after the last member (or the opening brace), before
+	// any space in front of the closing brace.
+	tail := closing
+	for tail > prev && isSpace(obj[tail-1]) {
+		tail--
+	}
+	out = append(out, obj[prev:tail]...)
+	for i, m := range members {
+		if found[i] {
+			continue
+		}
+		if count > 0 {
+			out = append(out, ',')
+		}
+		key, _ := json.Marshal(m.Key)
+		out = append(out, key...)
+		out = append(out, ':')
+		out = append(out, m.Value...)
+		count++
+	}
+	return append(out, obj[tail:]...)
+}
+
+// memberSpans calls fn with the key of each member of the object obj and the offsets
+// of its value, in document order.
+func memberSpans(obj []byte, fn func(key string, start, end int)) {
+	i := jsonscan.SkipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return
+	}
+	i++
+	for {
+		i = jsonscan.SkipSpace(obj, i)
+		if i >= len(obj) || obj[i] == '}' {
+			return
+		}
+		if obj[i] == ',' {
+			i++
+			continue
+		}
+		kend := jsonscan.SkipValue(obj, i)
+		if kend <= i {
+			return
+		}
+		key := jsonscan.Unquote(obj[i:kend])
+		i = jsonscan.SkipSpace(obj, kend)
+		if i < len(obj) && obj[i] == ':' {
+			i++
+		}
+		i = jsonscan.SkipSpace(obj, i)
+		vend := jsonscan.SkipValue(obj, i)
+		if vend <= i {
+			return
+		}
+		fn(key, i, vend)
+		i = vend
+	}
+}
+
+// memberValue returns the value of the first member key of obj, or nil.
+func memberValue(obj []byte, key string) []byte {
+	var v []byte
+	jsonscan.Members(obj, func(k string, val []byte) bool {
+		if k == key {
+			v = val
+			return false
+		}
+		return true
+	})
+	return v
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }
+
+func isNull(raw []byte) bool { return string(bytes.TrimSpace(raw)) == "null" }
+
+// marshal is json.Marshal without HTML escaping, which would rewrite <, > and & (and
+// U+2028, U+2029) in strings; the SDK writes its messages without it too.
+func marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(v)
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), err
+}
