@@ -137,11 +137,20 @@ func httpError(w http.ResponseWriter, code int, format string, args ...any) {
 }
 
 // ServeStdio serves one client over stdin and stdout until it disconnects or ctx ends.
+// It answers the client's handshake at once and holds its other requests until every
+// upstream has started or failed, for at most StdioReadyWait (see stdioTransport).
 func (g *Gateway) ServeStdio(ctx context.Context, profile string) error {
 	if profile != "" {
 		if _, ok := g.cfg.Profiles[profile]; !ok {
 			return fmt.Errorf("no profile named %q; the profiles are %s", profile, strings.Join(g.Profiles(), ", "))
 		}
 	}
-	return g.mcpServerFor(profile).Run(ctx, &mcp.StdioTransport{})
+	ready := make(chan struct{})
+	go func() {
+		defer close(ready)
+		readyCtx, cancel := context.WithTimeout(ctx, StdioReadyWait)
+		defer cancel()
+		g.WaitReady(readyCtx)
+	}()
+	return g.mcpServerFor(profile).Run(ctx, &stdioTransport{ready: ready})
 }
