@@ -122,6 +122,11 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 				return
 			}
 		}
+		if id := r.Header.Get("Mcp-Session-Id"); r.Method == http.MethodDelete && id != "" {
+			// The SDK ends a session only once its requests in flight are answered: a
+			// client that ends its session would wait for every call it gave up on.
+			g.calls.cancelWhere(func(c *call) bool { return c.session != nil && c.session.ID() == id })
+		}
 		ctx := context.WithValue(r.Context(), profileKey{}, profile)
 		mcpHandler.ServeHTTP(w, r.WithContext(ctx))
 	}
@@ -152,5 +157,22 @@ func (g *Gateway) ServeStdio(ctx context.Context, profile string) error {
 		defer cancel()
 		g.WaitReady(readyCtx)
 	}()
-	return g.mcpServerFor(profile).Run(ctx, &stdioTransport{ready: ready})
+	// What mcp.Server.Run does, but a stop is not logged as an error, and the calls in
+	// flight are cancelled first: the SDK closes a session only once they are
+	// answered. (When the client closes stdin, the SDK cancels them itself.)
+	ss, err := g.mcpServerFor(profile).Connect(ctx, &stdioTransport{ready: ready}, nil)
+	if err != nil {
+		return err
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- ss.Wait() }()
+	select {
+	case err := <-ended:
+		return err
+	case <-ctx.Done():
+		g.calls.cancelWhere(func(c *call) bool { return c.session == ss })
+		ss.Close()
+		<-ended
+		return ctx.Err()
+	}
 }
