@@ -143,7 +143,7 @@ func httpError(w http.ResponseWriter, code int, format string, args ...any) {
 
 // ServeStdio serves one client over stdin and stdout until it disconnects or ctx ends.
 // It answers the client's handshake at once and holds its other requests until every
-// upstream has started or failed, for at most StdioReadyWait (see stdioTransport).
+// upstream has started or failed, for at most StdioReadyWait (see stdioFront).
 func (g *Gateway) ServeStdio(ctx context.Context, profile string) error {
 	if profile != "" {
 		if _, ok := g.cfg.Profiles[profile]; !ok {
@@ -160,7 +160,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, profile string) error {
 	// What mcp.Server.Run does, but a stop is not logged as an error, and the calls in
 	// flight are cancelled first: the SDK closes a session only once they are
 	// answered. (When the client closes stdin, the SDK cancels them itself.)
-	ss, err := g.mcpServerFor(profile).Connect(ctx, &stdioTransport{ready: ready}, nil)
+	ss, err := g.mcpServerFor(profile).Connect(ctx, &stdioFront{Transport: &mcp.StdioTransport{}, ready: ready}, nil)
 	if err != nil {
 		return err
 	}

@@ -14,7 +14,8 @@ import (
 // are still starting.
 const StdioReadyWait = 5 * time.Second
 
-// stdioTransport is the SDK's stdio transport with two changes a client notices:
+// stdioFront is the transport of the gateway's stdio client (Transport, the SDK's stdio
+// transport or another over stdin and stdout) with two changes a client notices:
 //
 //   - The handshake (initialize, server/discover, ping) is answered at once, but the
 //     requests after it wait until every upstream has started or failed (at most
@@ -30,16 +31,26 @@ const StdioReadyWait = 5 * time.Second
 // The wrapped connection no longer gets the SDK's session updates, whose only use on
 // stdio is refusing JSON-RPC batches from protocol 2025-06-18 on; such batches are
 // now served.
-type stdioTransport struct {
+type stdioFront struct {
+	mcp.Transport
 	ready <-chan struct{}
 }
 
-func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	conn, err := (&mcp.StdioTransport{}).Connect(ctx)
+func (t *stdioFront) Connect(ctx context.Context) (mcp.Connection, error) {
+	conn, err := t.Transport.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
 	return &stdioConn{Connection: conn, ready: t.ready, cancelled: map[jsonrpc.ID]bool{}}, nil
+}
+
+// SupportsProtocolVersion passes on the answer of the wrapped transport, if it gives one
+// (mcp.ProtocolVersionSupporter): server/discover offers what it can serve.
+func (t *stdioFront) SupportsProtocolVersion(v string) bool {
+	if s, ok := t.Transport.(mcp.ProtocolVersionSupporter); ok {
+		return s.SupportsProtocolVersion(v)
+	}
+	return true
 }
 
 type stdioConn struct {

@@ -42,11 +42,16 @@ func checkAIConnected(t *testing.T, ev sdkEvents) {
 	var closed struct{ Uncaught []string }
 	ev.get(t, "closed", &closed)
 	for _, e := range closed.Uncaught {
-		if aiSDKOwnGETError.MatchString(e) {
+		switch {
+		case aiSDKOwnGETError.MatchString(e):
 			t.Logf("the AI SDK's own error (it opens its SSE stream before it has a session): %s", e)
-			continue
+		case e == "MCPClientError: Unsupported message type":
+			// The AI SDK's client accepts no notification from a server (its source says
+			// so): a legitimate one (tools/list_changed, progress) is reported this way.
+			t.Logf("the AI SDK's own error (it takes no server notifications): %s", e)
+		default:
+			t.Errorf("the AI SDK client reported an uncaught error: %s", e)
 		}
-		t.Errorf("the AI SDK client reported an uncaught error: %s", e)
 	}
 }
 
