@@ -156,6 +156,9 @@ func (g *Gateway) OnEvent(fn func(Event)) { g.listeners = append(g.listeners, fn
 // Run connects every upstream and keeps them running until ctx ends. It returns once all
 // upstreams are stopped.
 func (g *Gateway) Run(ctx context.Context) error {
+	// An upstream session closes only once its calls are answered: end them first.
+	stop := context.AfterFunc(ctx, func() { g.calls.cancelWhere(func(*call) bool { return true }) })
+	defer stop()
 	var wg sync.WaitGroup
 	for _, u := range g.upstreams {
 		wg.Add(1)

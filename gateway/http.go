@@ -122,6 +122,11 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 				return
 			}
 		}
+		if id := r.Header.Get("Mcp-Session-Id"); r.Method == http.MethodDelete && id != "" {
+			// The SDK ends a session only once its requests in flight are answered: a
+			// client that ends its session would wait for every call it gave up on.
+			g.calls.cancelWhere(func(c *call) bool { return c.session != nil && c.session.ID() == id })
+		}
 		ctx := context.WithValue(r.Context(), profileKey{}, profile)
 		serveCoalesced(mcpHandler, w, r.WithContext(ctx), maxBody)
 	}
@@ -137,11 +142,37 @@ func httpError(w http.ResponseWriter, code int, format string, args ...any) {
 }
 
 // ServeStdio serves one client over stdin and stdout until it disconnects or ctx ends.
+// It answers the client's handshake at once and holds its other requests until every
+// upstream has started or failed, for at most StdioReadyWait (see stdioFront).
 func (g *Gateway) ServeStdio(ctx context.Context, profile string) error {
 	if profile != "" {
 		if _, ok := g.cfg.Profiles[profile]; !ok {
 			return fmt.Errorf("no profile named %q; the profiles are %s", profile, strings.Join(g.Profiles(), ", "))
 		}
 	}
-	return g.mcpServerFor(profile).Run(ctx, stdioTransport{})
+	ready := make(chan struct{})
+	go func() {
+		defer close(ready)
+		readyCtx, cancel := context.WithTimeout(ctx, StdioReadyWait)
+		defer cancel()
+		g.WaitReady(readyCtx)
+	}()
+	// What mcp.Server.Run does, but a stop is not logged as an error, and the calls in
+	// flight are cancelled first: the SDK closes a session only once they are
+	// answered. (When the client closes stdin, the SDK cancels them itself.)
+	ss, err := g.mcpServerFor(profile).Connect(ctx, &stdioFront{Transport: stdioTransport{}, ready: ready}, nil)
+	if err != nil {
+		return err
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- ss.Wait() }()
+	select {
+	case err := <-ended:
+		return err
+	case <-ctx.Done():
+		g.calls.cancelWhere(func(c *call) bool { return c.session == ss })
+		ss.Close()
+		<-ended
+		return ctx.Err()
+	}
 }

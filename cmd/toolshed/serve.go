@@ -10,7 +10,6 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
-	"time"
 
 	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/gateway"
@@ -94,11 +93,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	defer func() { stop(); <-runDone }()
 
 	if *httpAddr == "" {
-		// Give upstreams a moment so the first tools/list has them; slower ones
-		// appear later, and clients are told (notifications/tools/list_changed).
-		readyCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		g.WaitReady(readyCtx)
-		cancel()
+		// ServeStdio gives upstreams a moment (answering the handshake meanwhile) so
+		// that the first tools/list has them; slower ones appear later, and clients
+		// are told (notifications/tools/list_changed).
 		if err := g.ServeStdio(ctx, *profile); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 			return err
 		}

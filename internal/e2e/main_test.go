@@ -29,11 +29,3 @@ func TestMain(m *testing.M) {
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
-
-// TestToolshedBuilt checks that the binary the other tests run answers --help.
-func TestToolshedBuilt(t *testing.T) {
-	out, err := exec.Command(toolshedBin, "--help").CombinedOutput()
-	if len(out) == 0 {
-		t.Fatalf("toolshed --help printed nothing (err %v)", err)
-	}
-}
