@@ -47,7 +47,10 @@ func newProfileServer(g *Gateway, profile string) *profileServer {
 
 // exposure is one tool to list: its definition and how to handle calls to it.
 type exposure struct {
-	def     *mcp.Tool
+	def *mcp.Tool
+	// meta holds the _meta members toolshed adds to the definition (see listedMeta);
+	// def already has them.
+	meta    mcp.Meta
 	key     string // changes when the definition does
 	handler mcp.ToolHandler
 }
@@ -114,25 +117,72 @@ func (ps *profileServer) exposures(a *assembly) map[string]exposure {
 			ps.g.logf("cannot list tool %s: %v", t.Qualified, err)
 			continue
 		}
+		meta := listedMeta(plan, t)
+		addMeta(def, meta)
 		qualified := t.Qualified
-		out[name] = exposure{def: def, key: contentKey(name, t.Raw), handler: ps.direct(qualified)}
+		out[name] = exposure{def: def, meta: meta, key: contentKey(name, t.Raw, meta), handler: ps.direct(qualified)}
 	}
 	if plan.Active {
 		for _, d := range bridge.Definitions(plan) {
 			def := &mcp.Tool{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema,
 				Annotations: &mcp.ToolAnnotations{ReadOnlyHint: d.Name != bridge.CallTool, OpenWorldHint: ptr(d.Name == bridge.CallTool)}}
+			meta := bridgeMeta()
+			addMeta(def, meta)
 			raw, _ := json.Marshal(d)
-			out[d.Name] = exposure{def: def, key: contentKey(d.Name, raw), handler: ps.bridged(d.Name)}
+			out[d.Name] = exposure{def: def, meta: meta, key: contentKey(d.Name, raw, meta), handler: ps.bridged(d.Name)}
 		}
 	}
 	return out
 }
 
+// alwaysLoad is the _meta member by which a server asks Claude Code to put a tool in the
+// model's first request instead of deferring it behind Claude Code's own ToolSearch
+// (Claude Code 2.1.3xx defers every MCP tool that lacks it, when its tool search is on).
+const alwaysLoad = "anthropic/alwaysLoad"
+
+// listedMeta is what toolshed adds to the _meta of a listed tool: alwaysLoad when the
+// plan never defers the tool (pinned by its server's or its own alwaysLoad, or by
+// defer_loading: false), in every mode, so that a client that defers tools itself does
+// not undo the pin. Other tools get nothing: with tool search off or below the auto
+// threshold, whether to defer them is the client's own business.
+func listedMeta(plan *policy.Plan, t *catalog.Tool) mcp.Meta {
+	if plan.Pinned(t) {
+		return mcp.Meta{alwaysLoad: true}
+	}
+	return nil
+}
+
+// bridgeMeta is the _meta of the bridge tools: they exist to save the model round trips,
+// so a client must not defer them behind a search step of its own.
+func bridgeMeta() mcp.Meta { return mcp.Meta{alwaysLoad: true} }
+
+// addMeta sets the members of add in def's _meta, keeping def's other members.
+func addMeta(def *mcp.Tool, add mcp.Meta) {
+	if len(add) == 0 {
+		return
+	}
+	if def.Meta == nil {
+		def.Meta = mcp.Meta{}
+	}
+	for k, v := range add {
+		def.Meta[k] = v
+	}
+}
+
 func ptr[T any](v T) *T { return &v }
 
-func contentKey(name string, raw []byte) string {
-	sum := sha256.Sum256(append([]byte(name+"\x00"), raw...))
-	return string(sum[:])
+// contentKey identifies what a listed tool looks like: its name, its definition as the
+// server sent it and the _meta members toolshed adds.
+func contentKey(name string, raw []byte, meta mcp.Meta) string {
+	h := sha256.New()
+	h.Write([]byte(name + "\x00"))
+	h.Write(raw)
+	if len(meta) > 0 {
+		b, _ := json.Marshal(meta) // map keys come out sorted
+		h.Write([]byte("\x00"))
+		h.Write(b)
+	}
+	return string(h.Sum(nil))
 }
 
 // listedNames gives every visible tool the name it is listed under: the qualified name,
