@@ -46,6 +46,12 @@ type Options struct {
 	Catalogs []catalog.Source
 	// Log receives toolshed's log and the upstreams' stderr; nil means os.Stderr.
 	Log io.Writer
+	// WaitForClient starts the upstreams only once the first client has initialized, so
+	// that they are told from the start what it supports (sampling, elicitation, roots),
+	// rather than told nothing and then reconnected. It suits stdio, where one client
+	// comes at once; without it the upstreams start at Run, told that clients support
+	// nothing until one connects.
+	WaitForClient bool
 	// Backoff bounds the delay before restarting a failed upstream: it starts at
 	// BackoffMin (default 1s), doubles up to BackoffMax (default 1m), and starts over
 	// once an upstream has run for BackoffReset (default 1m).
@@ -71,6 +77,7 @@ type Gateway struct {
 	byName    map[string]*Upstream
 	cache     search.Cache
 	calls     *callRegistry
+	clients   *clients
 	hooks     *hooks
 	limits    *rateLimits
 	logMu     sync.Mutex
@@ -82,7 +89,10 @@ type Gateway struct {
 	serversMu sync.Mutex
 	servers   map[string]*profileServer
 
-	changes   chan struct{} // an upstream changed: reassemble
+	changes chan struct{} // an upstream changed: reassemble
+	// life ends when Run's context does: requests relayed to clients end with it.
+	life      context.Context
+	endLife   context.CancelFunc
 	listeners []func(Event)
 
 	subs subscriptions
@@ -94,6 +104,9 @@ type Event struct {
 	Upstream *Status
 	// Assembled is set when the catalog was reassembled.
 	Assembled *Summary
+	// Clients is set when what toolshed declares to its upstreams of what its clients
+	// support changed.
+	Clients *ClientsChange
 }
 
 // Summary describes the current catalog.
@@ -114,6 +127,8 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	g := &Gateway{cfg: cfg, opts: opts, byName: map[string]*Upstream{}, servers: map[string]*profileServer{}, changes: make(chan struct{}, 1)}
 	g.calls = newCallRegistry(g)
+	g.clients = newClients(opts.WaitForClient)
+	g.life, g.endLife = context.WithCancel(context.Background())
 	h, err := newHooks(cfg.Hooks, g.logOut())
 	if err != nil {
 		return nil, err
@@ -156,6 +171,8 @@ func (g *Gateway) OnEvent(fn func(Event)) { g.listeners = append(g.listeners, fn
 // Run connects every upstream and keeps them running until ctx ends. It returns once all
 // upstreams are stopped.
 func (g *Gateway) Run(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, g.endLife)
+	defer stop()
 	var wg sync.WaitGroup
 	for _, u := range g.upstreams {
 		wg.Add(1)
@@ -175,25 +192,11 @@ func (g *Gateway) Run(ctx context.Context) error {
 }
 
 // WaitReady waits until every enabled upstream has been ready or failed at least once,
-// or ctx ends, so that a first tools/list sees everything that could start.
+// or ctx ends, so that a first tools/list sees everything that could start. With
+// Options.WaitForClient, the upstreams start only when a client connects.
 func (g *Gateway) WaitReady(ctx context.Context) {
-	for {
-		settled := true
-		for _, u := range g.upstreams {
-			if st := u.Status(); st.State == Connecting && st.Restarts == 0 {
-				settled = false
-			}
-		}
-		if settled {
-			// Let the last reassembly land.
-			g.reassemble()
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(20 * time.Millisecond):
-		}
+	if poll(ctx, 0, g.settled) {
+		g.reassemble() // let the last reassembly land
 	}
 }
 

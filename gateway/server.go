@@ -32,16 +32,19 @@ type profileServer struct {
 func newProfileServer(g *Gateway, profile string) *profileServer {
 	ps := &profileServer{g: g, profile: profile, listed: map[string]string{}, featureKeys: map[string]string{}}
 	ps.server = mcp.NewServer(&mcp.Implementation{Name: "toolshed", Title: "toolshed MCP gateway", Version: Version}, &mcp.ServerOptions{
-		Logger:             g.slogger(),
-		HasTools:           true,
-		HasPrompts:         true,
-		HasResources:       true,
-		SubscribeHandler:   ps.subscribe,
-		UnsubscribeHandler: ps.unsubscribe,
-		CompletionHandler:  ps.complete,
+		Logger:                    g.slogger(),
+		SupportedProtocolVersions: ProtocolVersions(),
+		RootsListChangedHandler:   func(context.Context, *mcp.RootsListChangedRequest) { g.rootsListChanged() },
+		HasTools:                  true,
+		HasPrompts:                true,
+		HasResources:              true,
+		SubscribeHandler:          ps.subscribe,
+		UnsubscribeHandler:        ps.unsubscribe,
+		CompletionHandler:         ps.complete,
 		Instructions: "toolshed aggregates several MCP servers. When tool_search is listed, more tools are available " +
 			"than are shown: search for the tool you need, read its schema with tool_describe, and run it with tool_call.",
 	})
+	ps.server.AddReceivingMiddleware(g.sessionMiddleware)
 	return ps
 }
 
