@@ -109,15 +109,24 @@ type Event struct {
 	Clients *ClientsChange
 }
 
-// Summary describes the current catalog.
+// Summary describes the current catalog, as the default profile sees it.
 type Summary struct {
 	ServersUp, Servers int
-	Tools              int
+	// Settled reports that every upstream has started or failed at least once (or is
+	// disabled): the summary is not one of a gateway still starting.
+	Settled bool
+	Tools   int
 	// TokensAll is what listing every tool costs; TokensListed what the default profile
 	// lists (the bridge included when tool search is on).
 	TokensAll, TokensListed int
-	Active                  bool
-	Reason                  string
+	// Listed is how many tools are listed besides the bridge, Deferred how many only
+	// tool_search finds.
+	Listed, Deferred int
+	// Mode is the tool search setting (auto, on, off); Active whether tool search is on;
+	// Reason says why, in one sentence.
+	Mode   policy.Mode
+	Active bool
+	Reason string
 }
 
 // New prepares a gateway; Run starts it.
@@ -291,14 +300,15 @@ func (g *Gateway) assemble() *assembly {
 }
 
 func (g *Gateway) summary(a *assembly) Summary {
-	s := Summary{Servers: len(g.upstreams), Tools: a.snap.Len(), TokensAll: a.snap.Tokens()}
+	s := Summary{Servers: len(g.upstreams), Tools: a.snap.Len(), TokensAll: a.snap.Tokens(), Settled: g.settled()}
 	for _, u := range g.upstreams {
 		if u.Status().State == Ready {
 			s.ServersUp++
 		}
 	}
 	plan := a.plan("")
-	s.Active, s.Reason = plan.Active, plan.Reason
+	s.Mode, s.Active, s.Reason = plan.Config.Enabled, plan.Active, plan.Reason
+	s.Listed, s.Deferred = len(plan.Visible), len(plan.Deferred)
 	s.TokensListed = listedTokens(plan, g.opts.NoPrefix)
 	return s
 }
@@ -352,6 +362,11 @@ func (a *assembly) plan(profile string) *policy.Plan {
 		return p
 	}
 	cfg := a.g.cfg.ToolSearch
+	if cfg == (policy.Config{}) {
+		// No tool_search settings (no config file, or one built in code): the
+		// defaults, before the mode flag overrides the mode alone.
+		cfg = policy.DefaultConfig()
+	}
 	if a.g.opts.Mode != "" {
 		cfg.Enabled = a.g.opts.Mode
 	}
