@@ -327,22 +327,28 @@ func (r *callRegistry) progress(ctx context.Context, p *mcp.ProgressNotification
 	_ = c.session.NotifyProgress(c.context(), &mcp.ProgressNotificationParams{ProgressToken: c.downToken, Progress: p.Progress, Total: p.Total, Message: p.Message})
 }
 
-// relay passes an upstream's sampling or elicitation request to the client of the call
-// that caused it and returns the client's answer. An upstream request carries no link to
-// the call it belongs to, so it goes to the latest call in flight on that server.
+// relay passes an upstream's sampling, elicitation or roots/list request to the client
+// it is for (see cause) and returns the client's answer: as part of the call that caused
+// it, when a tool call did.
 func (r *callRegistry) relay(ctx context.Context, server string, params mcp.InputRequest) (mcp.InputResponse, error) {
-	r.mu.Lock()
-	calls := r.inflight[server]
-	var c *call
-	if len(calls) > 0 {
-		c = calls[len(calls)-1]
+	c, ss, err := r.cause(server)
+	if err != nil {
+		return nil, err
 	}
+	r.g.rememberElicitation(server, params, ss)
+	ctx, cancel := r.g.relayContext(ctx, server, c == nil)
+	defer cancel()
+	if c == nil {
+		res, err := askClient(ctx, ss, params)
+		if err != nil {
+			return nil, err
+		}
+		return convertResponse(params, res)
+	}
+	r.mu.Lock()
 	r.seq++
 	id := "toolshed-relay-" + strconv.FormatUint(r.seq, 36)
 	r.mu.Unlock()
-	if c == nil {
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "toolshed has no call in progress on this server to ask its client about"}
-	}
 	rr := &relayRequest{id: id, params: params, reply: make(chan relayReply, 1)}
 	select {
 	case c.inputs <- rr:
@@ -380,18 +386,24 @@ func convertResponse(params mcp.InputRequest, res mcp.InputResponse) (mcp.InputR
 			}
 			return out, nil
 		}
+	case *mcp.ListRootsParams:
+		if lr, ok := res.(*mcp.ListRootsResult); ok {
+			return lr, nil
+		}
 	}
 	return nil, fmt.Errorf("the client answered %T to a %T request", res, params)
 }
 
-// askClient sends a sampling or elicitation request to a client directly (protocols
-// before 2026-07-28).
+// askClient sends a sampling, elicitation or roots/list request to a client directly
+// (protocols before 2026-07-28).
 func askClient(ctx context.Context, ss *mcp.ServerSession, params mcp.InputRequest) (mcp.InputResponse, error) {
 	switch p := params.(type) {
 	case *mcp.ElicitParams:
 		return ss.Elicit(ctx, p)
 	case *mcp.CreateMessageParams:
 		return ss.CreateMessage(ctx, p)
+	case *mcp.ListRootsParams:
+		return ss.ListRoots(ctx, p)
 	}
 	return nil, fmt.Errorf("toolshed cannot relay a %T request", params)
 }

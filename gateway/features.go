@@ -257,6 +257,7 @@ func (ps *profileServer) getPrompt(name string) mcp.PromptHandler {
 		if err != nil {
 			return nil, err
 		}
+		defer ps.g.forwarding(p.up.cfg.Name, req.Session)()
 		ctx, cancel := p.up.withCallTimeout(ctx)
 		defer cancel()
 		return cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: p.real, Arguments: req.Params.Arguments, Meta: req.Params.Meta})
@@ -271,6 +272,7 @@ func (ps *profileServer) readResource(u *Upstream) mcp.ResourceHandler {
 		if err != nil {
 			return nil, err
 		}
+		defer ps.g.forwarding(u.cfg.Name, req.Session)()
 		ctx, cancel := u.withCallTimeout(ctx)
 		defer cancel()
 		return cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: req.Params.URI, Meta: req.Params.Meta})
@@ -341,6 +343,7 @@ func (ps *profileServer) subscribe(ctx context.Context, req *mcp.SubscribeReques
 		return err
 	}
 	if first := ps.g.subs.add(uri, req.Session, ps); first {
+		defer ps.g.forwarding(u.cfg.Name, req.Session)()
 		if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
 			ps.g.subs.remove(uri, req.Session)
 			return err
@@ -512,6 +515,7 @@ func (ps *profileServer) complete(ctx context.Context, req *mcp.CompleteRequest)
 		return nil, err
 	}
 	params.Ref = &ref
+	defer ps.g.forwarding(u.cfg.Name, req.Session)()
 	ctx, cancel := u.withCallTimeout(ctx)
 	defer cancel()
 	return cs.Complete(ctx, &params)
@@ -531,14 +535,19 @@ func (g *Gateway) resourceUpdated(ctx context.Context, p *mcp.ResourceUpdatedNot
 	}
 }
 
-// logMessage relays an upstream's log message to the client whose call is running on
-// that server, or to toolshed's log when no call is.
+// logMessage relays an upstream's log message to the client whose calls are running on
+// that server, or to toolshed's log when no call is, or calls of several clients are
+// (a log message carries no link to the call it is about).
 func (r *callRegistry) logMessage(ctx context.Context, server string, p *mcp.LoggingMessageParams) {
 	r.mu.Lock()
-	calls := r.inflight[server]
 	var c *call
-	if len(calls) > 0 {
-		c = calls[len(calls)-1]
+	for _, x := range r.inflight[server] {
+		if c == nil {
+			c = x
+		} else if x.session != c.session {
+			c = nil
+			break
+		}
 	}
 	r.mu.Unlock()
 	if c != nil && c.session.Log(c.context(), p) == nil {

@@ -46,6 +46,12 @@ type Options struct {
 	Catalogs []catalog.Source
 	// Log receives toolshed's log and the upstreams' stderr; nil means os.Stderr.
 	Log io.Writer
+	// WaitForClient starts the upstreams only once the first client has initialized, so
+	// that they are told from the start what it supports (sampling, elicitation, roots),
+	// rather than told nothing and then reconnected. It suits stdio, where one client
+	// comes at once; without it the upstreams start at Run, told that clients support
+	// nothing until one connects.
+	WaitForClient bool
 	// Backoff bounds the delay before restarting a failed upstream: it starts at
 	// BackoffMin (default 1s), doubles up to BackoffMax (default 1m), and starts over
 	// once an upstream has run for BackoffReset (default 1m).
@@ -71,6 +77,7 @@ type Gateway struct {
 	byName    map[string]*Upstream
 	cache     search.Cache
 	calls     *callRegistry
+	clients   *clients
 	hooks     *hooks
 	limits    *rateLimits
 	logMu     sync.Mutex
@@ -82,7 +89,10 @@ type Gateway struct {
 	serversMu sync.Mutex
 	servers   map[string]*profileServer
 
-	changes   chan struct{} // an upstream changed: reassemble
+	changes chan struct{} // an upstream changed: reassemble
+	// life ends when Run's context does: requests relayed to clients end with it.
+	life      context.Context
+	endLife   context.CancelFunc
 	listeners []func(Event)
 
 	subs subscriptions
@@ -94,17 +104,29 @@ type Event struct {
 	Upstream *Status
 	// Assembled is set when the catalog was reassembled.
 	Assembled *Summary
+	// Clients is set when what toolshed declares to its upstreams of what its clients
+	// support changed.
+	Clients *ClientsChange
 }
 
-// Summary describes the current catalog.
+// Summary describes the current catalog, as the default profile sees it.
 type Summary struct {
 	ServersUp, Servers int
-	Tools              int
+	// Settled reports that every upstream has started or failed at least once (or is
+	// disabled): the summary is not one of a gateway still starting.
+	Settled bool
+	Tools   int
 	// TokensAll is what listing every tool costs; TokensListed what the default profile
 	// lists (the bridge included when tool search is on).
 	TokensAll, TokensListed int
-	Active                  bool
-	Reason                  string
+	// Listed is how many tools are listed besides the bridge, Deferred how many only
+	// tool_search finds.
+	Listed, Deferred int
+	// Mode is the tool search setting (auto, on, off); Active whether tool search is on;
+	// Reason says why, in one sentence.
+	Mode   policy.Mode
+	Active bool
+	Reason string
 }
 
 // New prepares a gateway; Run starts it.
@@ -114,6 +136,8 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	g := &Gateway{cfg: cfg, opts: opts, byName: map[string]*Upstream{}, servers: map[string]*profileServer{}, changes: make(chan struct{}, 1)}
 	g.calls = newCallRegistry(g)
+	g.clients = newClients(opts.WaitForClient)
+	g.life, g.endLife = context.WithCancel(context.Background())
 	h, err := newHooks(cfg.Hooks, g.logOut())
 	if err != nil {
 		return nil, err
@@ -156,8 +180,12 @@ func (g *Gateway) OnEvent(fn func(Event)) { g.listeners = append(g.listeners, fn
 // Run connects every upstream and keeps them running until ctx ends. It returns once all
 // upstreams are stopped.
 func (g *Gateway) Run(ctx context.Context) error {
-	// An upstream session closes only once its calls are answered: end them first.
-	stop := context.AfterFunc(ctx, func() { g.calls.cancelWhere(func(*call) bool { return true }) })
+	// When ctx ends, requests relayed to clients end (endLife), and so do the calls in
+	// flight: an upstream session closes only once its calls are answered.
+	stop := context.AfterFunc(ctx, func() {
+		g.endLife()
+		g.calls.cancelWhere(func(*call) bool { return true })
+	})
 	defer stop()
 	var wg sync.WaitGroup
 	for _, u := range g.upstreams {
@@ -178,32 +206,19 @@ func (g *Gateway) Run(ctx context.Context) error {
 }
 
 // WaitReady waits until every enabled upstream has been ready or failed at least once,
-// or ctx ends, so that a first tools/list sees everything that could start.
+// or ctx ends, so that a first tools/list sees everything that could start. With
+// Options.WaitForClient, the upstreams start only when a client connects.
 func (g *Gateway) WaitReady(ctx context.Context) {
-	for {
-		settled := true
-		for _, u := range g.upstreams {
-			if st := u.Status(); st.State == Connecting && st.Restarts == 0 {
-				settled = false
-			}
-		}
-		if settled {
-			// Let the last reassembly land.
-			g.reassemble()
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(20 * time.Millisecond):
-		}
+	if poll(ctx, 0, g.settled) {
+		g.reassemble() // let the last reassembly land
 	}
 }
 
 // Connect serves one client over transport t, as profile: for in-process clients and
-// tests (mcp.NewInMemoryTransports).
+// tests (mcp.NewInMemoryTransports). The client is served as the stdio one is (see
+// directFront).
 func (g *Gateway) Connect(ctx context.Context, t mcp.Transport, profile string) (*mcp.ServerSession, error) {
-	return g.mcpServerFor(profile).Connect(ctx, t, nil)
+	return g.mcpServerFor(profile).Connect(ctx, &directFront{Transport: t}, nil)
 }
 
 // Statuses reports every upstream's state, in config order.
@@ -291,14 +306,15 @@ func (g *Gateway) assemble() *assembly {
 }
 
 func (g *Gateway) summary(a *assembly) Summary {
-	s := Summary{Servers: len(g.upstreams), Tools: a.snap.Len(), TokensAll: a.snap.Tokens()}
+	s := Summary{Servers: len(g.upstreams), Tools: a.snap.Len(), TokensAll: a.snap.Tokens(), Settled: g.settled()}
 	for _, u := range g.upstreams {
 		if u.Status().State == Ready {
 			s.ServersUp++
 		}
 	}
 	plan := a.plan("")
-	s.Active, s.Reason = plan.Active, plan.Reason
+	s.Mode, s.Active, s.Reason = plan.Config.Enabled, plan.Active, plan.Reason
+	s.Listed, s.Deferred = len(plan.Visible), len(plan.Deferred)
 	s.TokensListed = listedTokens(plan, g.opts.NoPrefix)
 	return s
 }
@@ -352,6 +368,11 @@ func (a *assembly) plan(profile string) *policy.Plan {
 		return p
 	}
 	cfg := a.g.cfg.ToolSearch
+	if cfg == (policy.Config{}) {
+		// No tool_search settings (no config file, or one built in code): the
+		// defaults, before the mode flag overrides the mode alone.
+		cfg = policy.DefaultConfig()
+	}
 	if a.g.opts.Mode != "" {
 		cfg.Enabled = a.g.opts.Mode
 	}

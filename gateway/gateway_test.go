@@ -50,7 +50,7 @@ func TestResultsUnchanged(t *testing.T) {
 	for k, v := range env {
 		c.Env = append(c.Environ(), k+"="+v)
 	}
-	direct, err := mcp.NewClient(&mcp.Implementation{Name: "direct"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: c}, nil)
+	direct, err := mcp.NewClient(&mcp.Implementation{Name: "direct"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: c}, &mcp.ClientSessionOptions{ProtocolVersion: gateway.UpstreamProtocol})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestFaultExitAtStart(t *testing.T) {
 	if res := call(t, cs, "good__echo", map[string]any{"text": "still here"}); resultText(res) != "still here" {
 		t.Fatalf("good__echo = %+v", res)
 	}
-	waitFor(t, "two restarts of the failing server", func() bool { return status(h, "bad").Restarts >= 2 })
+	waitFor(t, "two restarts of the failing server", func() bool { st := status(h, "bad"); return st.Restarts >= 2 && st.State == gateway.Failed })
 	st := status(h, "bad")
 	if st.State == gateway.Ready || st.Err == nil || !strings.Contains(st.Err.Error(), "could not start") {
 		t.Errorf("bad upstream status %+v", st)

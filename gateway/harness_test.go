@@ -16,9 +16,11 @@ import (
 
 // harness is a running gateway for one test.
 type harness struct {
-	t   *testing.T
-	g   *gateway.Gateway
-	log *testupstream.SyncBuffer
+	t    *testing.T
+	g    *gateway.Gateway
+	log  *testupstream.SyncBuffer
+	stop context.CancelFunc
+	done chan struct{} // closed when Run has returned
 }
 
 // testServer returns the config of a test upstream (see serveTestUpstream).
@@ -28,7 +30,8 @@ func testServer(name, mode string) config.Server {
 }
 
 // startGateway runs a gateway over cfg until the test ends, and waits until every
-// upstream has started or failed once.
+// upstream has started or failed once (unless opts.WaitForClient, where they start only
+// when a client comes).
 func startGateway(t *testing.T, cfg *config.Config, opts gateway.Options) *harness {
 	t.Helper()
 	log := &testupstream.SyncBuffer{}
@@ -41,32 +44,42 @@ func startGateway(t *testing.T, cfg *config.Config, opts gateway.Options) *harne
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
+	h := &harness{t: t, g: g, log: log, stop: cancel, done: make(chan struct{})}
 	go func() {
 		g.Run(ctx)
-		close(done)
+		close(h.done)
 	}()
 	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
+		if !h.stopped(10 * time.Second) {
 			t.Errorf("the gateway did not stop within 10s")
 		}
 		if t.Failed() {
 			t.Logf("gateway log:\n%s", log.String())
 		}
 	})
-	readyCtx, cancelReady := context.WithTimeout(ctx, 30*time.Second)
-	defer cancelReady()
-	g.WaitReady(readyCtx)
-	return &harness{t: t, g: g, log: log}
+	if !opts.WaitForClient {
+		readyCtx, cancelReady := context.WithTimeout(ctx, 30*time.Second)
+		defer cancelReady()
+		g.WaitReady(readyCtx)
+	}
+	return h
 }
 
-// protocols are the MCP versions the client side of the tests speaks: the latest, where
-// the gateway asks for input with multi round-trip results, and the last one where it
-// sends requests to the client.
-var protocols = []string{"2026-07-28", "2025-11-25"}
+// stopped stops the gateway and reports whether Run returned within wait.
+func (h *harness) stopped(wait time.Duration) bool {
+	h.stop()
+	select {
+	case <-h.done:
+		return true
+	case <-time.After(wait):
+		return false
+	}
+}
+
+// protocols are the MCP versions the client side of the tests speaks: the newest the
+// gateway offers, and an older one (where an empty elicitation capability means form
+// elicitation).
+var protocols = []string{"2025-11-25", "2025-03-26"}
 
 // client connects an MCP client to the gateway in memory, as profile.
 func (h *harness) client(profile string, opts *mcp.ClientOptions) *mcp.ClientSession {

@@ -142,25 +142,18 @@ func httpError(w http.ResponseWriter, code int, format string, args ...any) {
 }
 
 // ServeStdio serves one client over stdin and stdout until it disconnects or ctx ends.
-// It answers the client's handshake at once and holds its other requests until every
-// upstream has started or failed, for at most StdioReadyWait (see stdioFront).
+// It reads stdin at once: the handshake is answered without waiting for the upstreams,
+// and the requests after it wait for them (see sessionMiddleware).
 func (g *Gateway) ServeStdio(ctx context.Context, profile string) error {
 	if profile != "" {
 		if _, ok := g.cfg.Profiles[profile]; !ok {
 			return fmt.Errorf("no profile named %q; the profiles are %s", profile, strings.Join(g.Profiles(), ", "))
 		}
 	}
-	ready := make(chan struct{})
-	go func() {
-		defer close(ready)
-		readyCtx, cancel := context.WithTimeout(ctx, StdioReadyWait)
-		defer cancel()
-		g.WaitReady(readyCtx)
-	}()
 	// What mcp.Server.Run does, but a stop is not logged as an error, and the calls in
 	// flight are cancelled first: the SDK closes a session only once they are
 	// answered. (When the client closes stdin, the SDK cancels them itself.)
-	ss, err := g.mcpServerFor(profile).Connect(ctx, &stdioFront{Transport: stdioTransport{}, ready: ready}, nil)
+	ss, err := g.mcpServerFor(profile).Connect(ctx, &directFront{Transport: stdioTransport{}}, nil)
 	if err != nil {
 		return err
 	}

@@ -33,17 +33,22 @@ type profileServer struct {
 func newProfileServer(g *Gateway, profile string) *profileServer {
 	ps := &profileServer{g: g, profile: profile, listed: map[string]string{}, featureKeys: map[string]string{}}
 	ps.server = mcp.NewServer(&mcp.Implementation{Name: "toolshed", Title: "toolshed MCP gateway", Version: Version}, &mcp.ServerOptions{
-		Logger:             g.slogger(),
-		HasTools:           true,
-		HasPrompts:         true,
-		HasResources:       true,
-		SubscribeHandler:   ps.subscribe,
-		UnsubscribeHandler: ps.unsubscribe,
-		CompletionHandler:  ps.complete,
+		Logger: g.slogger(),
+		// The protocol versions are narrowed by the transports (see directFront), so
+		// that a client probing with server/discover is offered what they serve.
+		RootsListChangedHandler: func(context.Context, *mcp.RootsListChangedRequest) { g.rootsListChanged() },
+		HasTools:                true,
+		HasPrompts:              true,
+		HasResources:            true,
+		SubscribeHandler:        ps.subscribe,
+		UnsubscribeHandler:      ps.unsubscribe,
+		CompletionHandler:       ps.complete,
 		Instructions: "toolshed aggregates several MCP servers. When tool_search is listed, more tools are available " +
 			"than are shown: search for the tool you need, read its schema with tool_describe, and run it with tool_call.",
 	})
-	ps.server.AddReceivingMiddleware(ps.tools.middleware)
+	// Held until the upstreams are up (sessionMiddleware) before the raw results are
+	// swapped in (tools.middleware).
+	ps.server.AddReceivingMiddleware(g.sessionMiddleware, ps.tools.middleware)
 	return ps
 }
 
@@ -51,7 +56,8 @@ func newProfileServer(g *Gateway, profile string) *profileServer {
 type exposure struct {
 	// def is what the SDK routes calls with: the listed name and the input schema.
 	def *mcp.Tool
-	// raw is the definition as listed (see listedDefinition).
+	// raw is the definition as listed (see listedDefinition), with the _meta members
+	// toolshed adds (see listedMeta).
 	raw     []byte
 	key     string // changes when the definition does
 	handler mcp.ToolHandler
@@ -122,7 +128,7 @@ func (ps *profileServer) exposures(a *assembly) map[string]exposure {
 	shortenNames(names, []string{bridge.SearchTool, bridge.DescribeTool, bridge.CallTool}, ps.g.opts.MaxNameLen)
 	for _, t := range plan.Visible {
 		name := names[t]
-		out[name] = newExposure(t.Raw, name, t.InputSchema, ps.direct(t.Qualified))
+		out[name] = newExposure(t.Raw, name, t.InputSchema, ps.direct(t.Qualified), listedMeta(plan, t)...)
 	}
 	if plan.Active {
 		for _, d := range bridge.Definitions(plan) {
@@ -133,14 +139,37 @@ func (ps *profileServer) exposures(a *assembly) map[string]exposure {
 				ps.g.logf("cannot list tool %s: %v", d.Name, err)
 				continue
 			}
-			out[d.Name] = newExposure(src, d.Name, d.InputSchema, ps.bridged(d.Name))
+			out[d.Name] = newExposure(src, d.Name, d.InputSchema, ps.bridged(d.Name), bridgeMeta()...)
 		}
 	}
 	return out
 }
 
+// alwaysLoad is the _meta member by which a server asks Claude Code to put a tool in the
+// model's first request instead of deferring it behind Claude Code's own ToolSearch
+// (Claude Code 2.1.3xx defers every MCP tool that lacks it, when its tool search is on).
+const alwaysLoad = "anthropic/alwaysLoad"
+
+// listedMeta is what toolshed adds to the _meta of a listed tool: alwaysLoad when the
+// plan never defers the tool (pinned by its server's or its own alwaysLoad, or by
+// defer_loading: false), in every mode, so that a client that defers tools itself does
+// not undo the pin. Other tools get nothing: with tool search off or below the auto
+// threshold, whether to defer them is the client's own business.
+func listedMeta(plan *policy.Plan, t *catalog.Tool) []member {
+	if plan.Pinned(t) {
+		return bridgeMeta()
+	}
+	return nil
+}
+
+// bridgeMeta is the _meta of the bridge tools: they exist to save the model round trips,
+// so a client must not defer them behind a search step of its own.
+func bridgeMeta() []member { return []member{{Key: alwaysLoad, Value: json.RawMessage("true")}} }
+
 func ptr[T any](v T) *T { return &v }
 
+// contentKey identifies what a listed tool looks like: its name and its definition as
+// listed, the _meta members toolshed adds included.
 func contentKey(name string, raw []byte) string {
 	sum := sha256.Sum256(append([]byte(name+"\x00"), raw...))
 	return string(sum[:])

@@ -21,9 +21,9 @@ import (
 	"github.com/toolshed/toolshed/gateway/config"
 )
 
-// UpstreamProtocol is the MCP version toolshed speaks to upstream servers: the last one
-// with server-to-client requests for sampling and elicitation, which toolshed relays to
-// its own clients.
+// UpstreamProtocol is the MCP version toolshed speaks to upstream servers, the newest of
+// ProtocolVersions: the last one with server-to-client requests for sampling, elicitation
+// and roots at any time, which toolshed relays to its own clients.
 const UpstreamProtocol = "2025-11-25"
 
 // State is where an upstream is in its life.
@@ -56,6 +56,8 @@ type Status struct {
 	Tokens   int
 	Err      error
 	Restarts int
+	// Retry, when State is Failed, is how long the upstream waits before it restarts.
+	Retry time.Duration
 	// Since is when the upstream entered State.
 	Since time.Time
 }
@@ -73,10 +75,11 @@ type Upstream struct {
 
 	mu      sync.Mutex
 	session *mcp.ClientSession
-	// conn is the session's connection when toolshed wraps it (every transport but
-	// Streamable HTTP): calls go out on it directly.
-	conn   *captureConn
-	status Status
+	link    *link // the connection new requests go to; nil when there is none
+	status  Status
+	// settledGen is one more than the newest generation of the clients' support (see
+	// Gateway.declared) for which a connection attempt ended, connected or failed.
+	settledGen uint64
 	// assembled is set once the gateway's catalog has the tools of this connection:
 	// until then Status reports Connecting, so that "ready" means callable.
 	assembled bool
@@ -87,10 +90,12 @@ type Upstream struct {
 	listing         sync.Mutex // one tools/list at a time, so captures do not interleave
 	relisted        chan struct{}
 	refeatured      chan struct{}
+	redeclared      chan struct{} // what the clients support changed
+	draining        sync.WaitGroup
 }
 
 func newUpstream(cfg config.Server, g *Gateway) *Upstream {
-	u := &Upstream{cfg: cfg, g: g, capture: newToolsCapture(), relisted: make(chan struct{}, 1), refeatured: make(chan struct{}, 1)}
+	u := &Upstream{cfg: cfg, g: g, capture: newToolsCapture(), relisted: make(chan struct{}, 1), refeatured: make(chan struct{}, 1), redeclared: make(chan struct{}, 1)}
 	u.stderr = &prefixWriter{prefix: "[" + cfg.Name + "] ", w: g.logOut()}
 	u.status = Status{Name: cfg.Name, State: Connecting, Since: time.Now()}
 	if cfg.Disabled {
@@ -137,6 +142,22 @@ func (u *Upstream) Source() (catalog.Source, bool) {
 
 func (u *Upstream) setState(s State, err error) {
 	u.mu.Lock()
+	u.setStateLocked(s, err)
+	u.mu.Unlock()
+	u.g.upstreamChanged(u)
+}
+
+// failed records the end of a life: one more restart, after retry.
+func (u *Upstream) failed(err error, retry time.Duration) {
+	u.mu.Lock()
+	u.status.Restarts++
+	u.status.Retry = retry
+	u.setStateLocked(Failed, err)
+	u.mu.Unlock()
+	u.g.upstreamChanged(u)
+}
+
+func (u *Upstream) setStateLocked(s State, err error) {
 	changed := u.status.State != s
 	u.status.State, u.status.Err = s, err
 	if changed {
@@ -147,14 +168,20 @@ func (u *Upstream) setState(s State, err error) {
 		u.featuresVersion++
 	}
 	u.assembled = false
-	u.mu.Unlock()
-	u.g.upstreamChanged(u)
 }
 
 // run keeps the upstream connected until ctx ends: connect, list, serve until the
-// session ends, then wait with exponential backoff and start again.
+// session ends, then wait with exponential backoff and start again. It starts once
+// what the clients support is known (see Options.WaitForClient).
 func (u *Upstream) run(ctx context.Context) {
 	if u.cfg.Disabled {
+		return
+	}
+	defer u.draining.Wait()
+	select {
+	case <-u.g.clients.known:
+	case <-ctx.Done():
+		u.setState(Stopped, nil)
 		return
 	}
 	backoff := u.g.opts.backoffMin()
@@ -165,14 +192,10 @@ func (u *Upstream) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			break
 		}
-		u.mu.Lock()
-		u.status.Restarts++
-		u.mu.Unlock()
-		u.setState(Failed, err)
-		u.g.logf("upstream %s: %v; restarting in %v", u.cfg.Name, err, backoff)
 		if time.Since(started) > u.g.opts.backoffReset() {
 			backoff = u.g.opts.backoffMin()
 		}
+		u.failed(err, backoff)
 		select {
 		case <-ctx.Done():
 		case <-time.After(backoff):
@@ -182,85 +205,53 @@ func (u *Upstream) run(ctx context.Context) {
 	u.setState(Stopped, nil)
 }
 
-// connectAndServe runs one life of the upstream: it returns why the life ended.
+// connectAndServe runs one life of the upstream: it returns why the life ended. A change
+// of what the clients support does not end it: the upstream moves to a new connection
+// (see swap).
 func (u *Upstream) connectAndServe(ctx context.Context) error {
-	timeout := u.cfg.ConnectTimeout
-	if timeout <= 0 {
-		timeout = config.DefaultConnectTimeout
-	}
-	connectCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	t, cleanup, err := u.transport(ctx)
+	l, tools, f, err := u.dial(ctx)
 	if err != nil {
 		return err
 	}
-	defer cleanup()
-	client := mcp.NewClient(&mcp.Implementation{Name: "toolshed", Version: Version}, u.clientOptions())
-	cs, err := client.Connect(connectCtx, t, &mcp.ClientSessionOptions{ProtocolVersion: UpstreamProtocol})
-	if err != nil {
-		if connectCtx.Err() != nil && ctx.Err() == nil {
-			return fmt.Errorf("did not finish starting within %v (connect_timeout); it may be hanging or slow to install", timeout)
-		}
-		return fmt.Errorf("could not start: %w", err)
-	}
-	defer cs.Close()
-	// Closing the session (on shutdown) ends Wait below.
-	stop := context.AfterFunc(ctx, func() { cs.Close() })
-	defer stop()
-
-	tools, err := u.list(connectCtx, cs)
-	if err != nil {
-		if connectCtx.Err() != nil && ctx.Err() == nil {
-			return fmt.Errorf("did not list its tools within %v (connect_timeout)", timeout)
-		}
-		return fmt.Errorf("could not list its tools: %w", err)
-	}
-	f := u.listFeatures(connectCtx, cs)
-	u.mu.Lock()
-	u.session, u.tools, u.features = cs, tools, f
-	u.featuresVersion++
-	u.status.Tokens = u.tokens(tools)
-	u.mu.Unlock()
+	defer func() { l.close() }()
+	u.install(l, tools, f)
 	u.setState(Ready, nil)
-	if u.g.subs.any() {
-		u.g.reassemble() // so that resubscribe sees this server as the owner again
-		u.g.resubscribe(connectCtx, u, cs)
-	}
+	u.resubscribe(ctx, l)
 
-	done := make(chan error, 1)
-	go func() { done <- cs.Wait() }()
+	done := waitLink(l)
 	for {
 		select {
 		case err := <-done:
 			u.mu.Lock()
-			u.session, u.conn = nil, nil
+			u.session, u.link = nil, nil
 			u.mu.Unlock()
 			if err == nil || errors.Is(err, mcp.ErrConnectionClosed) {
 				err = errors.New("the server closed the connection")
 			}
 			return fmt.Errorf("stopped: %w", err)
 		case <-u.relisted:
-			u.relist(ctx, cs)
+			u.relist(ctx, l.cs)
 		case <-u.refeatured:
-			listCtx, cancel := context.WithTimeout(ctx, timeout)
-			f := u.listFeatures(listCtx, cs)
+			listCtx, cancel := context.WithTimeout(ctx, u.connectTimeout())
+			f := u.listFeatures(listCtx, l.cs)
 			cancel()
 			u.mu.Lock()
 			u.features = f
 			u.featuresVersion++
 			u.mu.Unlock()
 			u.g.upstreamChanged(u)
+		case <-u.redeclared:
+			if nl := u.swap(ctx, l); nl != nil {
+				l = nl
+				done = waitLink(l)
+			}
 		}
 	}
 }
 
 // relist re-reads the tools after notifications/tools/list_changed.
 func (u *Upstream) relist(ctx context.Context, cs *mcp.ClientSession) {
-	timeout := u.cfg.ConnectTimeout
-	if timeout <= 0 {
-		timeout = config.DefaultConnectTimeout
-	}
-	listCtx, cancel := context.WithTimeout(ctx, timeout)
+	listCtx, cancel := context.WithTimeout(ctx, u.connectTimeout())
 	defer cancel()
 	tools, err := u.list(listCtx, cs)
 	if err != nil {
@@ -341,39 +332,6 @@ func sameTools(raw []json.RawMessage, decoded []*mcp.Tool) bool {
 	return true
 }
 
-// clientOptions relays what an upstream sends toolshed's client to the gateway.
-func (u *Upstream) clientOptions() *mcp.ClientOptions {
-	return &mcp.ClientOptions{
-		Capabilities:               &mcp.ClientCapabilities{},
-		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { signal(u.relisted) },
-		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { signal(u.refeatured) },
-		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { signal(u.refeatured) },
-		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
-			u.g.resourceUpdated(ctx, req.Params)
-		},
-		LoggingMessageHandler: func(ctx context.Context, req *mcp.LoggingMessageRequest) {
-			u.g.calls.logMessage(ctx, u.cfg.Name, req.Params)
-		},
-		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
-			u.g.calls.progress(ctx, req.Params)
-		},
-		ElicitationHandler: func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			res, err := u.g.calls.relay(ctx, u.cfg.Name, req.Params)
-			if err != nil {
-				return nil, err
-			}
-			return res.(*mcp.ElicitResult), nil
-		},
-		CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-			res, err := u.g.calls.relay(ctx, u.cfg.Name, req.Params)
-			if err != nil {
-				return nil, err
-			}
-			return res.(*mcp.CreateMessageResult), nil
-		},
-	}
-}
-
 // relay passes the upstream's sampling or elicitation request to the client of the call
 // it belongs to.
 func (u *Upstream) relay(ctx context.Context, params mcp.InputRequest) (mcp.InputResponse, error) {
@@ -423,13 +381,14 @@ func (u *Upstream) Call(ctx context.Context, name string, args json.RawMessage, 
 // goroutine that reads the answer, and must not block.
 func (u *Upstream) startCall(ctx context.Context, name string, args json.RawMessage, meta mcp.Meta, done func(json.RawMessage, error)) {
 	u.mu.Lock()
-	cs, conn := u.session, u.conn
+	l := u.link
 	state := u.status.State
 	u.mu.Unlock()
-	if cs == nil {
+	if l == nil {
 		done(nil, fmt.Errorf("%w: %s is %s", ErrUnavailable, u.cfg.Name, state))
 		return
 	}
+	cs, conn := l.cs, l.conn
 	timeout := u.cfg.CallTimeout
 	if timeout <= 0 {
 		timeout = config.DefaultCallTimeout
@@ -457,13 +416,19 @@ func (u *Upstream) startCall(ctx context.Context, name string, args json.RawMess
 		return
 	}
 	// stdio, SSE and catalog upstreams: the call goes out on the connection, and its
-	// result comes back undecoded (see captureConn.start).
+	// result comes back undecoded (see captureConn.start). It bypasses the SDK's
+	// sending middleware, so it keeps l.busy itself: a connection being replaced
+	// closes only once its calls are answered (see Upstream.drain).
 	params, err := marshal(callParams{Meta: meta, Name: name, Arguments: args})
 	if err != nil {
 		finish(nil, err)
 		return
 	}
-	conn.start(callCtx, "tools/call", params, finish)
+	l.busy.Add(1)
+	conn.start(callCtx, "tools/call", params, func(raw json.RawMessage, err error) {
+		l.busy.Add(-1)
+		finish(raw, err)
+	})
 }
 
 // callOutcome maps how a call ended to what Call returns.
@@ -495,21 +460,22 @@ type callParams struct {
 }
 
 // transport builds the transport to reach the upstream, and a cleanup for what it
-// started.
-func (u *Upstream) transport(ctx context.Context) (mcp.Transport, func(), error) {
+// started. connected is told of the connection toolshed wraps (every transport but
+// Streamable HTTP).
+func (u *Upstream) transport(ctx context.Context, connected func(*captureConn)) (mcp.Transport, func(), error) {
 	if u.catalogTools != nil {
 		t, cleanup, err := catalogTransport(ctx, u.cfg.Name, u.catalogTools)
 		if err != nil {
 			return nil, nil, err
 		}
-		return u.captureTransport(t), cleanup, nil
+		return u.captureTransport(t, connected), cleanup, nil
 	}
 	switch u.cfg.Type {
 	case config.HTTP, config.SSE:
 		client := &http.Client{Transport: &captureRoundTripper{base: http.DefaultTransport, headers: u.cfg.Headers, capture: u.capture}}
 		if u.cfg.Type == config.SSE {
 			client.Transport.(*captureRoundTripper).capture = nil
-			return u.captureTransport(&mcp.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: client}), func() {}, nil
+			return u.captureTransport(&mcp.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: client}, connected), func() {}, nil
 		}
 		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: client, MaxRetries: -1}, func() {}, nil
 	}
@@ -530,17 +496,13 @@ func (u *Upstream) transport(ctx context.Context) (mcp.Transport, func(), error)
 	cmd.Stderr = u.stderr
 	ownProcessGroup(cmd)
 	cleanup := func() { killProcessGroup(cmd) }
-	return u.captureTransport(commandTransport{cmd: cmd, terminate: 2 * time.Second}), cleanup, nil
+	return u.captureTransport(commandTransport{cmd: cmd, terminate: 2 * time.Second}, connected), cleanup, nil
 }
 
 // captureTransport wraps t so that toolshed sees the upstream's messages (see
 // captureConn) and can call tools on its connection.
-func (u *Upstream) captureTransport(t mcp.Transport) mcp.Transport {
-	return captureTransport{Transport: t, capture: u.capture, relay: u.relay, notify: u.notify, connected: func(c *captureConn) {
-		u.mu.Lock()
-		u.conn = c
-		u.mu.Unlock()
-	}}
+func (u *Upstream) captureTransport(t mcp.Transport, connected func(*captureConn)) mcp.Transport {
+	return captureTransport{Transport: t, capture: u.capture, relay: u.relay, notify: u.notify, connected: connected}
 }
 
 // prefixWriter writes each line written to it to w with a prefix, so that the stderr of

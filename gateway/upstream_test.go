@@ -42,7 +42,8 @@ func upstreamCommand(mode string) (string, []string, map[string]string) {
 // Behaviours:
 //
 //	basic    tools echo, add, slow (progress, cancellation), fail (isError), structured,
-//	         elicit and sample (ask the client through the gateway), grow (adds a tool and
+//	         elicit, sample, sample_later and roots (ask the client through the
+//	         gateway), grow (adds a tool and
 //	         sends list_changed), args (returns the raw arguments it received), crash
 //	         (exits mid-call), hang (never answers)
 //	exit     writes to stderr and exits at once
@@ -162,6 +163,31 @@ func addBasicTools(server *mcp.Server) {
 			}
 			t, _ := res.Content.(*mcp.TextContent)
 			return text("model " + res.Model + " said: " + t.Text), nil
+		})
+	server.AddTool(&mcp.Tool{Name: "sample_later", Description: "Wait ms milliseconds, then ask the client's model for a completion.",
+		InputSchema: obj(`{"type":"object","properties":{"ms":{"type":"integer"}}}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct{ MS int }
+			json.Unmarshal(req.Params.Arguments, &in)
+			time.Sleep(time.Duration(in.MS) * time.Millisecond)
+			res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10,
+				Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "say hi"}}}})
+			if err != nil {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "sampling failed: " + err.Error()}}}, nil
+			}
+			return text("model " + res.Model), nil
+		})
+	server.AddTool(&mcp.Tool{Name: "roots", Description: "List the client's roots.", InputSchema: obj(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			res, err := req.Session.ListRoots(ctx, nil)
+			if err != nil {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "roots/list failed: " + err.Error()}}}, nil
+			}
+			var uris []string
+			for _, r := range res.Roots {
+				uris = append(uris, r.URI)
+			}
+			return text(strings.Join(uris, ",")), nil
 		})
 	server.AddTool(&mcp.Tool{Name: "grow", Description: "Add a tool named extra_<n> to this server.", InputSchema: obj(`{"type":"object","properties":{"n":{"type":"integer"}}}`)},
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

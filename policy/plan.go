@@ -102,7 +102,7 @@ type Plan struct {
 	// turns on.
 	TotalTokens, DeferrableTokens, VisibleTokens, Threshold int
 
-	usable, deferred *catalog.Set
+	usable, deferred, pinned *catalog.Set
 }
 
 // Split sorts the tools of snap that are in scope and enabled into those that stay
@@ -129,10 +129,11 @@ func Split(snap *catalog.Snapshot, servers map[string]ServerRules, scope Scope, 
 // Decide computes the plan of snap under in.
 func Decide(snap *catalog.Snapshot, in Input) *Plan {
 	cfg := in.Config.withDefaults()
-	p := &Plan{Snapshot: snap, Config: cfg, usable: catalog.NewSet(snap), deferred: catalog.NewSet(snap)}
+	p := &Plan{Snapshot: snap, Config: cfg, usable: catalog.NewSet(snap), deferred: catalog.NewSet(snap), pinned: catalog.NewSet(snap)}
 	fixed, deferrable := Split(snap, in.Servers, in.Scope, true)
 	for _, t := range fixed {
 		p.usable.Add(t.Index)
+		p.pinned.Add(t.Index)
 		p.TotalTokens += snap.ToolTokens(t)
 	}
 	for _, t := range deferrable {
@@ -199,6 +200,12 @@ func (r ServerRules) Resolve(tool string, deferByDefault bool) (enabled, deferLo
 // Usable reports whether the session may describe and call t: it is in scope and
 // enabled. Deferred or not does not matter.
 func (p *Plan) Usable(t *catalog.Tool) bool { return p.usable.Has(t.Index) }
+
+// Pinned reports whether the plan never defers t, whatever the mode: t is usable and
+// pinned (alwaysLoad, of its server or in its own _meta) or listed directly by its rules
+// (defer_loading: false). A front passes this on, so that a client that defers tools on
+// its own side (Claude Code) loads these up front as well.
+func (p *Plan) Pinned(t *catalog.Tool) bool { return p.pinned.Has(t.Index) }
 
 // Searchable is the set tool_search looks in: the deferred tools.
 func (p *Plan) Searchable() *catalog.Set { return p.deferred }

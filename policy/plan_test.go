@@ -404,10 +404,17 @@ func TestDecideServerRules(t *testing.T) {
 			mustUnmarshal(t, tt.rules, &rules)
 			p := policy.Decide(snap, policy.Input{Config: onConfig(), Servers: rules})
 			checkStates(t, p, tt.want)
+			// Pinned is what stays listed with tool search on, in either mode.
+			off := policy.Decide(snap, policy.Input{Config: offConfig(), Servers: rules})
+			for _, tool := range snap.Tools() {
+				want := tt.want[tool.Qualified] == visible
+				if p.Pinned(tool) != want || off.Pinned(tool) != want {
+					t.Errorf("Pinned(%s) = %t (on), %t (off); want %t", tool.Qualified, p.Pinned(tool), off.Pinned(tool), want)
+				}
+			}
 
 			// The same rules with tool search off: disabled tools are still gone, every
 			// other tool is listed.
-			off := policy.Decide(snap, policy.Input{Config: offConfig(), Servers: rules})
 			wantOff := map[string]string{}
 			for k, v := range tt.want {
 				wantOff[k] = v

@@ -8,8 +8,9 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"sync"
 	"syscall"
+
+	"golang.org/x/term"
 
 	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/gateway"
@@ -39,7 +40,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlagsOnly(fs, args, stderr); err != nil {
 		return err
 	}
-	opts := gateway.Options{NoPrefix: *noPrefix, MaxNameLen: *maxName, ContextWindow: *window, Log: stderr}
+	// Over stdio exactly one client comes: the upstreams start when it has said what it
+	// supports, and are told so from the start.
+	opts := gateway.Options{NoPrefix: *noPrefix, MaxNameLen: *maxName, ContextWindow: *window, Log: stderr, WaitForClient: *httpAddr == ""}
 	if *maxName != 0 && *maxName < gateway.MinNameLen {
 		return usageErr("--max-name-length must be 0 (no limit) or at least %d, got %d", gateway.MinNameLen, *maxName)
 	}
@@ -80,7 +83,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	progress := newProgress(stderr, len(g.Statuses()))
+	progress := newProgress(stderr, len(g.Statuses()), opts.WaitForClient)
 	g.OnEvent(progress.event)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -93,9 +96,12 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	defer func() { stop(); <-runDone }()
 
 	if *httpAddr == "" {
-		// ServeStdio gives upstreams a moment (answering the handshake meanwhile) so
-		// that the first tools/list has them; slower ones appear later, and clients
-		// are told (notifications/tools/list_changed).
+		if hint := stdinHint(term.IsTerminal(int(os.Stdin.Fd()))); hint != "" {
+			fmt.Fprintln(stderr, hint)
+		}
+		// The client's first requests wait (up to 5 seconds) for the upstreams to
+		// start; slower ones appear later, and the client is told
+		// (notifications/tools/list_changed).
 		if err := g.ServeStdio(ctx, *profile); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
 			return err
 		}
@@ -116,50 +122,4 @@ func hasProfileTokens(cfg *config.Config) bool {
 		}
 	}
 	return false
-}
-
-// progress prints, on stderr, each upstream's state as it changes and a one-line summary
-// of the catalog whenever it changes.
-type progress struct {
-	w    io.Writer
-	mu   sync.Mutex
-	last map[string]gateway.State
-}
-
-func newProgress(w io.Writer, n int) *progress {
-	if n > 0 {
-		fmt.Fprintf(w, "toolshed: starting %d upstream servers\n", n)
-	}
-	return &progress{w: w, last: map[string]gateway.State{}}
-}
-
-func (p *progress) event(e gateway.Event) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if s := e.Upstream; s != nil {
-		if p.last[s.Name] == s.State && s.State != gateway.Ready {
-			return
-		}
-		p.last[s.Name] = s.State
-		switch s.State {
-		case gateway.Ready:
-			fmt.Fprintf(p.w, "toolshed: %-20s ready   %4d tools  %7s tokens\n", s.Name, s.Tools, thousands(s.Tokens))
-		case gateway.Failed:
-			fmt.Fprintf(p.w, "toolshed: %-20s failed  %v (restarting with backoff)\n", s.Name, s.Err)
-		case gateway.Connecting:
-			if s.Restarts > 0 {
-				fmt.Fprintf(p.w, "toolshed: %-20s restarting (attempt %d)\n", s.Name, s.Restarts+1)
-			}
-		case gateway.Disabled:
-			fmt.Fprintf(p.w, "toolshed: %-20s disabled in the config\n", s.Name)
-		}
-	}
-	if a := e.Assembled; a != nil {
-		state := "off"
-		if a.Active {
-			state = "on"
-		}
-		fmt.Fprintf(p.w, "toolshed: %d/%d servers up, %s tools; tools/list costs a client %s tokens instead of %s (tool search %s: %s)\n",
-			a.ServersUp, a.Servers, thousands(a.Tools), thousands(a.TokensListed), thousands(a.TokensAll), state, a.Reason)
-	}
 }

@@ -183,9 +183,7 @@ func TestServeInspectorHTTP(t *testing.T) {
 func startServe(t *testing.T, bin string, args ...string) string {
 	t.Helper()
 	addr := freeAddr(t)
-	startCommand(t, bin, nil, append([]string{"serve", "--http", addr}, args...), func(log string) bool {
-		return strings.Contains(log, "servers up") && strings.Count(log, "ready") >= strings.Count(strings.Join(args, " "), "command")
-	})
+	startCommand(t, bin, nil, append([]string{"serve", "--http", addr}, args...), testupstream.ServersReady)
 	return "http://" + addr + "/mcp"
 }
 
@@ -201,38 +199,12 @@ func freeAddr(t *testing.T) string {
 }
 
 // startCommand runs bin with args (and env added to the environment) until the test
-// ends, stopping it with SIGINT, and returns once ready accepts its stderr so far.
+// ends (see testupstream.Start), and returns once ready accepts its stderr so far.
 func startCommand(t *testing.T, bin string, env, args []string, ready func(stderr string) bool) *testupstream.SyncBuffer {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
-	stderr := &testupstream.SyncBuffer{}
-	cmd.Stderr = stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			t.Errorf("toolshed %s did not stop within 10s of SIGINT", args[0])
-		}
-		if t.Failed() {
-			t.Logf("toolshed %s stderr:\n%s", args[0], stderr.String())
-		}
-	})
-	deadline := time.Now().Add(time.Minute)
-	for !ready(stderr.String()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("toolshed %s did not come up:\n%s", args[0], stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return stderr
+	return testupstream.Start(t, cmd, ready)
 }
 
 // The conformance suite passes against toolshed in off mode in front of the go-sdk

@@ -4,10 +4,8 @@ package e2e
 // upstream config, toolshed over HTTP, the docs' config blocks, and one CLI run.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,53 +84,22 @@ func docConfig(t *testing.T, id, config, url string) string {
 	return out
 }
 
-// serveHTTP runs toolshed serve --http on a free loopback port until the test ends and
-// returns its endpoint once the tool named ready can be described through it (so every
-// upstream the test needs is up).
+// serveHTTP runs toolshed serve --http on a free loopback port until the test ends (see
+// testupstream.Start) and returns its endpoint once the tool named ready can be described
+// through it (so every upstream the test needs is up).
 func serveHTTP(t *testing.T, config, ready string, args ...string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	cmd := exec.Command(toolshedBin, append([]string{"serve", "--config", config, "--http", addr}, args...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("toolshed serve --http stderr:\n%s", stderr.String())
-		}
-	})
+	addr := testupstream.FreeAddr(t)
+	stderr := testupstream.Start(t, exec.Command(toolshedBin, append([]string{"serve", "--config", config, "--http", addr}, args...)...), testupstream.ServersReady)
 	url := "http://" + addr + "/mcp"
 	deadline := time.Now().Add(time.Minute)
-	for {
-		if describable(url, ready) {
-			return url
-		}
-		select {
-		case <-done:
-			t.Fatalf("toolshed serve --http exited: %s", stderr.String())
-		default:
-		}
+	for !describable(url, ready) {
 		if time.Now().After(deadline) {
-			t.Fatalf("toolshed serve --http at %s never described %s", url, ready)
+			t.Fatalf("toolshed serve --http at %s never described %s:\n%s", url, ready, stderr.String())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	return url
 }
 
 // describable reports whether the gateway at url lists tool, or describes it through

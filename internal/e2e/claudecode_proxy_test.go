@@ -179,6 +179,9 @@ type ccResult struct {
 	Result         string `json:"result"`
 	NumTurns       int    `json:"num_turns"`
 	APIErrorStatus any    `json:"api_error_status"`
+	// Dir is the working directory Claude Code ran in, which it gives MCP servers as
+	// its root.
+	Dir string `json:"-"`
 }
 
 // runClaudeCode runs Claude Code in print mode against baseURL with the MCP servers of
@@ -216,6 +219,7 @@ func runClaudeCode(t *testing.T, baseURL, mcpConfig, prompt string, env, extraAr
 		}
 		t.Fatalf("Claude Code: %v %v\nstdout: %s\nstderr: %s\ndebug log (end):\n%s", err, jerr, stdout.Bytes(), stderr.Bytes(), tail)
 	}
+	res.Dir = work
 	return res
 }
 

@@ -13,14 +13,14 @@ import (
 
 // runBlocks are the blocks of docs/clients.md that tests run with the client itself.
 var runBlocks = map[string]string{
+	"claude-code-stdio": "TestClaudeCodeServeStdio", "claude-code-http": "TestClaudeCodeServeHTTP",
 	"codex-stdio": "TestCodexServe", "codex-http": "TestCodexServe",
 	"gemini-stdio": "TestGeminiServe", "gemini-http": "TestGeminiServe", "gemini-long-names": "TestGeminiLongNames",
 	"inspector-env": "cmd/toolshed TestInspectorConfig", "inspector-dashdash": "cmd/toolshed TestInspectorConfig",
 }
 
 // TestClientsDocLoads checks the config blocks of docs/clients.md for the clients that
-// cannot run here (Claude Desktop, Cursor, VS Code) and for Claude Code, whose own tests
-// run it: toolshed's config loader, which reads those clients' files, loads each block
+// cannot run here (Claude Desktop, Cursor, VS Code): toolshed's config loader, which reads those clients' files, loads each block
 // without a warning as one server "toolshed" that starts `toolshed serve --config ...`
 // or connects to the documented endpoint. Every other block must be run by a test.
 func TestClientsDocLoads(t *testing.T) {

@@ -135,7 +135,7 @@ func (g *sdkGateway) serveArgs() []string {
 
 var (
 	httpURLLine  = regexp.MustCompile(`serving MCP over Streamable HTTP at (http://\S+/mcp)`)
-	serversUpRow = regexp.MustCompile(`(\d+)/(\d+) servers up`)
+	serversUpRow = regexp.MustCompile(`(\d+) of (\d+) servers ready`)
 )
 
 // startHTTP runs toolshed serve --http on a free port until the test ends and returns

@@ -282,13 +282,27 @@ func TestTSSDKProgress(t *testing.T) {
 			if len(p.After) > 0 {
 				t.Errorf("progress notifications after the result: %s", p.After)
 			}
-			if len(p.Callbacks) != 4 {
+			// The wire order is toolshed's (checked above). What the SDK makes of it is
+			// its own: it hands notifications to their handlers in a microtask
+			// (Protocol._onnotification) but handles a response at once, so when the
+			// last progress notification and the result arrive in one read from the
+			// pipe, the response retires the progress handler first, and the SDK
+			// reports the progress as "for an unknown token". Upstreams that send
+			// their last progress right before the result (server-everything does)
+			// meet the same race without toolshed.
+			var race []string
+			switch {
+			case len(p.Callbacks) == 4:
+			case len(p.Callbacks) == 3 && p.Callbacks[2].Progress == 3:
+				race = append(race, `"params":{"progress":4,"total":4,"progressToken":`+string(p.Request.progressToken())+`}}`)
+				t.Logf("the SDK dropped the last progress notification, which came in one read with the result (its own race; the wire order was right)")
+			default:
 				t.Errorf("the SDK called onprogress %d times (%v), want 4", len(p.Callbacks), p.Callbacks)
 			}
 			if want := "Long running operation completed. Duration: 2 seconds, Steps: 4."; p.Result.IsError || p.Result.text() != want {
 				t.Errorf("result = %+v, want %q", p.Result, want)
 			}
-			checkClosed(t, ev)
+			checkClosed(t, ev, race...)
 		})
 	})
 }
@@ -302,6 +316,15 @@ type wireMessage struct {
 	Error  json.RawMessage `json:"error,omitempty"`
 }
 
+// progressToken is the progress token of a request, as JSON, or nil.
+func (m wireMessage) progressToken() json.RawMessage {
+	var params struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	json.Unmarshal(m.Params, &params)
+	return params.Meta["progressToken"]
+}
+
 // wireEntry is a message the client sent ("out") or received ("in").
 type wireEntry struct {
 	Dir     string
@@ -313,11 +336,7 @@ type wireEntry struct {
 // of steps, then the response.
 func checkProgress(t *testing.T, req wireMessage, exchange []wireEntry, steps int) {
 	t.Helper()
-	var params struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	json.Unmarshal(req.Params, &params)
-	token := params.Meta["progressToken"]
+	token := req.progressToken()
 	if len(token) == 0 {
 		t.Fatalf("the client sent no progress token: %s", req.Params)
 	}

@@ -261,7 +261,7 @@ func ConformanceHTTP(t testing.TB, extraArgs ...string) (url string) {
 	bin := ConformanceServer(t)
 	var lastLog string
 	for attempt := 0; attempt < 3; attempt++ {
-		addr := freeAddr(t)
+		addr := FreeAddr(t)
 		args := append([]string{"-http=" + addr, "-stateless=false"}, extraArgs...)
 		cmd := exec.Command(bin, args...)
 		log := new(SyncBuffer)
@@ -291,7 +291,8 @@ func ConformanceHTTP(t testing.TB, extraArgs ...string) (url string) {
 	return ""
 }
 
-func freeAddr(t testing.TB) string {
+// FreeAddr returns a 127.0.0.1 address no one listens on, for a server to listen on.
+func FreeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -3,26 +3,20 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// StdioReadyWait bounds how long ServeStdio holds a client's requests while upstreams
-// are still starting.
-const StdioReadyWait = 5 * time.Second
-
-// stdioFront is the transport of the gateway's stdio client (Transport, the SDK's stdio
-// transport or another over stdin and stdout) with two changes a client notices:
+// directFront is the transport of a client the gateway serves directly, not through its
+// Streamable HTTP handler: its stdio client, or an in-process one (Gateway.Connect). It
+// wraps the transport (the SDK's stdio transport, toolshed's own, an in-memory one) with
+// two changes a client notices:
 //
-//   - The handshake (initialize, server/discover, ping) is answered at once, but the
-//     requests after it wait until every upstream has started or failed (at most
-//     StdioReadyWait), so that the client's first tools/list has every tool that could
-//     start. A client that probes with server/discover gives up on it within a second
-//     (the AI SDK does, then sends initialize, which the SDK refuses as a duplicate once
-//     the probe is answered), so the gateway must read stdin at once.
+//   - It serves the protocol versions of ProtocolVersions, as the Streamable HTTP front
+//     does (see ProtocolVersions): server/discover offers those.
 //   - No response is written for a request the client cancelled
 //     (notifications/cancelled): the MCP cancellation utility says a receiver should
 //     not send one, the TypeScript SDK reports one as an error, and the Go SDK writes
@@ -31,22 +25,28 @@ const StdioReadyWait = 5 * time.Second
 // The wrapped connection no longer gets the SDK's session updates, whose only use on
 // stdio is refusing JSON-RPC batches from protocol 2025-06-18 on; such batches are
 // now served.
-type stdioFront struct {
+type directFront struct {
 	mcp.Transport
-	ready <-chan struct{}
 }
 
-func (t *stdioFront) Connect(ctx context.Context) (mcp.Connection, error) {
+func (t *directFront) Connect(ctx context.Context) (mcp.Connection, error) {
 	conn, err := t.Transport.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &stdioConn{Connection: conn, ready: t.ready, cancelled: map[jsonrpc.ID]bool{}}, nil
+	return &stdioConn{Connection: conn, cancelled: map[jsonrpc.ID]bool{}}, nil
 }
 
-// SupportsProtocolVersion passes on the answer of the wrapped transport, if it gives one
-// (mcp.ProtocolVersionSupporter): server/discover offers what it can serve.
-func (t *stdioFront) SupportsProtocolVersion(v string) bool {
+// SupportsProtocolVersion reports the versions of ProtocolVersions that the wrapped
+// transport serves (mcp.ProtocolVersionSupporter). The versions are narrowed here, per
+// transport, rather than in the server's options: a server whose options leave out
+// 2026-07-28 answers a 2026-07-28 client's server/discover probe with an error, which
+// the AI SDK takes as a refusal, while a transport that leaves it out makes the probe
+// offer the versions it serves, and the client falls back to initialize.
+func (t *directFront) SupportsProtocolVersion(v string) bool {
+	if !slices.Contains(protocolVersions, v) {
+		return false
+	}
 	if s, ok := t.Transport.(mcp.ProtocolVersionSupporter); ok {
 		return s.SupportsProtocolVersion(v)
 	}
@@ -55,14 +55,10 @@ func (t *stdioFront) SupportsProtocolVersion(v string) bool {
 
 type stdioConn struct {
 	mcp.Connection
-	ready <-chan struct{}
 
 	mu        sync.Mutex
 	cancelled map[jsonrpc.ID]bool // requests the client cancelled, not yet answered
 }
-
-// handshake holds the methods answered before upstreams are ready.
-var handshake = map[string]bool{"initialize": true, "server/discover": true, "ping": true}
 
 func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	msg, err := c.Connection.Read(ctx)
@@ -90,13 +86,6 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		c.mu.Lock()
 		delete(c.cancelled, req.ID)
 		c.mu.Unlock()
-		if !handshake[req.Method] {
-			select {
-			case <-c.ready:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		}
 	}
 	return msg, nil
 }

@@ -3,10 +3,11 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // scriptedConn is a connection whose Read returns messages as the test sends them and
@@ -63,7 +64,7 @@ func TestStdioConnDropsCancelledResponses(t *testing.T) {
 	ready := make(chan struct{})
 	close(ready)
 	inner := &scriptedConn{in: make(chan jsonrpc.Message, 10)}
-	c := &stdioConn{Connection: inner, ready: ready, cancelled: map[jsonrpc.ID]bool{}}
+	c := &stdioConn{Connection: inner, cancelled: map[jsonrpc.ID]bool{}}
 	ctx := context.Background()
 	read := func(m jsonrpc.Message) {
 		t.Helper()
@@ -109,46 +110,26 @@ func TestStdioConnDropsCancelledResponses(t *testing.T) {
 	}
 }
 
-// The handshake is read at once; any other request waits until the upstreams are
-// ready (or the read is cancelled).
-func TestStdioConnHoldsRequestsUntilReady(t *testing.T) {
-	ready := make(chan struct{})
-	inner := &scriptedConn{in: make(chan jsonrpc.Message, 10)}
-	c := &stdioConn{Connection: inner, ready: ready, cancelled: map[jsonrpc.ID]bool{}}
-	ctx := context.Background()
-	for _, m := range []jsonrpc.Message{
-		request(t, nil, "notifications/initialized", nil),
-		request(t, float64(0), "server/discover", nil),
-		request(t, float64(1), "initialize", map[string]any{"protocolVersion": "2025-11-25"}),
-		request(t, float64(2), "ping", nil),
-	} {
-		inner.in <- m
-		if _, err := c.Read(ctx); err != nil {
-			t.Fatal(err)
+// The stdio front serves the versions the HTTP front does, and nothing the transport it
+// wraps cannot.
+func TestStdioFrontProtocolVersions(t *testing.T) {
+	front := &directFront{Transport: stdioTransport{}}
+	for _, v := range mcp.SupportedProtocolVersions() {
+		if got, want := front.SupportsProtocolVersion(v), slices.Contains(ProtocolVersions(), v); got != want {
+			t.Errorf("SupportsProtocolVersion(%s) = %v, want %v", v, got, want)
 		}
 	}
-
-	inner.in <- request(t, float64(3), "tools/list", nil)
-	got := make(chan jsonrpc.Message, 1)
-	go func() {
-		m, _ := c.Read(ctx)
-		got <- m
-	}()
-	select {
-	case m := <-got:
-		t.Fatalf("tools/list was read before the upstreams were ready: %v", m)
-	case <-time.After(50 * time.Millisecond):
+	if front.SupportsProtocolVersion("2026-07-28") {
+		t.Error("the stdio front offers 2026-07-28, which the Streamable HTTP front cannot serve with sessions")
 	}
-	close(ready)
-	if m := <-got; m.(*jsonrpc.Request).Method != "tools/list" {
-		t.Fatalf("read %v, want tools/list", m)
-	}
-
-	held := &stdioConn{Connection: &scriptedConn{in: make(chan jsonrpc.Message, 1)}, ready: make(chan struct{}), cancelled: map[jsonrpc.ID]bool{}}
-	held.Connection.(*scriptedConn).in <- request(t, float64(4), "tools/call", nil)
-	cctx, cancel := context.WithCancel(ctx)
-	cancel()
-	if _, err := held.Read(cctx); err == nil {
-		t.Fatal("a held read whose context is cancelled returned no error")
+	narrow := &directFront{Transport: versionsTransport{"2025-06-18"}}
+	if narrow.SupportsProtocolVersion(UpstreamProtocol) || !narrow.SupportsProtocolVersion("2025-06-18") {
+		t.Error("the stdio front does not pass on the wrapped transport's own limits")
 	}
 }
+
+// versionsTransport is a transport that serves only some protocol versions.
+type versionsTransport []string
+
+func (versionsTransport) Connect(context.Context) (mcp.Connection, error) { return nil, nil }
+func (v versionsTransport) SupportsProtocolVersion(s string) bool         { return slices.Contains(v, s) }

@@ -1,0 +1,499 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// toolshed is a client of every upstream on behalf of its own clients. What it declares
+// to an upstream at initialize (sampling, elicitation, roots) decides what the upstream
+// offers: the npm server-everything lists trigger-sampling-request only to a client that
+// declared sampling, server-filesystem takes its allowed directories from the client's
+// roots. So toolshed declares what every connected client supports, and nothing more.
+//
+// MCP fixes a client's capabilities at initialize for protocols up to 2025-11-25, the
+// newest toolshed speaks (see ProtocolVersions). Protocol 2026-07-28 carries them on every
+// request (_meta "io.modelcontextprotocol/clientCapabilities"), but it has no requests
+// from server to client outside a request's own multi round-trip, so an upstream could
+// not ask for roots when it starts, and no npm reference server speaks it. When what
+// the clients support changes, toolshed therefore reconnects each upstream with the new
+// declaration: the new connection is made while the old one keeps serving, new requests
+// go to the new one once it has listed its tools, and the old one closes when the
+// requests in flight on it have ended (see Upstream.swap).
+
+// ProtocolVersions returns the MCP versions toolshed speaks, newest first: it offers
+// all of them to its clients, over stdio and Streamable HTTP alike, and the first to
+// upstream servers. It stops at 2025-11-25, the last version with requests from server
+// to client at any time (roots/list when a server starts, sampling, elicitation), which
+// toolshed relays between upstreams and clients; the go-sdk serves 2026-07-28 over
+// Streamable HTTP only without sessions.
+func ProtocolVersions() []string { return slices.Clone(protocolVersions) }
+
+var protocolVersions = []string{UpstreamProtocol, "2025-06-18", "2025-03-26", "2024-11-05"}
+
+// clientSupport is the part of a client's capabilities that toolshed relays from
+// upstreams to clients.
+type clientSupport struct {
+	sampling, samplingContext bool
+	elicitForm, elicitURL     bool
+	roots, rootsListChanged   bool
+}
+
+// supportOf reads what a client declared at initialize.
+func supportOf(p *mcp.InitializeParams) clientSupport {
+	var s clientSupport
+	if p == nil || p.Capabilities == nil {
+		return s
+	}
+	c := p.Capabilities
+	if c.Sampling != nil {
+		// Not sampling with tools: toolshed relays sampling requests as
+		// sampling/createMessage without tools.
+		s.sampling, s.samplingContext = true, c.Sampling.Context != nil
+	}
+	if e := c.Elicitation; e != nil {
+		// An empty elicitation capability means form elicitation (before 2025-11-25).
+		s.elicitForm = e.Form != nil || e.URL == nil
+		s.elicitURL = e.URL != nil
+	}
+	if c.RootsV2 != nil {
+		s.roots, s.rootsListChanged = true, c.RootsV2.ListChanged
+	}
+	return s
+}
+
+// and is what both s and o support.
+func (s clientSupport) and(o clientSupport) clientSupport {
+	return clientSupport{
+		sampling: s.sampling && o.sampling, samplingContext: s.samplingContext && o.samplingContext,
+		elicitForm: s.elicitForm && o.elicitForm, elicitURL: s.elicitURL && o.elicitURL,
+		roots: s.roots && o.roots, rootsListChanged: s.rootsListChanged && o.rootsListChanged,
+	}
+}
+
+func (s clientSupport) elicits() bool { return s.elicitForm || s.elicitURL }
+
+// capabilities is s as a client declares it.
+func (s clientSupport) capabilities() *mcp.ClientCapabilities {
+	c := &mcp.ClientCapabilities{} // not nil: the SDK would add roots by default
+	if s.sampling {
+		c.Sampling = &mcp.SamplingCapabilities{}
+		if s.samplingContext {
+			c.Sampling.Context = &mcp.SamplingContextCapabilities{}
+		}
+	}
+	if s.elicits() {
+		c.Elicitation = &mcp.ElicitationCapabilities{}
+		if s.elicitForm {
+			c.Elicitation.Form = &mcp.FormElicitationCapabilities{}
+		}
+		if s.elicitURL {
+			c.Elicitation.URL = &mcp.URLElicitationCapabilities{}
+		}
+	}
+	if s.roots {
+		c.RootsV2 = &mcp.RootCapabilities{ListChanged: s.rootsListChanged}
+	}
+	return c
+}
+
+// String names what s supports, for people: "sampling, elicitation and roots", or
+// "none of sampling, elicitation and roots".
+func (s clientSupport) String() string {
+	var have []string
+	if s.sampling {
+		have = append(have, "sampling")
+	}
+	switch {
+	case s.elicitForm && s.elicitURL:
+		have = append(have, "elicitation (form and url)")
+	case s.elicitURL:
+		have = append(have, "elicitation (url)")
+	case s.elicitForm:
+		have = append(have, "elicitation")
+	}
+	if s.roots {
+		have = append(have, "roots")
+	}
+	if len(have) == 0 {
+		return "none of sampling, elicitation and roots"
+	}
+	if len(have) == 1 {
+		return have[0]
+	}
+	return strings.Join(have[:len(have)-1], ", ") + " and " + have[len(have)-1]
+}
+
+// clients tracks the client sessions of every profile, what toolshed declares to
+// upstreams because of them, and which sessions have requests other than tool calls
+// in flight on which upstream (tool calls are in the callRegistry).
+type clients struct {
+	mu       sync.Mutex
+	sessions map[*mcp.ServerSession]clientSupport
+	support  clientSupport // what upstreams are told
+	gen      uint64        // counts changes of support
+	known    chan struct{} // closed once support is known (see Options.WaitForClient)
+	isKnown  bool
+	forwards map[string]map[*mcp.ServerSession]int // server -> session -> requests in flight
+	// elicitations maps the URL elicitations relayed to a client, by server and
+	// elicitation id, so that their completion reaches the same client.
+	elicitations map[[2]string]*mcp.ServerSession
+}
+
+func newClients(waitForClient bool) *clients {
+	c := &clients{sessions: map[*mcp.ServerSession]clientSupport{}, known: make(chan struct{}),
+		forwards: map[string]map[*mcp.ServerSession]int{}, elicitations: map[[2]string]*mcp.ServerSession{}}
+	if !waitForClient {
+		c.isKnown = true
+		close(c.known)
+	}
+	return c
+}
+
+// declared returns what upstreams are to be told, and its generation.
+func (g *Gateway) declared() (clientSupport, uint64) {
+	g.clients.mu.Lock()
+	defer g.clients.mu.Unlock()
+	return g.clients.support, g.clients.gen
+}
+
+// join records a client session once it has initialized, and forgets it when it ends.
+// A change of what the clients support is declared to the upstreams.
+func (g *Gateway) join(ss *mcp.ServerSession) {
+	p := ss.InitializeParams()
+	if p == nil {
+		return
+	}
+	c := g.clients
+	c.mu.Lock()
+	if _, ok := c.sessions[ss]; ok {
+		c.mu.Unlock()
+		return
+	}
+	c.sessions[ss] = supportOf(p)
+	c.mu.Unlock()
+	go func() {
+		ss.Wait()
+		g.leave(ss)
+	}()
+	var who *mcp.Implementation
+	if p.ClientInfo != nil {
+		who = p.ClientInfo
+	}
+	g.redeclare(who)
+}
+
+func (g *Gateway) leave(ss *mcp.ServerSession) {
+	c := g.clients
+	c.mu.Lock()
+	delete(c.sessions, ss)
+	for key, s := range c.elicitations {
+		if s == ss {
+			delete(c.elicitations, key)
+		}
+	}
+	c.mu.Unlock()
+	g.redeclare(nil)
+}
+
+// redeclare recomputes what every connected client supports and, when that changed,
+// tells the upstreams to reconnect with it. With no client connected the declaration
+// stays as it was: no one is there to be wrong about, and the next client would most
+// likely bring it back.
+func (g *Gateway) redeclare(joined *mcp.Implementation) {
+	c := g.clients
+	c.mu.Lock()
+	if len(c.sessions) == 0 {
+		c.mu.Unlock()
+		return
+	}
+	first := true
+	var s clientSupport
+	for _, cs := range c.sessions {
+		if first {
+			s, first = cs, false
+		} else {
+			s = s.and(cs)
+		}
+	}
+	starting := !c.isKnown
+	if s == c.support && !starting {
+		c.mu.Unlock()
+		return
+	}
+	c.support = s
+	c.gen++
+	if starting {
+		c.isKnown = true
+		close(c.known)
+	}
+	n := len(c.sessions)
+	c.mu.Unlock()
+
+	ev := &ClientsChange{Support: s.String(), Clients: n, Starting: starting}
+	if joined != nil {
+		ev.Joined = strings.TrimSpace(joined.Name + " " + joined.Version)
+	}
+	for _, u := range g.upstreams {
+		if u.catalogTools == nil && !u.cfg.Disabled {
+			ev.Servers++
+			signal(u.redeclared)
+		}
+	}
+	g.emit(Event{Clients: ev})
+}
+
+// ClientsChange reports a change of what toolshed declares to its upstreams of what its
+// clients support.
+type ClientsChange struct {
+	// Support names what every connected client supports (see clientSupport.String).
+	Support string
+	// Clients is how many clients are connected; Joined names the one whose arrival
+	// caused the change ("claude-code 2.1.332"), if one did.
+	Clients int
+	Joined  string
+	// Servers is how many upstream servers (re)connect to declare it.
+	Servers int
+	// Starting reports the first declaration (Options.WaitForClient): the upstreams
+	// start now rather than reconnect.
+	Starting bool
+}
+
+// liveSessions returns the initialized client sessions.
+func (g *Gateway) liveSessions() []*mcp.ServerSession {
+	g.clients.mu.Lock()
+	defer g.clients.mu.Unlock()
+	out := make([]*mcp.ServerSession, 0, len(g.clients.sessions))
+	for ss := range g.clients.sessions {
+		out = append(out, ss)
+	}
+	return out
+}
+
+// forwarding records that session ss has a request (other than a tool call) in flight
+// on server; the returned func ends it.
+func (g *Gateway) forwarding(server string, ss *mcp.ServerSession) func() {
+	c := g.clients
+	c.mu.Lock()
+	m := c.forwards[server]
+	if m == nil {
+		m = map[*mcp.ServerSession]int{}
+		c.forwards[server] = m
+	}
+	m[ss]++
+	c.mu.Unlock()
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if m[ss]--; m[ss] == 0 {
+			delete(m, ss)
+		}
+	}
+}
+
+// errUnknownCause refuses an upstream's request when toolshed cannot tell which of its
+// clients it is for.
+func errUnknownCause(format string, args ...any) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf(format, args...)}
+}
+
+// cause finds the client an upstream's request (sampling, elicitation, roots/list) is
+// for. MCP gives such a request no link to the client request that caused it, so it is
+// the session whose requests are in flight on that server when only one session has
+// any, else, when none has, the only client connected. Otherwise toolshed cannot know,
+// and the request is refused rather than sent to a client that may not be the one.
+// When the session's cause is a tool call, the call is returned too: the request goes
+// to the client as part of that call.
+func (r *callRegistry) cause(server string) (*call, *mcp.ServerSession, error) {
+	r.mu.Lock()
+	calls := slices.Clone(r.inflight[server])
+	r.mu.Unlock()
+	c := r.g.clients
+	c.mu.Lock()
+	var sessions []*mcp.ServerSession
+	for ss := range c.forwards[server] {
+		sessions = append(sessions, ss)
+	}
+	c.mu.Unlock()
+	for _, call := range calls {
+		if !slices.Contains(sessions, call.session) {
+			sessions = append(sessions, call.session)
+		}
+	}
+	switch len(sessions) {
+	case 0:
+		live := r.g.liveSessions()
+		switch len(live) {
+		case 1:
+			return nil, live[0], nil
+		case 0:
+			return nil, nil, errUnknownCause("toolshed has no client connected to pass this request to; it is relayed while a client is connected")
+		}
+		return nil, nil, errUnknownCause("toolshed serves %d clients and none of them has a request running on %s, so it cannot tell which client this request is for; send it while handling that client's request", len(live), server)
+	case 1:
+		var mine []*call
+		for _, call := range calls {
+			if call.session == sessions[0] {
+				mine = append(mine, call)
+			}
+		}
+		switch {
+		case len(mine) == 0:
+			return nil, sessions[0], nil
+		case len(mine) > 1 && mine[0].mrtr:
+			return nil, nil, errUnknownCause("%d calls of one client are running on %s, and that client takes requests only as part of a call, so toolshed cannot tell which call this request belongs to", len(mine), server)
+		}
+		return mine[0], sessions[0], nil
+	}
+	return nil, nil, errUnknownCause("requests of %d clients are running on %s, so toolshed cannot tell which client this request is for (MCP does not link it to the request that caused it); retry when only one client's request is running", len(sessions), server)
+}
+
+// relayContext bounds an upstream's request to a client: it ends when the gateway stops
+// (the upstream's connection cannot close while its request is being handled) and, when
+// it is sent outside any call, after the server's call timeout, since a client that went
+// away without ending its session (an HTTP client that sent no DELETE) never answers.
+func (g *Gateway) relayContext(ctx context.Context, server string, outsideCall bool) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(g.life, cancel)
+	if u := g.byName[server]; outsideCall && u != nil {
+		var cancelTimeout context.CancelFunc
+		ctx, cancelTimeout = u.withCallTimeout(ctx)
+		return ctx, func() { cancelTimeout(); stop(); cancel() }
+	}
+	return ctx, func() { stop(); cancel() }
+}
+
+// rememberElicitation records the client a URL elicitation was relayed to.
+func (g *Gateway) rememberElicitation(server string, params mcp.InputRequest, ss *mcp.ServerSession) {
+	p, ok := params.(*mcp.ElicitParams)
+	if !ok || p.Mode != "url" || p.ElicitationID == "" || ss == nil {
+		return
+	}
+	g.clients.mu.Lock()
+	g.clients.elicitations[[2]string{server, p.ElicitationID}] = ss
+	g.clients.mu.Unlock()
+}
+
+// elicitationComplete passes an upstream's notifications/elicitation/complete to the
+// client its URL elicitation went to.
+func (g *Gateway) elicitationComplete(ctx context.Context, server string, p *mcp.ElicitationCompleteParams) {
+	key := [2]string{server, p.ElicitationID}
+	g.clients.mu.Lock()
+	ss := g.clients.elicitations[key]
+	delete(g.clients.elicitations, key)
+	g.clients.mu.Unlock()
+	if ss == nil {
+		g.logf("upstream %s: completion of elicitation %q, which toolshed did not relay to any client", server, p.ElicitationID)
+		return
+	}
+	if err := ss.NotifyElicitationComplete(ctx, p); err != nil {
+		g.logf("upstream %s: passing on the completion of elicitation %q: %v", server, p.ElicitationID, err)
+	}
+}
+
+// rootsListChanged passes a client's notifications/roots/list_changed on to every
+// upstream told that roots can change. The roots/list that follows is routed like any
+// upstream request (see cause).
+func (g *Gateway) rootsListChanged() {
+	for _, u := range g.upstreams {
+		if l := u.currentLink(); l != nil && l.support.rootsListChanged {
+			// The SDK sends notifications/roots/list_changed only from AddRoots and
+			// RemoveRoots; the root added here is never listed, since toolshed answers
+			// roots/list itself (see rootsMiddleware).
+			l.client.AddRoots(&mcp.Root{URI: "toolshed:roots-changed", Name: "placeholder"})
+		}
+	}
+}
+
+// listWait bounds how long a client's request waits for the upstreams to settle after a
+// change of what toolshed declares to them (or, with Options.WaitForClient, for them to
+// start), so that it sees what the new declaration offers.
+const listWait = 5 * time.Second
+
+// sessionMiddleware records every client session once it has initialized, and makes
+// its requests wait (up to listWait) for the upstreams to settle after a change of
+// declaration.
+func (g *Gateway) sessionMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		ss, _ := req.GetSession().(*mcp.ServerSession)
+		switch {
+		case ss == nil:
+		case method == "server/discover":
+			// A probe before initialize, answered at once: a client gives up on it
+			// within a second (the AI SDK does) and falls back to initialize.
+			return next(ctx, method, req)
+		case method == "initialize":
+			res, err := next(ctx, method, req)
+			if err == nil {
+				g.join(ss)
+			}
+			return res, err
+		case method == "ping" || method == "logging/setLevel" || strings.HasPrefix(method, "notifications/"):
+			if ss.InitializeParams() != nil {
+				g.join(ss)
+			}
+		default:
+			g.join(ss)
+			g.settle(ctx, listWait)
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// settled reports whether every upstream has settled on the current declaration:
+// connected with it, or failed trying, or out of the game.
+func (g *Gateway) settled() bool {
+	select {
+	case <-g.clients.known:
+	default:
+		return false
+	}
+	_, gen := g.declared()
+	for _, u := range g.upstreams {
+		if !u.settled(gen) {
+			return false
+		}
+	}
+	return true
+}
+
+// settle waits until the upstreams have settled (see settled), at most max, and lets
+// the reassembly that follows land.
+func (g *Gateway) settle(ctx context.Context, max time.Duration) {
+	if g.settled() {
+		return
+	}
+	if poll(ctx, max, g.settled) {
+		g.reassemble()
+	}
+}
+
+// poll checks cond every 20 ms until it holds, ctx ends or max passes (max <= 0: no
+// limit), and reports whether it held.
+func poll(ctx context.Context, max time.Duration, cond func() bool) bool {
+	var deadline <-chan time.Time
+	if max > 0 {
+		t := time.NewTimer(max)
+		defer t.Stop()
+		deadline = t.C
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-deadline:
+			return false
+		case <-tick.C:
+		}
+	}
+	return true
+}

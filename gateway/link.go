@@ -1,0 +1,279 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolshed/toolshed/gateway/config"
+)
+
+// An upstream's connection declares, at initialize, what the clients support (see
+// clientSupport). When that changes, the upstream makes a new connection beside the old
+// one, moves to it once it has listed its tools, and closes the old one when the requests
+// in flight on it have ended.
+
+// link is one connection to the upstream server: its session, and what toolshed
+// declared on it of what the clients support.
+type link struct {
+	cs     *mcp.ClientSession
+	client *mcp.Client
+	// conn is cs's connection when toolshed wraps it (every transport but Streamable
+	// HTTP): calls go out on it directly (see Upstream.startCall).
+	conn    *captureConn
+	support clientSupport
+	gen     uint64
+	// busy counts the requests toolshed sent on cs that are not answered yet.
+	busy  atomic.Int64
+	close func() // ends the session and what its transport started
+}
+
+func waitLink(l *link) <-chan error {
+	done := make(chan error, 1)
+	go func() { done <- l.cs.Wait() }()
+	return done
+}
+
+func (u *Upstream) connectTimeout() time.Duration {
+	if u.cfg.ConnectTimeout > 0 {
+		return u.cfg.ConnectTimeout
+	}
+	return config.DefaultConnectTimeout
+}
+
+// dial makes a connection, declaring what the clients support now, and lists the
+// server's tools and features on it.
+func (u *Upstream) dial(ctx context.Context) (*link, []json.RawMessage, features, error) {
+	support, gen := u.g.declared()
+	if u.catalogTools != nil {
+		support = clientSupport{} // toolshed's own catalog server asks clients nothing
+	}
+	timeout := u.connectTimeout()
+	// The connection lives on linkCtx: some transports keep the context they connect
+	// with for as long as the connection lasts (the SSE client's event stream), so it
+	// must not end when dial returns. Only the start is bounded by connect_timeout.
+	linkCtx, endLink := context.WithCancel(ctx)
+	connectCtx, cancel := context.WithTimeout(linkCtx, timeout)
+	defer cancel()
+	startTimer := time.AfterFunc(timeout, endLink)
+	started := func() bool { return startTimer.Stop() }
+	fail := func(err error) (*link, []json.RawMessage, features, error) {
+		endLink()
+		u.settle(gen)
+		return nil, nil, features{}, err
+	}
+	u.listing.Lock()
+	u.capture = newToolsCapture() // one per connection: JSON-RPC ids repeat across them
+	u.listing.Unlock()
+	var conn *captureConn
+	t, cleanup, err := u.transport(ctx, func(c *captureConn) { conn = c })
+	if err != nil {
+		return fail(err)
+	}
+	l := &link{support: support, gen: gen}
+	l.client = mcp.NewClient(&mcp.Implementation{Name: "toolshed", Version: Version}, u.clientOptions(support))
+	l.client.AddSendingMiddleware(l.count)
+	l.client.AddReceivingMiddleware(u.rootsMiddleware)
+	cs, err := l.client.Connect(linkCtx, t, &mcp.ClientSessionOptions{ProtocolVersion: UpstreamProtocol})
+	if err != nil {
+		cleanup()
+		if connectCtx.Err() != nil && ctx.Err() == nil {
+			return fail(fmt.Errorf("did not finish starting within %v (connect_timeout); it may be hanging or slow to install", timeout))
+		}
+		return fail(fmt.Errorf("could not start: %w", err))
+	}
+	// Closing the session (on shutdown) ends Wait.
+	stop := context.AfterFunc(ctx, func() { cs.Close() })
+	l.cs, l.conn = cs, conn
+	l.close = func() {
+		stop()
+		cs.Close()
+		endLink()
+		cleanup()
+	}
+	tools, err := u.list(connectCtx, cs)
+	if err != nil {
+		l.close()
+		if connectCtx.Err() != nil && ctx.Err() == nil {
+			return fail(fmt.Errorf("did not list its tools within %v (connect_timeout)", timeout))
+		}
+		return fail(fmt.Errorf("could not list its tools: %w", err))
+	}
+	f := u.listFeatures(connectCtx, cs)
+	if !started() {
+		l.close()
+		return fail(fmt.Errorf("did not finish starting within %v (connect_timeout)", timeout))
+	}
+	return l, tools, f, nil
+}
+
+// count is a sending middleware that keeps l.busy.
+func (l *link) count(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		l.busy.Add(1)
+		defer l.busy.Add(-1)
+		return next(ctx, method, req)
+	}
+}
+
+// install makes l the connection new requests go to, with its tools and features.
+func (u *Upstream) install(l *link, tools []json.RawMessage, f features) {
+	u.mu.Lock()
+	u.session, u.link, u.tools, u.features = l.cs, l, tools, f
+	u.featuresVersion++
+	u.status.Tokens = u.tokens(tools)
+	if l.gen+1 > u.settledGen {
+		u.settledGen = l.gen + 1
+	}
+	u.mu.Unlock()
+}
+
+// resubscribe subscribes again, on a new connection, to the resources clients are
+// subscribed to.
+func (u *Upstream) resubscribe(ctx context.Context, l *link) {
+	if !u.g.subs.any() {
+		return
+	}
+	u.g.reassemble() // so that resubscribe sees this server as the owner again
+	subCtx, cancel := context.WithTimeout(ctx, u.connectTimeout())
+	defer cancel()
+	u.g.resubscribe(subCtx, u, l.cs)
+}
+
+// swap moves the upstream to a new connection that declares what the clients support
+// now, when that differs from what l declared. Requests go to the new connection once it
+// has listed its tools; l closes when the requests in flight on it have ended (at most
+// a call timeout later). It returns the new connection, or nil when l stays: the
+// declaration did not change, or the new connection failed (l keeps serving, and the
+// failure is logged).
+func (u *Upstream) swap(ctx context.Context, l *link) *link {
+	support, gen := u.g.declared()
+	if u.catalogTools != nil || support == l.support {
+		u.settle(gen)
+		return nil
+	}
+	nl, tools, f, err := u.dial(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			u.g.logf("upstream %s: could not reconnect to offer %s (%v); it keeps its connection, which offers %s", u.cfg.Name, support, err, l.support)
+		}
+		return nil
+	}
+	u.install(nl, tools, f)
+	u.g.upstreamChanged(u)
+	u.resubscribe(ctx, nl)
+	u.drain(ctx, l)
+	return nl
+}
+
+// drain closes l once the requests in flight on it have ended, or a call timeout has
+// passed, or ctx ends.
+func (u *Upstream) drain(ctx context.Context, l *link) {
+	timeout := u.cfg.CallTimeout
+	if timeout <= 0 {
+		timeout = config.DefaultCallTimeout
+	}
+	u.draining.Add(1)
+	go func() {
+		defer u.draining.Done()
+		defer l.close()
+		poll(ctx, timeout, func() bool { return l.busy.Load() == 0 })
+	}()
+}
+
+// settle records that a connection attempt declaring generation gen has ended.
+func (u *Upstream) settle(gen uint64) {
+	u.mu.Lock()
+	if gen+1 > u.settledGen {
+		u.settledGen = gen + 1
+	}
+	u.mu.Unlock()
+}
+
+// settled reports whether the upstream has settled on generation gen of the clients'
+// support: it connected declaring it, or failed trying, or it does not run, or it is
+// toolshed's own catalog server (which asks clients nothing) and has started.
+func (u *Upstream) settled(gen uint64) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	switch {
+	case u.cfg.Disabled, u.status.State == Failed, u.status.State == Stopped:
+		return true
+	case u.status.Restarts > 0 && u.status.State != Ready:
+		return true // a server that keeps failing must not hold clients up
+	case u.catalogTools != nil:
+		return u.settledGen > 0
+	}
+	return u.settledGen > gen
+}
+
+// currentLink returns the connection new requests go to, or nil.
+func (u *Upstream) currentLink() *link {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.link
+}
+
+// clientOptions relays what an upstream sends toolshed's client to the gateway, and
+// declares what the clients support (see clientSupport): the SDK declares sampling and
+// elicitation whenever their handlers are set, so they are set only then.
+func (u *Upstream) clientOptions(support clientSupport) *mcp.ClientOptions {
+	opts := &mcp.ClientOptions{
+		Capabilities:               support.capabilities(),
+		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { signal(u.relisted) },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { signal(u.refeatured) },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { signal(u.refeatured) },
+		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			u.g.resourceUpdated(ctx, req.Params)
+		},
+		LoggingMessageHandler: func(ctx context.Context, req *mcp.LoggingMessageRequest) {
+			u.g.calls.logMessage(ctx, u.cfg.Name, req.Params)
+		},
+		ProgressNotificationHandler: func(ctx context.Context, req *mcp.ProgressNotificationClientRequest) {
+			u.g.calls.progress(ctx, req.Params)
+		},
+	}
+	if support.elicits() {
+		opts.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			res, err := u.g.calls.relay(ctx, u.cfg.Name, req.Params)
+			if err != nil {
+				return nil, err
+			}
+			return res.(*mcp.ElicitResult), nil
+		}
+	}
+	if support.elicitURL {
+		opts.ElicitationCompleteHandler = func(ctx context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
+			u.g.elicitationComplete(ctx, u.cfg.Name, req.Params)
+		}
+	}
+	if support.sampling {
+		opts.CreateMessageHandler = func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			res, err := u.g.calls.relay(ctx, u.cfg.Name, req.Params)
+			if err != nil {
+				return nil, err
+			}
+			return res.(*mcp.CreateMessageResult), nil
+		}
+	}
+	return opts
+}
+
+// rootsMiddleware answers the upstream's roots/list with the roots of the client its
+// request is for (see callRegistry.cause), rather than with the SDK client's own list.
+func (u *Upstream) rootsMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "roots/list" {
+			return next(ctx, method, req)
+		}
+		res, err := u.g.calls.relay(ctx, u.cfg.Name, &mcp.ListRootsParams{})
+		if err != nil {
+			return nil, err
+		}
+		return res.(*mcp.ListRootsResult), nil
+	}
+}
