@@ -76,35 +76,18 @@ func (o *OpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		openAIError(w, http.StatusBadRequest, "invalid_request_error", "body: "+err.Error())
 		return
 	}
-	reply, n, ok := o.next()
+	reply, n, ok := o.take(func(status int, errorType, msg string) {
+		openAIError(w, status, openAIErrorTypes[errorType], msg)
+	})
 	if !ok {
-		openAIError(w, http.StatusInternalServerError, "server_error", "the script has no more replies")
-		return
-	}
-	if reply.Status != 0 && reply.Status != http.StatusOK {
-		openAIError(w, reply.Status, openAIErrorTypes[reply.ErrorType], "scripted "+reply.ErrorType)
 		return
 	}
 	id := fmt.Sprintf("chatcmpl-fake%02d", n)
-	var text strings.Builder
-	var calls []chatToolCall
-	for _, raw := range reply.Content {
-		var b struct {
-			Type  string          `json:"type"`
-			Text  string          `json:"text"`
-			ID    string          `json:"id"`
-			Name  string          `json:"name"`
-			Input json.RawMessage `json:"input"`
-		}
-		json.Unmarshal(raw, &b)
-		switch b.Type {
-		case "text":
-			text.WriteString(b.Text)
-		case "tool_use":
-			var c chatToolCall
-			c.ID, c.Type, c.Function.Name, c.Function.Arguments = b.ID, "function", b.Name, string(b.Input)
-			calls = append(calls, c)
-		}
+	text, uses := splitContent(reply.Content)
+	calls := make([]chatToolCall, len(uses))
+	for i, u := range uses {
+		c := &calls[i]
+		c.ID, c.Type, c.Function.Name, c.Function.Arguments = u.ID, "function", u.Name, string(u.Input)
 	}
 	out, _ := json.Marshal(reply.Content)
 	u := chatUsage{PromptTokens: PromptTokens(body), CompletionTokens: tokens.Count(string(out))}
@@ -115,8 +98,8 @@ func (o *OpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	finish := finishReasons[reply.StopReason]
 	if !req.Stream {
 		var content any
-		if text.Len() > 0 {
-			content = text.String()
+		if text != "" {
+			content = text
 		}
 		message := map[string]any{"role": "assistant", "content": content, "refusal": nil}
 		if len(calls) > 0 {
@@ -143,7 +126,7 @@ func (o *OpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	chunk(map[string]any{"role": "assistant", "content": "", "refusal": nil}, nil)
-	for _, piece := range splitKeep(text.String(), " ") {
+	for _, piece := range splitKeep(text, " ") {
 		chunk(map[string]any{"content": piece}, nil)
 	}
 	for i, c := range calls {
