@@ -62,11 +62,15 @@ type call struct {
 	upToken   string // the token toolshed sent upstream
 	mrtr      bool   // the client speaks multi round-trip requests (protocol >= 2026-07-28)
 
-	inputs  chan *relayRequest
-	done    chan outcome
-	cancel  context.CancelFunc
-	waiting map[string]*relayRequest // input id -> relay awaiting the client's answer
-	expiry  *time.Timer
+	inputs chan *relayRequest
+	done   chan outcome
+	// ended is closed when the call is unregistered (see end): an upstream request
+	// that was attached to it and not taken yet goes to its session directly.
+	ended     chan struct{}
+	endedOnce sync.Once
+	cancel    context.CancelFunc
+	waiting   map[string]*relayRequest // input id -> relay awaiting the client's answer
+	expiry    *time.Timer
 }
 
 // outcome is how an upstream call ended: the server's result, as the JSON it sent, or
@@ -180,6 +184,7 @@ func (r *callRegistry) start(ctx context.Context, spec callSpec, u *Upstream) *c
 		session: spec.req.Session,
 		mrtr:    speaksMRTR(spec.req.Session),
 		inputs:  make(chan *relayRequest),
+		ended:   make(chan struct{}),
 		done:    make(chan outcome, 1),
 		waiting: map[string]*relayRequest{},
 		ctx:     ctx,
@@ -285,6 +290,7 @@ func (r *callRegistry) expire(c *call) {
 
 // end unregisters a call.
 func (r *callRegistry) end(c *call) {
+	c.endedOnce.Do(func() { close(c.ended) })
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if c.upToken != "" {
@@ -338,12 +344,16 @@ func (r *callRegistry) relay(ctx context.Context, server string, params mcp.Inpu
 	r.g.rememberElicitation(server, params, ss)
 	ctx, cancel := r.g.relayContext(ctx, server, c == nil)
 	defer cancel()
-	if c == nil {
+	// askSession asks the client on its session, not on the stream of a call.
+	askSession := func() (mcp.InputResponse, error) {
 		res, err := askClient(ctx, ss, params)
 		if err != nil {
 			return nil, err
 		}
 		return convertResponse(params, res)
+	}
+	if c == nil {
+		return askSession()
 	}
 	r.mu.Lock()
 	r.seq++
@@ -352,6 +362,9 @@ func (r *callRegistry) relay(ctx context.Context, server string, params mcp.Inpu
 	rr := &relayRequest{id: id, params: params, reply: make(chan relayReply, 1)}
 	select {
 	case c.inputs <- rr:
+	case <-c.ended:
+		// The call's result came first: its client is still the one to ask.
+		return askSession()
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	case <-time.After(pendingTimeout):

@@ -240,6 +240,21 @@ func TestRelayToCause(t *testing.T) {
 	<-slow
 }
 
+// An upstream's request that comes as the call that caused it ends still reaches that
+// call's client: attached to the call, it is not lost when the call's result comes first.
+func TestRelayAfterCallEnds(t *testing.T) {
+	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
+	a := h.client("", &mcp.ClientOptions{CreateMessageHandler: sampleAs("model-a")})
+	for i := range 20 {
+		if got := resultText(call(t, a, "alpha__sample_detached", map[string]any{})); got != "asked" {
+			t.Fatalf("sample_detached = %q", got)
+		}
+		if got := resultText(call(t, a, "alpha__detached_model", map[string]any{"ms": 3000})); got != "model model-a" {
+			t.Fatalf("round %d: the sampling request sent as its call ended got %q, want model-a's answer", i, got)
+		}
+	}
+}
+
 // The roots of the client reach an upstream that asks for them during a call, and
 // server-filesystem takes them as its allowed directories, at start and when they change.
 func TestRootsReachFilesystem(t *testing.T) {

@@ -177,6 +177,34 @@ func addBasicTools(server *mcp.Server) {
 			}
 			return text("model " + res.Model), nil
 		})
+	// sample_detached answers at once and asks for sampling right after, so the request
+	// races the call's result; detached_model waits for the answer.
+	detached := make(chan string, 100)
+	server.AddTool(&mcp.Tool{Name: "sample_detached", Description: "Answer at once, then ask the client's model for a completion.", InputSchema: obj(`{"type":"object"}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			go func() {
+				res, err := req.Session.CreateMessage(context.Background(), &mcp.CreateMessageParams{MaxTokens: 10,
+					Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "say hi"}}}})
+				if err != nil {
+					detached <- "error: " + err.Error()
+					return
+				}
+				detached <- "model " + res.Model
+			}()
+			return text("asked"), nil
+		})
+	server.AddTool(&mcp.Tool{Name: "detached_model", Description: "The answer to the oldest sample_detached, waiting at most ms milliseconds.",
+		InputSchema: obj(`{"type":"object","properties":{"ms":{"type":"integer"}}}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct{ MS int }
+			json.Unmarshal(req.Params.Arguments, &in)
+			select {
+			case m := <-detached:
+				return text(m), nil
+			case <-time.After(time.Duration(in.MS) * time.Millisecond):
+				return text("no answer"), nil
+			}
+		})
 	server.AddTool(&mcp.Tool{Name: "roots", Description: "List the client's roots.", InputSchema: obj(`{"type":"object"}`)},
 		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			res, err := req.Session.ListRoots(ctx, nil)
