@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -49,6 +48,15 @@ func (c *toolsCapture) response(id string, result json.RawMessage) {
 	if c.pending[id] {
 		delete(c.pending, id)
 		c.results = append(c.results, append(json.RawMessage(nil), result...))
+	}
+}
+
+// offer takes the result of msg, a JSON-RPC message from a Streamable HTTP response, if
+// it answers a tools/list request in flight.
+func (c *toolsCapture) offer(msg []byte) {
+	id, result := memberValue(msg, "id"), memberValue(msg, "result")
+	if len(id) > 0 && len(result) > 0 {
+		c.response(canonicalID(id), result)
 	}
 }
 
@@ -321,10 +329,10 @@ func (rt *captureRoundTripper) RoundTrip(req *http.Request) (*http.Response, err
 	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch {
 	case len(ids) > 0:
-		resp.Body = &teeBody{ReadCloser: resp.Body, sse: mediaType == "text/event-stream", capture: rt.capture}
+		resp.Body = &messageBody{ReadCloser: resp.Body, sse: mediaType == "text/event-stream", deliver: rt.capture.offer}
 	case sink.expecting():
 		// The call's response, or a stream resumed with Last-Event-ID that carries it.
-		resp.Body = &sinkBody{ReadCloser: resp.Body, sse: mediaType == "text/event-stream", sink: sink}
+		resp.Body = &messageBody{ReadCloser: resp.Body, sse: mediaType == "text/event-stream", deliver: sink.offer}
 	}
 	return resp, nil
 }
@@ -367,82 +375,22 @@ func canonicalID(raw json.RawMessage) string {
 	return idKey(v)
 }
 
-// teeBody keeps a copy of a response body and hands the JSON-RPC responses in it to
-// the capture when the SDK closes it or reads it to the end.
-type teeBody struct {
-	io.ReadCloser
-	sse     bool
-	capture *toolsCapture
-	buf     bytes.Buffer
-	once    sync.Once
-}
-
-func (b *teeBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	b.buf.Write(p[:n])
-	if err != nil {
-		b.flush()
-	}
-	return n, err
-}
-
-func (b *teeBody) Close() error {
-	b.flush()
-	return b.ReadCloser.Close()
-}
-
-func (b *teeBody) flush() {
-	b.once.Do(func() {
-		for _, msg := range splitMessages(b.buf.Bytes(), b.sse) {
-			var r struct {
-				ID     json.RawMessage `json:"id"`
-				Result json.RawMessage `json:"result"`
-			}
-			if json.Unmarshal(msg, &r) == nil && len(r.ID) > 0 && len(r.Result) > 0 {
-				b.capture.response(canonicalID(r.ID), r.Result)
-			}
+// jsonMessages returns the JSON-RPC messages of a JSON response body: the body itself,
+// or the elements of a batch.
+func jsonMessages(body []byte) [][]byte {
+	body = bytes.TrimSpace(body)
+	if len(body) > 0 && body[0] == '[' {
+		var batch []json.RawMessage
+		if json.Unmarshal(body, &batch) != nil {
+			return nil
 		}
-	})
-}
-
-// splitMessages returns the JSON messages of a response body: the body itself (or the
-// elements of a batch), or the data of each server-sent event.
-func splitMessages(body []byte, sse bool) [][]byte {
-	if !sse {
-		body = bytes.TrimSpace(body)
-		if len(body) > 0 && body[0] == '[' {
-			var batch []json.RawMessage
-			if json.Unmarshal(body, &batch) != nil {
-				return nil
-			}
-			out := make([][]byte, len(batch))
-			for i, m := range batch {
-				out[i] = m
-			}
-			return out
+		out := make([][]byte, len(batch))
+		for i, m := range batch {
+			out[i] = m
 		}
-		return [][]byte{body}
+		return out
 	}
-	var out [][]byte
-	var data []string
-	sc := bufio.NewScanner(bytes.NewReader(body))
-	sc.Buffer(make([]byte, 64*1024), 64<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "":
-			if len(data) > 0 {
-				out = append(out, []byte(strings.Join(data, "\n")))
-				data = nil
-			}
-		case strings.HasPrefix(line, "data:"):
-			data = append(data, strings.TrimPrefix(strings.TrimPrefix(line, "data:"), " "))
-		}
-	}
-	if len(data) > 0 {
-		out = append(out, []byte(strings.Join(data, "\n")))
-	}
-	return out
+	return [][]byte{body}
 }
 
 // resultSink receives the result of one tools/call that the SDK's Streamable HTTP client
@@ -494,18 +442,20 @@ func (s *resultSink) result() json.RawMessage {
 	return s.raw
 }
 
-// sinkBody hands the sink the JSON-RPC messages of a response body as they arrive:
-// each server-sent event as soon as its blank line is read (before the SDK, reading
-// the same bytes after this, can see the event), or a JSON body at its end.
-type sinkBody struct {
+// messageBody hands deliver the JSON-RPC messages of a response body as they arrive:
+// each server-sent event as soon as its blank line is read, or a JSON body (or the
+// messages of a batch) at its end. Either way a message is delivered before the SDK,
+// reading the same bytes after this, can see it: the SDK hands a response to its
+// caller as soon as it has read it, and drains and closes the body only later.
+type messageBody struct {
 	io.ReadCloser
 	sse     bool
-	sink    *resultSink
+	deliver func(msg []byte)
 	pending []byte   // bytes of the current line not yet complete
 	data    [][]byte // data lines of the current event
 }
 
-func (b *sinkBody) Read(p []byte) (int, error) {
+func (b *messageBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	b.pending = append(b.pending, p[:n]...)
 	if b.sse {
@@ -518,7 +468,7 @@ func (b *sinkBody) Read(p []byte) (int, error) {
 			switch {
 			case len(line) == 0:
 				if len(b.data) > 0 {
-					b.sink.offer(bytes.Join(b.data, []byte("\n")))
+					b.deliver(bytes.Join(b.data, []byte("\n")))
 					b.data = nil
 				}
 			case bytes.HasPrefix(line, []byte("data:")):
@@ -528,8 +478,8 @@ func (b *sinkBody) Read(p []byte) (int, error) {
 			b.pending = b.pending[i+1:]
 		}
 	} else if err != nil {
-		for _, msg := range splitMessages(b.pending, false) {
-			b.sink.offer(msg)
+		for _, msg := range jsonMessages(b.pending) {
+			b.deliver(msg)
 		}
 		b.pending = nil
 	}

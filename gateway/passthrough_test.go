@@ -33,6 +33,10 @@ func networkUpstream(t *testing.T, sse bool) string {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "big"}},
 				StructuredContent: json.RawMessage(`{"n":12345678901234567890,"f":1.0,"x-unknown":{"b":1,"a":2}}`)}, nil
 		})
+	// A definition the SDK's structs would change: a number beyond float64 and members in
+	// an order of their own.
+	server.AddTool(&mcp.Tool{Name: "wide", InputSchema: json.RawMessage(wideSchema)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
 	var srv *httptest.Server
 	if sse {
 		srv = httptest.NewServer(mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return server }, nil))
@@ -45,6 +49,8 @@ func networkUpstream(t *testing.T, sse bool) string {
 	})
 	return srv.URL
 }
+
+const wideSchema = `{"type":"object","x-z":1,"properties":{"n":{"type":"integer","maximum":12345678901234567890}},"x-a":2}`
 
 // resultIn returns the bytes of the result of JSON-RPC call id in a response body, JSON
 // or server-sent events.
@@ -102,6 +108,34 @@ func TestNetworkUpstreamResultBytes(t *testing.T) {
 				if got := resultIn(t, body, "2"); !bytes.Equal(got, want) {
 					t.Errorf("%s: through toolshed\n%s\ndirectly\n%s", params, got, want)
 				}
+			}
+		})
+	}
+}
+
+// Definitions from Streamable HTTP and SSE upstreams are listed as the upstream wrote
+// them, whichever way the response comes (the go-sdk's server answers tools/list as an
+// event stream), on every start: the capture must have a page before the SDK's caller
+// reads it.
+func TestNetworkUpstreamListBytes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		typ  string
+		sse  bool
+	}{{"streamable-http", config.HTTP, false}, {"sse", config.SSE, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			url := networkUpstream(t, tc.sse)
+			for i := range 12 {
+				up := config.Server{Name: "net", Type: tc.typ, URL: url}
+				h := startGateway(t, &config.Config{Servers: []config.Server{up}}, gateway.Options{Mode: policy.Off})
+				post := rawSession(t, serveHTTP(t, h, gateway.HTTPOptions{})+"/mcp")
+				resp := post(context.Background(), `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if got := resultIn(t, body, "3"); !bytes.Contains(got, []byte(`"inputSchema":`+wideSchema)) {
+					t.Fatalf("start %d: tools/list through toolshed\n%s\nlacks the upstream's schema\n%s", i, got, wideSchema)
+				}
+				h.stop()
 			}
 		})
 	}
