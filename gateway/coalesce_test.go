@@ -19,6 +19,12 @@ import (
 // requests and returns a function that POSTs one JSON-RPC message in it.
 func rawSession(t *testing.T, endpoint string) func(ctx context.Context, body string) *http.Response {
 	t.Helper()
+	return rawSessionWith(t, endpoint, `{}`)
+}
+
+// rawSessionWith is rawSession for a client that declares capabilities (JSON).
+func rawSessionWith(t *testing.T, endpoint, capabilities string) func(ctx context.Context, body string) *http.Response {
+	t.Helper()
 	session := ""
 	post := func(ctx context.Context, body string) *http.Response {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(body))
@@ -38,7 +44,7 @@ func rawSession(t *testing.T, endpoint string) func(ctx context.Context, body st
 		}
 		return resp
 	}
-	resp := post(context.Background(), `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	resp := post(context.Background(), `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":`+capabilities+`,"clientInfo":{"name":"raw","version":"1"}}}`)
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	resp = post(context.Background(), `{"jsonrpc":"2.0","method":"notifications/initialized"}`)

@@ -24,6 +24,8 @@ type link struct {
 	client *mcp.Client
 	// conn is cs's connection when toolshed wraps it (every transport but Streamable
 	// HTTP): calls go out on it directly (see Upstream.startCall).
+	// capture sees the raw tools/list results on cs (see Upstream.list).
+	capture *toolsCapture
 	conn    *captureConn
 	support clientSupport
 	gen     uint64
@@ -66,15 +68,15 @@ func (u *Upstream) dial(ctx context.Context) (*link, []json.RawMessage, features
 		u.settle(gen)
 		return nil, nil, features{}, err
 	}
-	u.listing.Lock()
-	u.capture = newToolsCapture() // one per connection: JSON-RPC ids repeat across them
-	u.listing.Unlock()
+	// One capture per connection: JSON-RPC ids repeat across them, and a connection
+	// that replaces this one may fail while this one goes on.
+	capture := newToolsCapture()
 	var conn *captureConn
-	t, cleanup, err := u.transport(ctx, func(c *captureConn) { conn = c })
+	t, cleanup, err := u.transport(ctx, capture, func(c *captureConn) { conn = c })
 	if err != nil {
 		return fail(err)
 	}
-	l := &link{support: support, gen: gen}
+	l := &link{support: support, gen: gen, capture: capture}
 	l.client = mcp.NewClient(&mcp.Implementation{Name: "toolshed", Version: Version}, u.clientOptions(support))
 	l.client.AddSendingMiddleware(l.count)
 	l.client.AddReceivingMiddleware(u.rootsMiddleware)
@@ -95,7 +97,7 @@ func (u *Upstream) dial(ctx context.Context) (*link, []json.RawMessage, features
 		endLink()
 		cleanup()
 	}
-	tools, err := u.list(connectCtx, cs)
+	tools, err := u.list(connectCtx, l)
 	if err != nil {
 		l.close()
 		if connectCtx.Err() != nil && ctx.Err() == nil {

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -36,7 +38,9 @@ func networkUpstream(t *testing.T, sse bool) string {
 	// A definition the SDK's structs would change: a number beyond float64 and members in
 	// an order of their own.
 	server.AddTool(&mcp.Tool{Name: "wide", InputSchema: json.RawMessage(wideSchema)},
-		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return &mcp.CallToolResult{}, nil })
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{}, nil
+		})
 	var srv *httptest.Server
 	if sse {
 		srv = httptest.NewServer(mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return server }, nil))
@@ -139,4 +143,37 @@ func TestNetworkUpstreamListBytes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// When the upstream cannot be reconnected to declare a change of what the clients
+// support (a server that runs once at a time), it keeps its connection, and the tools it
+// lists later on that connection are still listed as it wrote them.
+func TestListBytesAfterFailedReconnect(t *testing.T) {
+	up := testServer("alpha", "single")
+	up.Env["TOOLSHED_TEST_LOCK"] = filepath.Join(t.TempDir(), "lock")
+	h := startGateway(t, &config.Config{Servers: []config.Server{up}}, gateway.Options{Mode: policy.Off})
+	// A client that can sample: the upstream is to be reconnected, and cannot be.
+	post := rawSessionWith(t, serveHTTP(t, h, gateway.HTTPOptions{})+"/mcp", `{"sampling":{}}`)
+	eventually(t, func() string {
+		if !strings.Contains(h.log.String(), "could not reconnect") {
+			return "the upstream was not reconnected yet"
+		}
+		return ""
+	})
+	resp := post(context.Background(), `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"alpha__grow","arguments":{"n":1}}}`)
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	eventually(t, func() string {
+		resp := post(context.Background(), `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		got := resultIn(t, body, "3")
+		if !bytes.Contains(got, []byte(`"alpha__extra_1"`)) {
+			return "alpha__extra_1 is not listed yet"
+		}
+		if !bytes.Contains(got, []byte(`"inputSchema":`+wideSchema)) {
+			return fmt.Sprintf("after the relist, tools/list\n%s\nlacks the upstream's schema\n%s", got, wideSchema)
+		}
+		return ""
+	})
 }

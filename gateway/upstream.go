@@ -70,7 +70,6 @@ type Upstream struct {
 	// catalogTools, when set, makes this a catalog upstream (see catalogTransport).
 	catalogTools []json.RawMessage
 	g            *Gateway
-	capture      *toolsCapture
 	stderr       io.Writer
 
 	mu      sync.Mutex
@@ -95,7 +94,7 @@ type Upstream struct {
 }
 
 func newUpstream(cfg config.Server, g *Gateway) *Upstream {
-	u := &Upstream{cfg: cfg, g: g, capture: newToolsCapture(), relisted: make(chan struct{}, 1), refeatured: make(chan struct{}, 1), redeclared: make(chan struct{}, 1)}
+	u := &Upstream{cfg: cfg, g: g, relisted: make(chan struct{}, 1), refeatured: make(chan struct{}, 1), redeclared: make(chan struct{}, 1)}
 	u.stderr = &prefixWriter{prefix: "[" + cfg.Name + "] ", w: g.logOut()}
 	u.status = Status{Name: cfg.Name, State: Connecting, Since: time.Now()}
 	if cfg.Disabled {
@@ -230,7 +229,7 @@ func (u *Upstream) connectAndServe(ctx context.Context) error {
 			}
 			return fmt.Errorf("stopped: %w", err)
 		case <-u.relisted:
-			u.relist(ctx, l.cs)
+			u.relist(ctx, l)
 		case <-u.refeatured:
 			listCtx, cancel := context.WithTimeout(ctx, u.connectTimeout())
 			f := u.listFeatures(listCtx, l.cs)
@@ -250,10 +249,10 @@ func (u *Upstream) connectAndServe(ctx context.Context) error {
 }
 
 // relist re-reads the tools after notifications/tools/list_changed.
-func (u *Upstream) relist(ctx context.Context, cs *mcp.ClientSession) {
+func (u *Upstream) relist(ctx context.Context, l *link) {
 	listCtx, cancel := context.WithTimeout(ctx, u.connectTimeout())
 	defer cancel()
-	tools, err := u.list(listCtx, cs)
+	tools, err := u.list(listCtx, l)
 	if err != nil {
 		u.g.logf("upstream %s: re-listing tools after list_changed: %v", u.cfg.Name, err)
 		return
@@ -273,10 +272,11 @@ func (u *Upstream) tokens(tools []json.RawMessage) int {
 
 // list reads every page of tools/list and returns the tools exactly as the server sent
 // them when the raw capture saw them, else as the SDK decoded them.
-func (u *Upstream) list(ctx context.Context, cs *mcp.ClientSession) ([]json.RawMessage, error) {
+func (u *Upstream) list(ctx context.Context, l *link) ([]json.RawMessage, error) {
+	cs := l.cs
 	u.listing.Lock()
 	defer u.listing.Unlock()
-	u.capture.take()
+	l.capture.take()
 	var decoded []*mcp.Tool
 	params := &mcp.ListToolsParams{}
 	for pages := 0; ; pages++ {
@@ -294,7 +294,7 @@ func (u *Upstream) list(ctx context.Context, cs *mcp.ClientSession) ([]json.RawM
 		params = &mcp.ListToolsParams{Cursor: res.NextCursor}
 	}
 	var raw []json.RawMessage
-	for _, page := range u.capture.take() {
+	for _, page := range l.capture.take() {
 		var r struct {
 			Tools []json.RawMessage `json:"tools"`
 		}
@@ -462,20 +462,20 @@ type callParams struct {
 // transport builds the transport to reach the upstream, and a cleanup for what it
 // started. connected is told of the connection toolshed wraps (every transport but
 // Streamable HTTP).
-func (u *Upstream) transport(ctx context.Context, connected func(*captureConn)) (mcp.Transport, func(), error) {
+func (u *Upstream) transport(ctx context.Context, capture *toolsCapture, connected func(*captureConn)) (mcp.Transport, func(), error) {
 	if u.catalogTools != nil {
 		t, cleanup, err := catalogTransport(ctx, u.cfg.Name, u.catalogTools)
 		if err != nil {
 			return nil, nil, err
 		}
-		return u.captureTransport(t, connected), cleanup, nil
+		return u.captureTransport(t, capture, connected), cleanup, nil
 	}
 	switch u.cfg.Type {
 	case config.HTTP, config.SSE:
-		client := &http.Client{Transport: &captureRoundTripper{base: http.DefaultTransport, headers: u.cfg.Headers, capture: u.capture}}
+		client := &http.Client{Transport: &captureRoundTripper{base: http.DefaultTransport, headers: u.cfg.Headers, capture: capture}}
 		if u.cfg.Type == config.SSE {
 			client.Transport.(*captureRoundTripper).capture = nil
-			return u.captureTransport(&mcp.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: client}, connected), func() {}, nil
+			return u.captureTransport(&mcp.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: client}, capture, connected), func() {}, nil
 		}
 		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: client, MaxRetries: -1}, func() {}, nil
 	}
@@ -496,13 +496,13 @@ func (u *Upstream) transport(ctx context.Context, connected func(*captureConn)) 
 	cmd.Stderr = u.stderr
 	ownProcessGroup(cmd)
 	cleanup := func() { killProcessGroup(cmd) }
-	return u.captureTransport(commandTransport{cmd: cmd, terminate: 2 * time.Second}, connected), cleanup, nil
+	return u.captureTransport(commandTransport{cmd: cmd, terminate: 2 * time.Second}, capture, connected), cleanup, nil
 }
 
 // captureTransport wraps t so that toolshed sees the upstream's messages (see
 // captureConn) and can call tools on its connection.
-func (u *Upstream) captureTransport(t mcp.Transport, connected func(*captureConn)) mcp.Transport {
-	return captureTransport{Transport: t, capture: u.capture, relay: u.relay, notify: u.notify, connected: connected}
+func (u *Upstream) captureTransport(t mcp.Transport, capture *toolsCapture, connected func(*captureConn)) mcp.Transport {
+	return captureTransport{Transport: t, capture: capture, relay: u.relay, notify: u.notify, connected: connected}
 }
 
 // prefixWriter writes each line written to it to w with a prefix, so that the stderr of

@@ -52,6 +52,9 @@ func upstreamCommand(mode string) (string, []string, map[string]string) {
 //	many:N   N tools named tool_00001...
 //	features[:ID]  prompts, resources, a resource template, completions and
 //	         subscriptions, all marked with ID (see serveFeatures)
+//	single   basic, plus wide (a schema the SDK's structs would change), and only one
+//	         instance at a time: a second one exits while the file $TOOLSHED_TEST_LOCK
+//	         exists, as servers that hold a lock, a port or a database do
 func serveTestUpstream(mode string) int {
 	switch {
 	case mode == "features" || strings.HasPrefix(mode, "features:"):
@@ -71,6 +74,18 @@ func serveTestUpstream(mode string) int {
 		return 0
 	}
 	server := mcp.NewServer(&mcp.Implementation{Name: "test-upstream", Version: "1"}, nil)
+	if mode == "single" {
+		lock := os.Getenv("TOOLSHED_TEST_LOCK")
+		f, err := os.OpenFile(lock, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "test upstream: another instance is running:", err)
+			return 3
+		}
+		f.Close()
+		defer os.Remove(lock)
+		server.AddTool(&mcp.Tool{Name: "wide", InputSchema: json.RawMessage(wideSchema)},
+			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text("wide"), nil })
+	}
 	switch {
 	case strings.HasPrefix(mode, "many:"):
 		n, _ := strconv.Atoi(strings.TrimPrefix(mode, "many:"))
