@@ -10,6 +10,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolshed/toolshed/bridge"
 )
 
 // toolshed is a client of every upstream on behalf of its own clients. What it declares
@@ -418,8 +420,8 @@ func (g *Gateway) rootsListChanged() {
 const listWait = 5 * time.Second
 
 // sessionMiddleware records every client session once it has initialized, and makes
-// its requests wait (up to listWait) for the upstreams to settle after a change of
-// declaration.
+// the requests whose answer depends on every upstream (see waitsForUpstreams) wait (up
+// to listWait) for the upstreams to settle after a change of declaration.
 func (g *Gateway) sessionMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		ss, _ := req.GetSession().(*mcp.ServerSession)
@@ -441,10 +443,32 @@ func (g *Gateway) sessionMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 		default:
 			g.join(ss)
-			g.settle(ctx, listWait)
+			if waitsForUpstreams(method, req) {
+				g.settle(ctx, listWait)
+			}
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// waitsForUpstreams reports whether the answer to a request is what the upstreams offer
+// together, and so must wait for them to settle: the lists, and the bridge tools, which
+// search, describe and call the catalog. Any other request (a call of a listed tool, a
+// prompt or resource the client has seen listed) goes at once: a server that is slow to
+// start must not hold up the calls of those that are up.
+func waitsForUpstreams(method string, req mcp.Request) bool {
+	switch method {
+	case "tools/list", "prompts/list", "resources/list", "resources/templates/list":
+		return true
+	case "tools/call":
+		if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil {
+			switch r.Params.Name {
+			case bridge.SearchTool, bridge.DescribeTool, bridge.CallTool:
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // settled reports whether every upstream has settled on the current declaration:

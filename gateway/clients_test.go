@@ -255,6 +255,26 @@ func TestRelayAfterCallEnds(t *testing.T) {
 	}
 }
 
+// A server that is slow to start holds up the lists (so that a client's first tools/list
+// has every tool that could start) but not the calls of servers that are up.
+func TestSlowServerHoldsOnlyLists(t *testing.T) {
+	slow := testServer("slow", "hang")
+	slow.ConnectTimeout = time.Minute
+	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic"), slow}}, gateway.Options{Mode: policy.Off, WaitForClient: true})
+	cs := h.client("", nil)
+	waitFor(t, "alpha to be ready", func() bool { return h.g.Statuses()[0].State == gateway.Ready })
+	// The hold for the lists is 5 seconds; a call held would miss this deadline.
+	ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "alpha__echo", Arguments: map[string]any{"text": "not held"}})
+	if err != nil || resultText(res) != "not held" {
+		t.Fatalf("a call of a ready server while another starts: %v, %v", resultText(res), err)
+	}
+	if st := h.g.Statuses()[1].State; st != gateway.Connecting {
+		t.Fatalf("the slow server is %s, want still connecting (the test needs it slow)", st)
+	}
+}
+
 // The roots of the client reach an upstream that asks for them during a call, and
 // server-filesystem takes them as its allowed directories, at start and when they change.
 func TestRootsReachFilesystem(t *testing.T) {
