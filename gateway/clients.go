@@ -11,7 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolshed/toolshed/bridge"
+	"github.com/toolshed/toolshed/catalog"
 )
 
 // toolshed is a client of every upstream on behalf of its own clients. What it declares
@@ -419,9 +419,9 @@ func (g *Gateway) rootsListChanged() {
 // start), so that it sees what the new declaration offers.
 const listWait = 5 * time.Second
 
-// sessionMiddleware records every client session once it has initialized, and makes
-// the requests whose answer depends on every upstream (see waitsForUpstreams) wait (up
-// to listWait) for the upstreams to settle after a change of declaration.
+// sessionMiddleware records every client session once it has initialized, and makes its
+// requests wait (up to listWait) for the upstreams they concern (see upstreamsOf) to
+// settle after a change of declaration.
 func (g *Gateway) sessionMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		ss, _ := req.GetSession().(*mcp.ServerSession)
@@ -443,44 +443,41 @@ func (g *Gateway) sessionMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			}
 		default:
 			g.join(ss)
-			if waitsForUpstreams(method, req) {
-				g.settle(ctx, listWait)
-			}
+			g.settle(ctx, listWait, g.upstreamsOf(method, req)...)
 		}
 		return next(ctx, method, req)
 	}
 }
 
-// waitsForUpstreams reports whether the answer to a request is what the upstreams offer
-// together, and so must wait for them to settle: the lists, and the bridge tools, which
-// search, describe and call the catalog. Any other request (a call of a listed tool, a
-// prompt or resource the client has seen listed) goes at once: a server that is slow to
-// start must not hold up the calls of those that are up.
-func waitsForUpstreams(method string, req mcp.Request) bool {
-	switch method {
-	case "tools/list", "prompts/list", "resources/list", "resources/templates/list":
-		return true
-	case "tools/call":
+// upstreamsOf returns the upstreams whose start, or reconnection after a change of what
+// toolshed declares, a request must wait for: the upstream of the tool a call names,
+// when the name says which (server__tool); every upstream for anything else (the lists,
+// the bridge tools, which search, describe and call the catalog, prompts and resources).
+// A server that is slow to start must not hold up the calls of those that are up, and a
+// call must reach its server on a connection that declares what its client supports.
+func (g *Gateway) upstreamsOf(method string, req mcp.Request) []*Upstream {
+	if method == "tools/call" {
 		if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil {
-			switch r.Params.Name {
-			case bridge.SearchTool, bridge.DescribeTool, bridge.CallTool:
-				return true
+			if server, _, ok := strings.Cut(r.Params.Name, catalog.Separator); ok {
+				if u := g.byName[server]; u != nil {
+					return []*Upstream{u}
+				}
 			}
 		}
 	}
-	return false
+	return g.upstreams
 }
 
 // settled reports whether every upstream has settled on the current declaration:
 // connected with it, or failed trying, or out of the game.
-func (g *Gateway) settled() bool {
+func (g *Gateway) settled(ups []*Upstream) bool {
 	select {
 	case <-g.clients.known:
 	default:
 		return false
 	}
 	_, gen := g.declared()
-	for _, u := range g.upstreams {
+	for _, u := range ups {
 		if !u.settled(gen) {
 			return false
 		}
@@ -488,13 +485,14 @@ func (g *Gateway) settled() bool {
 	return true
 }
 
-// settle waits until the upstreams have settled (see settled), at most max, and lets
-// the reassembly that follows land.
-func (g *Gateway) settle(ctx context.Context, max time.Duration) {
-	if g.settled() {
+// settle waits until the upstreams ups have settled (see settled), at most max, and
+// lets the reassembly that follows land.
+func (g *Gateway) settle(ctx context.Context, max time.Duration, ups ...*Upstream) {
+	done := func() bool { return g.settled(ups) }
+	if done() {
 		return
 	}
-	if poll(ctx, max, g.settled) {
+	if poll(ctx, max, done) {
 		g.reassemble()
 	}
 }

@@ -256,8 +256,9 @@ func TestRelayAfterCallEnds(t *testing.T) {
 }
 
 // A server that is slow to start holds up the lists (so that a client's first tools/list
-// has every tool that could start) but not the calls of servers that are up.
-func TestSlowServerHoldsOnlyLists(t *testing.T) {
+// has every tool that could start) and its own calls, but not the calls of servers that
+// are up.
+func TestSlowServerHoldsOnlyItsOwn(t *testing.T) {
 	slow := testServer("slow", "hang")
 	slow.ConnectTimeout = time.Minute
 	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic"), slow}}, gateway.Options{Mode: policy.Off, WaitForClient: true})
@@ -273,6 +274,30 @@ func TestSlowServerHoldsOnlyLists(t *testing.T) {
 	if st := h.g.Statuses()[1].State; st != gateway.Connecting {
 		t.Fatalf("the slow server is %s, want still connecting (the test needs it slow)", st)
 	}
+}
+
+// A client that goes away without ending its HTTP session stops counting once its
+// session has been idle for the idle timeout: what the upstreams are told is again what
+// the clients still there support.
+func TestIdleSessionLeaves(t *testing.T) {
+	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
+	sampler := h.client("", &mcp.ClientOptions{CreateMessageHandler: sampleAs("model-a")})
+	declares := func(want bool) func() string {
+		return func() string {
+			got := resultText(call(t, sampler, "alpha__declared", map[string]any{}))
+			if strings.Contains(got, `"sampling"`) != want {
+				return fmt.Sprintf("the upstream was told %s; want sampling declared: %t", got, want)
+			}
+			return ""
+		}
+	}
+	eventually(t, declares(true))
+	// A client that cannot sample joins over HTTP, and is never heard from again: the
+	// upstream is told that the clients cannot sample, until that client's session has
+	// been idle for the idle timeout.
+	rawSession(t, serveHTTP(t, h, gateway.HTTPOptions{IdleTimeout: 2 * time.Second})+"/mcp")
+	eventually(t, declares(false))
+	eventually(t, declares(true))
 }
 
 // The roots of the client reach an upstream that asks for them during a call, and

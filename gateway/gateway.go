@@ -209,7 +209,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 // or ctx ends, so that a first tools/list sees everything that could start. With
 // Options.WaitForClient, the upstreams start only when a client connects.
 func (g *Gateway) WaitReady(ctx context.Context) {
-	if poll(ctx, 0, g.settled) {
+	if poll(ctx, 0, func() bool { return g.settled(g.upstreams) }) {
 		g.reassemble() // let the last reassembly land
 	}
 }
@@ -306,7 +306,7 @@ func (g *Gateway) assemble() *assembly {
 }
 
 func (g *Gateway) summary(a *assembly) Summary {
-	s := Summary{Servers: len(g.upstreams), Tools: a.snap.Len(), TokensAll: a.snap.Tokens(), Settled: g.settled()}
+	s := Summary{Servers: len(g.upstreams), Tools: a.snap.Len(), TokensAll: a.snap.Tokens(), Settled: g.settled(g.upstreams)}
 	for _, u := range g.upstreams {
 		if u.Status().State == Ready {
 			s.ServersUp++

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -24,7 +25,17 @@ type HTTPOptions struct {
 	// AllowOrigins lists the browser origins allowed besides same-origin requests
 	// (cross-origin requests are refused otherwise).
 	AllowOrigins []string
+	// IdleTimeout closes a session that has sent no request for this long: a client
+	// that went away without ending its session (Claude Code and the MCP Inspector
+	// never send DELETE) would otherwise stay a client forever, and what toolshed
+	// declares to its upstreams is what every client supports. A client whose session
+	// was closed starts a new one, as MCP asks. Zero means DefaultIdleTimeout; a
+	// negative value, never.
+	IdleTimeout time.Duration
 }
+
+// DefaultIdleTimeout is HTTPOptions.IdleTimeout's default.
+const DefaultIdleTimeout = 30 * time.Minute
 
 type profileKey struct{}
 
@@ -47,10 +58,17 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 	if maxBody <= 0 {
 		maxBody = 4 << 20
 	}
+	idle := opts.IdleTimeout
+	switch {
+	case idle == 0:
+		idle = DefaultIdleTimeout
+	case idle < 0:
+		idle = 0 // the SDK's "never"
+	}
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
 		profile, _ := r.Context().Value(profileKey{}).(string)
 		return g.mcpServerFor(profile)
-	}, &mcp.StreamableHTTPOptions{Logger: g.slogger(), MaxRequestBodyBytes: maxBody,
+	}, &mcp.StreamableHTTPOptions{Logger: g.slogger(), MaxRequestBodyBytes: maxBody, SessionTimeout: idle,
 		// Resumable streams: a client that loses an SSE stream mid-call reconnects with
 		// Last-Event-ID and gets what it missed (bounded to 10 MiB).
 		EventStore: mcp.NewMemoryEventStore(nil)})

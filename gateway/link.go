@@ -70,13 +70,11 @@ func (u *Upstream) dial(ctx context.Context) (*link, []json.RawMessage, features
 	}
 	// One capture per connection: JSON-RPC ids repeat across them, and a connection
 	// that replaces this one may fail while this one goes on.
-	capture := newToolsCapture()
-	var conn *captureConn
-	t, cleanup, err := u.transport(ctx, capture, func(c *captureConn) { conn = c })
+	l := &link{support: support, gen: gen, capture: newToolsCapture()}
+	t, cleanup, err := u.transport(ctx, l)
 	if err != nil {
 		return fail(err)
 	}
-	l := &link{support: support, gen: gen, capture: capture}
 	l.client = mcp.NewClient(&mcp.Implementation{Name: "toolshed", Version: Version}, u.clientOptions(support))
 	l.client.AddSendingMiddleware(l.count)
 	l.client.AddReceivingMiddleware(u.rootsMiddleware)
@@ -90,7 +88,7 @@ func (u *Upstream) dial(ctx context.Context) (*link, []json.RawMessage, features
 	}
 	// Closing the session (on shutdown) ends Wait.
 	stop := context.AfterFunc(ctx, func() { cs.Close() })
-	l.cs, l.conn = cs, conn
+	l.cs = cs
 	l.close = func() {
 		stop()
 		cs.Close()

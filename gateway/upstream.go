@@ -459,23 +459,23 @@ type callParams struct {
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 }
 
-// transport builds the transport to reach the upstream, and a cleanup for what it
-// started. connected is told of the connection toolshed wraps (every transport but
-// Streamable HTTP).
-func (u *Upstream) transport(ctx context.Context, capture *toolsCapture, connected func(*captureConn)) (mcp.Transport, func(), error) {
+// transport builds the transport of a new connection l to the upstream, and a cleanup
+// for what it started. l gets the connection toolshed wraps (every transport but
+// Streamable HTTP) when it connects.
+func (u *Upstream) transport(ctx context.Context, l *link) (mcp.Transport, func(), error) {
 	if u.catalogTools != nil {
 		t, cleanup, err := catalogTransport(ctx, u.cfg.Name, u.catalogTools)
 		if err != nil {
 			return nil, nil, err
 		}
-		return u.captureTransport(t, capture, connected), cleanup, nil
+		return u.captureTransport(t, l), cleanup, nil
 	}
 	switch u.cfg.Type {
 	case config.HTTP, config.SSE:
-		client := &http.Client{Transport: &captureRoundTripper{base: http.DefaultTransport, headers: u.cfg.Headers, capture: capture}}
+		client := &http.Client{Transport: &captureRoundTripper{base: http.DefaultTransport, headers: u.cfg.Headers, capture: l.capture}}
 		if u.cfg.Type == config.SSE {
 			client.Transport.(*captureRoundTripper).capture = nil
-			return u.captureTransport(&mcp.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: client}, capture, connected), func() {}, nil
+			return u.captureTransport(&mcp.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: client}, l), func() {}, nil
 		}
 		return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: client, MaxRetries: -1}, func() {}, nil
 	}
@@ -496,13 +496,14 @@ func (u *Upstream) transport(ctx context.Context, capture *toolsCapture, connect
 	cmd.Stderr = u.stderr
 	ownProcessGroup(cmd)
 	cleanup := func() { killProcessGroup(cmd) }
-	return u.captureTransport(commandTransport{cmd: cmd, terminate: 2 * time.Second}, capture, connected), cleanup, nil
+	return u.captureTransport(commandTransport{cmd: cmd, terminate: 2 * time.Second}, l), cleanup, nil
 }
 
-// captureTransport wraps t so that toolshed sees the upstream's messages (see
-// captureConn) and can call tools on its connection.
-func (u *Upstream) captureTransport(t mcp.Transport, capture *toolsCapture, connected func(*captureConn)) mcp.Transport {
-	return captureTransport{Transport: t, capture: capture, relay: u.relay, notify: u.notify, connected: connected}
+// captureTransport wraps t so that toolshed sees the upstream's messages on l's
+// connection (see captureConn) and can call tools on it.
+func (u *Upstream) captureTransport(t mcp.Transport, l *link) mcp.Transport {
+	return captureTransport{Transport: t, capture: l.capture, relay: u.relay, notify: u.notify,
+		connected: func(c *captureConn) { l.conn = c }}
 }
 
 // prefixWriter writes each line written to it to w with a prefix, so that the stderr of

@@ -192,6 +192,11 @@ func addBasicTools(server *mcp.Server) {
 			}
 			return text("model " + res.Model), nil
 		})
+	server.AddTool(&mcp.Tool{Name: "declared", Description: "The capabilities the client of this connection declared.", InputSchema: obj(`{"type":"object"}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			b, _ := json.Marshal(req.Session.InitializeParams().Capabilities)
+			return text(string(b)), nil
+		})
 	// sample_detached answers at once and asks for sampling right after, so the request
 	// races the call's result; detached_model waits for the answer.
 	detached := make(chan string, 100)
