@@ -68,6 +68,13 @@ type call struct {
 	// that was attached to it and not taken yet goes to its session directly.
 	ended     chan struct{}
 	endedOnce sync.Once
+	// notes carries the notifications about the call to its client (progress, log
+	// messages), in order, to a goroutine of the call's own (see deliverNotes): the
+	// upstream's reading goroutine only queues them, so that a client that reads
+	// slowly holds up no other client's calls on that upstream. The call's result
+	// waits until its notes are written.
+	notes     chan func()
+	notesDone chan struct{}
 	cancel    context.CancelFunc
 	waiting   map[string]*relayRequest // input id -> relay awaiting the client's answer
 	expiry    *time.Timer
@@ -179,15 +186,17 @@ func (r *callRegistry) start(ctx context.Context, spec callSpec, u *Upstream) *c
 	r.mu.Lock()
 	r.seq++
 	c := &call{
-		id:      "toolshed-" + strconv.FormatUint(r.seq, 36) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36),
-		server:  u.cfg.Name,
-		session: spec.req.Session,
-		mrtr:    speaksMRTR(spec.req.Session),
-		inputs:  make(chan *relayRequest),
-		ended:   make(chan struct{}),
-		done:    make(chan outcome, 1),
-		waiting: map[string]*relayRequest{},
-		ctx:     ctx,
+		id:        "toolshed-" + strconv.FormatUint(r.seq, 36) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36),
+		server:    u.cfg.Name,
+		session:   spec.req.Session,
+		mrtr:      speaksMRTR(spec.req.Session),
+		inputs:    make(chan *relayRequest),
+		ended:     make(chan struct{}),
+		notes:     make(chan func(), noteQueue),
+		notesDone: make(chan struct{}),
+		done:      make(chan outcome, 1),
+		waiting:   map[string]*relayRequest{},
+		ctx:       ctx,
 	}
 	meta := mcp.Meta{}
 	for k, v := range spec.req.Params.Meta {
@@ -203,6 +212,7 @@ func (r *callRegistry) start(ctx context.Context, spec callSpec, u *Upstream) *c
 	}
 	r.inflight[c.server] = append(r.inflight[c.server], c)
 	r.mu.Unlock()
+	go c.deliverNotes()
 
 	// The upstream call outlives this handler when the client is asked for input over
 	// multi round-trip requests, so it runs on a context of its own, cancelled
@@ -223,6 +233,7 @@ func (r *callRegistry) wait(ctx context.Context, c *call, finish func(*mcp.CallT
 		select {
 		case out := <-c.done:
 			r.end(c)
+			c.notesWritten(ctx)
 			res, tag := mapOutcome(ctx, out)
 			return finish(res, tag)
 		case rr := <-c.inputs:
@@ -290,9 +301,13 @@ func (r *callRegistry) expire(c *call) {
 
 // end unregisters a call.
 func (r *callRegistry) end(c *call) {
-	c.endedOnce.Do(func() { close(c.ended) })
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	// Under r.mu, where notes are queued (see note).
+	c.endedOnce.Do(func() {
+		close(c.ended)
+		close(c.notes)
+	})
 	if c.upToken != "" {
 		delete(r.byToken, c.upToken)
 	}
@@ -325,12 +340,42 @@ func (c *call) context() context.Context {
 func (r *callRegistry) progress(ctx context.Context, p *mcp.ProgressNotificationParams) {
 	tok, _ := p.ProgressToken.(string)
 	r.mu.Lock()
-	c := r.byToken[tok]
-	r.mu.Unlock()
-	if c == nil {
-		return
+	defer r.mu.Unlock()
+	if c := r.byToken[tok]; c != nil {
+		c.note(func() {
+			_ = c.session.NotifyProgress(c.context(), &mcp.ProgressNotificationParams{ProgressToken: c.downToken, Progress: p.Progress, Total: p.Total, Message: p.Message})
+		})
 	}
-	_ = c.session.NotifyProgress(c.context(), &mcp.ProgressNotificationParams{ProgressToken: c.downToken, Progress: p.Progress, Total: p.Total, Message: p.Message})
+}
+
+// noteQueue bounds the notifications about one call waiting for its client.
+const noteQueue = 256
+
+// note queues f, which writes a notification about c to its client; r.mu is held, so
+// that c has not ended. A note that does not fit is dropped: progress and log messages
+// are advisory, and a client that does not read them must not hold up the upstream.
+func (c *call) note(f func()) {
+	select {
+	case c.notes <- f:
+	default:
+	}
+}
+
+// deliverNotes writes c's notifications to its client, in order, until c ends.
+func (c *call) deliverNotes() {
+	defer close(c.notesDone)
+	for f := range c.notes {
+		f()
+	}
+}
+
+// notesWritten waits until the notifications about c are written, or ctx ends: a
+// result must not overtake them.
+func (c *call) notesWritten(ctx context.Context) {
+	select {
+	case <-c.notesDone:
+	case <-ctx.Done():
+	}
 }
 
 // relay passes an upstream's sampling, elicitation or roots/list request to the client

@@ -391,3 +391,52 @@ func TestStopWhileClientSilent(t *testing.T) {
 		t.Fatal("the gateway did not stop while a client left the upstream's roots/list unanswered")
 	}
 }
+
+// A client that does not read the notifications about its call holds up no other
+// client's calls on the same upstream: the upstream's messages are read on, and that
+// client's notifications wait for it alone.
+func TestSlowClientHoldsUpNoOtherClient(t *testing.T) {
+	cfg := &config.Config{Servers: []config.Server{testServer("alpha", "basic")}, Profiles: map[string]config.Profile{"other": {}}}
+	h := startGateway(t, cfg, gateway.Options{Mode: policy.Off})
+	ctx := context.Background()
+	// The stuck client speaks JSON-RPC by hand over an unbuffered pipe, so that it can
+	// stop reading: then every write to it blocks.
+	ct, st := mcp.NewInMemoryTransports()
+	if _, err := h.g.Connect(ctx, st, ""); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := ct.Connect(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	send := func(msg string) {
+		m, err := jsonrpc.DecodeMessage([]byte(msg))
+		if err == nil {
+			err = conn.Write(ctx, m)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"stuck","version":"1"}}}`)
+	if _, err := conn.Read(ctx); err != nil {
+		t.Fatal(err)
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"alpha__slow","arguments":{"steps":8},"_meta":{"progressToken":"p"}}}`)
+	if m, err := conn.Read(ctx); err != nil {
+		t.Fatal(err)
+	} else if r, ok := m.(*jsonrpc.Request); !ok || r.Method != "notifications/progress" {
+		t.Fatalf("the stuck client's first message is %v, want a progress notification", m)
+	}
+	// It reads nothing more; the upstream goes on sending progress.
+	time.Sleep(200 * time.Millisecond)
+	other := h.client("other", nil)
+	callCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	res, err := other.CallTool(callCtx, &mcp.CallToolParams{Name: "alpha__echo", Arguments: map[string]any{"text": "not held up"}})
+	if err != nil || resultText(res) != "not held up" {
+		t.Errorf("another client's call while one client reads nothing: %v, %v", resultText(res), err)
+	}
+}

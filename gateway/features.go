@@ -539,6 +539,10 @@ func (g *Gateway) resourceUpdated(ctx context.Context, p *mcp.ResourceUpdatedNot
 // that server, or to toolshed's log when no call is, or calls of several clients are
 // (a log message carries no link to the call it is about).
 func (r *callRegistry) logMessage(ctx context.Context, server string, p *mcp.LoggingMessageParams) {
+	toLog := func() {
+		data, _ := json.Marshal(p.Data)
+		r.g.logf("upstream %s: %s: %s", server, p.Level, data)
+	}
 	r.mu.Lock()
 	var c *call
 	for _, x := range r.inflight[server] {
@@ -549,10 +553,15 @@ func (r *callRegistry) logMessage(ctx context.Context, server string, p *mcp.Log
 			break
 		}
 	}
-	r.mu.Unlock()
-	if c != nil && c.session.Log(c.context(), p) == nil {
-		return
+	if c != nil {
+		c.note(func() {
+			if c.session.Log(c.context(), p) != nil {
+				toLog()
+			}
+		})
 	}
-	data, _ := json.Marshal(p.Data)
-	r.g.logf("upstream %s: %s: %s", server, p.Level, data)
+	r.mu.Unlock()
+	if c == nil {
+		toLog()
+	}
 }
