@@ -69,8 +69,9 @@ func (c *toolsCapture) take() []json.RawMessage {
 	return r
 }
 
-// captureTransport wraps a stdio or SSE transport's connection to see tools/list traffic
-// and to relay the server's sampling and elicitation requests itself.
+// captureTransport wraps the connection of every upstream transport but Streamable HTTP
+// (stdio, SSE, toolshed's own catalog servers) to see tools/list traffic, to call tools
+// on it directly, and to relay the server's sampling and elicitation requests itself.
 type captureTransport struct {
 	mcp.Transport
 	capture *toolsCapture

@@ -34,7 +34,7 @@ func (t *directFront) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &stdioConn{Connection: conn, cancelled: map[jsonrpc.ID]bool{}}, nil
+	return &stdioConn{Connection: conn, open: map[jsonrpc.ID]bool{}}, nil
 }
 
 // SupportsProtocolVersion reports the versions of ProtocolVersions that the wrapped
@@ -56,8 +56,10 @@ func (t *directFront) SupportsProtocolVersion(v string) bool {
 type stdioConn struct {
 	mcp.Connection
 
-	mu        sync.Mutex
-	cancelled map[jsonrpc.ID]bool // requests the client cancelled, not yet answered
+	mu sync.Mutex
+	// open holds the client's requests not answered yet, by id, and whether the client
+	// cancelled them. A cancellation of a request already answered is forgotten.
+	open map[jsonrpc.ID]bool
 }
 
 func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -77,14 +79,16 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		if json.Unmarshal(req.Params, &p) == nil {
 			if id, err := jsonrpc.MakeID(p.RequestID); err == nil && id.IsValid() {
 				c.mu.Lock()
-				c.cancelled[id] = true
+				if _, ok := c.open[id]; ok {
+					c.open[id] = true
+				}
 				c.mu.Unlock()
 			}
 		}
 	case req.IsCall():
 		// A new request with an id cancelled before is not cancelled.
 		c.mu.Lock()
-		delete(c.cancelled, req.ID)
+		c.open[req.ID] = false
 		c.mu.Unlock()
 	}
 	return msg, nil
@@ -93,8 +97,8 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if resp, ok := msg.(*jsonrpc.Response); ok {
 		c.mu.Lock()
-		dropped := c.cancelled[resp.ID]
-		delete(c.cancelled, resp.ID)
+		dropped := c.open[resp.ID]
+		delete(c.open, resp.ID)
 		c.mu.Unlock()
 		if dropped {
 			return nil

@@ -61,10 +61,8 @@ func response(t *testing.T, id any) *jsonrpc.Response {
 // The stdio connection writes no response for a request the client cancelled, and
 // writes every other one, including a later request's that reuses the id.
 func TestStdioConnDropsCancelledResponses(t *testing.T) {
-	ready := make(chan struct{})
-	close(ready)
 	inner := &scriptedConn{in: make(chan jsonrpc.Message, 10)}
-	c := &stdioConn{Connection: inner, cancelled: map[jsonrpc.ID]bool{}}
+	c := &stdioConn{Connection: inner, open: map[jsonrpc.ID]bool{}}
 	ctx := context.Background()
 	read := func(m jsonrpc.Message) {
 		t.Helper()
@@ -88,6 +86,12 @@ func TestStdioConnDropsCancelledResponses(t *testing.T) {
 	c.Write(ctx, response(t, float64(1)))
 	// Notifications and requests the gateway sends pass as they are.
 	c.Write(ctx, request(t, nil, "notifications/progress", map[string]any{"progressToken": 1, "progress": 1}))
+	// A cancellation that comes after the answer, or names no request, is forgotten.
+	read(request(t, nil, "notifications/cancelled", map[string]any{"requestId": 2}))
+	read(request(t, nil, "notifications/cancelled", map[string]any{"requestId": 99}))
+	if len(c.open) != 0 {
+		t.Errorf("the connection still holds %v after every request was answered", c.open)
+	}
 
 	var got []string
 	for _, m := range inner.written {

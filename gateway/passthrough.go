@@ -19,12 +19,7 @@ import (
 // the *mcp.Tool the SDK routes calls with.
 type listedTools struct {
 	mu     sync.RWMutex
-	byName map[string]listedTool
-}
-
-type listedTool struct {
-	def *mcp.Tool // the pointer the SDK's tools/list returns for this version
-	raw []byte
+	byName map[string][]byte
 }
 
 // add registers a tool with s, listed as raw (see listedDefinition).
@@ -34,9 +29,9 @@ func (l *listedTools) add(s *mcp.Server, def *mcp.Tool, raw []byte, h mcp.ToolHa
 	}
 	l.mu.Lock()
 	if l.byName == nil {
-		l.byName = map[string]listedTool{}
+		l.byName = map[string][]byte{}
 	}
-	l.byName[def.Name] = listedTool{def: def, raw: raw}
+	l.byName[def.Name] = raw
 	l.mu.Unlock()
 	return nil
 }
@@ -79,15 +74,17 @@ func (l *listedTools) render(lr *mcp.ListToolsResult) *rawToolsPage {
 	page := &rawToolsPage{ListToolsResult: lr, tools: make([]json.RawMessage, len(lr.Tools))}
 	l.mu.RLock()
 	for i, t := range lr.Tools {
-		if e, ok := l.byName[t.Name]; ok && e.def == t {
-			page.tools[i] = e.raw
+		// A tool replaced while this page was being read is listed as it is now: the
+		// client is told that the list changed, and reads it again.
+		if raw, ok := l.byName[t.Name]; ok {
+			page.tools[i] = raw
 		}
 	}
 	l.mu.RUnlock()
 	for i, t := range lr.Tools {
 		if page.tools[i] == nil {
-			// Replaced while this page was being read: the SDK's own encoding of the
-			// version the page has.
+			// Removed while this page was being read: the name and input schema the
+			// SDK still has (the client is told that the list changed).
 			page.tools[i], _ = marshal(t)
 		}
 	}

@@ -332,8 +332,8 @@ func sameTools(raw []json.RawMessage, decoded []*mcp.Tool) bool {
 	return true
 }
 
-// relay passes the upstream's sampling or elicitation request to the client of the call
-// it belongs to.
+// relay passes the upstream's sampling or elicitation request to the client that caused
+// it (see callRegistry.cause).
 func (u *Upstream) relay(ctx context.Context, params mcp.InputRequest) (mcp.InputResponse, error) {
 	return u.g.calls.relay(ctx, u.cfg.Name, params)
 }
@@ -367,22 +367,20 @@ func signal(c chan struct{}) {
 	}
 }
 
-// Call calls tool name of the upstream with args, as given, within the call timeout,
-// and returns the server's result as the JSON it sent. meta is sent as the request's
-// _meta (carrying the progress token).
-func (u *Upstream) Call(ctx context.Context, name string, args json.RawMessage, meta mcp.Meta) (json.RawMessage, error) {
-	ch := make(chan outcome, 1)
-	u.startCall(ctx, name, args, meta, func(raw json.RawMessage, err error) { ch <- outcome{raw, err} })
-	out := <-ch
-	return out.raw, out.err
-}
-
-// startCall is Call without waiting: done gets the outcome, once. It is called from the
-// goroutine that reads the answer, and must not block.
+// startCall calls tool name of the upstream with args, as given, within the call
+// timeout; meta is sent as the request's _meta (carrying the progress token). done gets
+// the outcome, once: the server's result as the JSON it sent, or an error. It is called
+// from the goroutine that reads the answer, and must not block.
 func (u *Upstream) startCall(ctx context.Context, name string, args json.RawMessage, meta mcp.Meta, done func(json.RawMessage, error)) {
+	// The call counts in l.busy from the moment it takes l, under u.mu, where a
+	// replacement connection is installed: a connection being replaced closes only
+	// once its calls are answered (see Upstream.drain).
 	u.mu.Lock()
 	l := u.link
 	state := u.status.State
+	if l != nil {
+		l.busy.Add(1)
+	}
 	u.mu.Unlock()
 	if l == nil {
 		done(nil, fmt.Errorf("%w: %s is %s", ErrUnavailable, u.cfg.Name, state))
@@ -395,6 +393,7 @@ func (u *Upstream) startCall(ctx context.Context, name string, args json.RawMess
 	}
 	callCtx, cancel := context.WithTimeoutCause(ctx, timeout, ErrTimeout)
 	finish := func(raw json.RawMessage, err error) {
+		l.busy.Add(-1)
 		raw, err = u.callOutcome(ctx, callCtx, timeout, raw, err)
 		cancel()
 		done(raw, err)
@@ -416,19 +415,13 @@ func (u *Upstream) startCall(ctx context.Context, name string, args json.RawMess
 		return
 	}
 	// stdio, SSE and catalog upstreams: the call goes out on the connection, and its
-	// result comes back undecoded (see captureConn.start). It bypasses the SDK's
-	// sending middleware, so it keeps l.busy itself: a connection being replaced
-	// closes only once its calls are answered (see Upstream.drain).
+	// result comes back undecoded (see captureConn.start).
 	params, err := marshal(callParams{Meta: meta, Name: name, Arguments: args})
 	if err != nil {
 		finish(nil, err)
 		return
 	}
-	l.busy.Add(1)
-	conn.start(callCtx, "tools/call", params, func(raw json.RawMessage, err error) {
-		l.busy.Add(-1)
-		finish(raw, err)
-	})
+	conn.start(callCtx, "tools/call", params, finish)
 }
 
 // callOutcome maps how a call ended to what Call returns.
