@@ -352,14 +352,7 @@ func TestStopWhileClientSilent(t *testing.T) {
 	fcmd, fargs := testupstream.Filesystem(t)
 	h := startGateway(t, &config.Config{Servers: []config.Server{{Name: "filesystem", Type: config.Stdio, Command: fcmd, Args: fargs}}}, gateway.Options{Mode: policy.Off})
 	ctx := context.Background()
-	ct, st := mcp.NewInMemoryTransports()
-	if _, err := h.g.Connect(ctx, st, ""); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := ct.Connect(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := h.rawClient("")
 	id, _ := jsonrpc.MakeID(float64(1))
 	init := &jsonrpc.Request{ID: id, Method: "initialize", Params: json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{"roots":{}},"clientInfo":{"name":"silent","version":"1"}}`)}
 	if err := conn.Write(ctx, init); err != nil {
@@ -401,15 +394,7 @@ func TestSlowClientHoldsUpNoOtherClient(t *testing.T) {
 	ctx := context.Background()
 	// The stuck client speaks JSON-RPC by hand over an unbuffered pipe, so that it can
 	// stop reading: then every write to it blocks.
-	ct, st := mcp.NewInMemoryTransports()
-	if _, err := h.g.Connect(ctx, st, ""); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := ct.Connect(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := h.rawClient("")
 	send := func(msg string) {
 		m, err := jsonrpc.DecodeMessage([]byte(msg))
 		if err == nil {

@@ -105,6 +105,22 @@ func (h *harness) clientVersion(profile string, opts *mcp.ClientOptions, version
 	return cs
 }
 
+// rawClient connects a client to the gateway in memory, as profile, that the test drives
+// message by message over an unbuffered pipe (writes to it block until it reads).
+func (h *harness) rawClient(profile string) mcp.Connection {
+	h.t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	if _, err := h.g.Connect(context.Background(), st, profile); err != nil {
+		h.t.Fatal(err)
+	}
+	conn, err := ct.Connect(context.Background())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(func() { conn.Close() })
+	return conn
+}
+
 // waitFor polls cond until it holds or 20 seconds pass.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
