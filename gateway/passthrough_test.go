@@ -56,6 +56,24 @@ func networkUpstream(t *testing.T, sse bool) string {
 
 const wideSchema = `{"type":"object","x-z":1,"properties":{"n":{"type":"integer","maximum":12345678901234567890}},"x-a":2}`
 
+// networkTransports are the network transports of upstreams: Streamable HTTP and the
+// HTTP+SSE transport.
+var networkTransports = []struct {
+	name string
+	typ  string
+	sse  bool
+}{{"streamable-http", config.HTTP, false}, {"sse", config.SSE, true}}
+
+// postResult posts a JSON-RPC request with id on a raw session and returns its result's
+// bytes.
+func postResult(t *testing.T, post func(context.Context, string) *http.Response, body, id string) []byte {
+	t.Helper()
+	resp := post(context.Background(), body)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resultIn(t, b, id)
+}
+
 // resultIn returns the bytes of the result of JSON-RPC call id in a response body, JSON
 // or server-sent events.
 func resultIn(t *testing.T, body []byte, id string) []byte {
@@ -86,18 +104,11 @@ func resultIn(t *testing.T, body []byte, id string) []byte {
 // them, also when they come in an event stream after a progress notification.
 func TestNetworkUpstreamResultBytes(t *testing.T) {
 	direct := rawSession(t, networkUpstream(t, false))
-	resp := direct(context.Background(), `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"big","arguments":{}}}`)
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	want := resultIn(t, body, "2")
+	want := postResult(t, direct, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"big","arguments":{}}}`, "2")
 	if !bytes.Contains(want, []byte(`12345678901234567890,"f":1.0,"x-unknown":{"b":1,"a":2}`)) {
 		t.Fatalf("the upstream's own result is %s", want)
 	}
-	for _, tc := range []struct {
-		name string
-		typ  string
-		sse  bool
-	}{{"streamable-http", config.HTTP, false}, {"sse", config.SSE, true}} {
+	for _, tc := range networkTransports {
 		t.Run(tc.name, func(t *testing.T) {
 			up := config.Server{Name: "net", Type: tc.typ, URL: networkUpstream(t, tc.sse)}
 			h := startGateway(t, &config.Config{Servers: []config.Server{up}}, gateway.Options{Mode: policy.Off})
@@ -106,10 +117,7 @@ func TestNetworkUpstreamResultBytes(t *testing.T) {
 				`{"name":"net__big","arguments":{}}`,
 				`{"name":"net__big","arguments":{},"_meta":{"progressToken":"p1"}}`,
 			} {
-				resp := post(context.Background(), `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":`+params+`}`)
-				body, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if got := resultIn(t, body, "2"); !bytes.Equal(got, want) {
+				if got := postResult(t, post, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":`+params+`}`, "2"); !bytes.Equal(got, want) {
 					t.Errorf("%s: through toolshed\n%s\ndirectly\n%s", params, got, want)
 				}
 			}
@@ -122,21 +130,14 @@ func TestNetworkUpstreamResultBytes(t *testing.T) {
 // event stream), on every start: the capture must have a page before the SDK's caller
 // reads it.
 func TestNetworkUpstreamListBytes(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		typ  string
-		sse  bool
-	}{{"streamable-http", config.HTTP, false}, {"sse", config.SSE, true}} {
+	for _, tc := range networkTransports {
 		t.Run(tc.name, func(t *testing.T) {
 			url := networkUpstream(t, tc.sse)
 			for i := range 12 {
 				up := config.Server{Name: "net", Type: tc.typ, URL: url}
 				h := startGateway(t, &config.Config{Servers: []config.Server{up}}, gateway.Options{Mode: policy.Off})
 				post := rawSession(t, serveHTTP(t, h, gateway.HTTPOptions{})+"/mcp")
-				resp := post(context.Background(), `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
-				body, _ := io.ReadAll(resp.Body)
-				resp.Body.Close()
-				if got := resultIn(t, body, "3"); !bytes.Contains(got, []byte(`"inputSchema":`+wideSchema)) {
+				if got := postResult(t, post, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, "3"); !bytes.Contains(got, []byte(`"inputSchema":`+wideSchema)) {
 					t.Fatalf("start %d: tools/list through toolshed\n%s\nlacks the upstream's schema\n%s", i, got, wideSchema)
 				}
 				h.stop()
@@ -164,10 +165,7 @@ func TestListBytesAfterFailedReconnect(t *testing.T) {
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
 	eventually(t, func() string {
-		resp := post(context.Background(), `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		got := resultIn(t, body, "3")
+		got := postResult(t, post, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, "3")
 		if !bytes.Contains(got, []byte(`"alpha__extra_1"`)) {
 			return "alpha__extra_1 is not listed yet"
 		}
