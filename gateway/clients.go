@@ -139,9 +139,10 @@ func (s clientSupport) String() string {
 type clients struct {
 	mu       sync.Mutex
 	sessions map[*mcp.ServerSession]clientSupport
-	support  clientSupport // what upstreams are told
-	gen      uint64        // counts changes of support
-	known    chan struct{} // closed once support is known (see Options.WaitForClient)
+	profiles map[*mcp.ServerSession]string // the profile each session is served as
+	support  clientSupport                 // what upstreams are told
+	gen      uint64                        // counts changes of support
+	known    chan struct{}                 // closed once support is known (see Options.WaitForClient)
 	isKnown  bool
 	forwards map[string]map[*mcp.ServerSession]int // server -> session -> requests in flight
 	// elicitations maps the URL elicitations relayed to a client, by server and
@@ -150,7 +151,7 @@ type clients struct {
 }
 
 func newClients(waitForClient bool) *clients {
-	c := &clients{sessions: map[*mcp.ServerSession]clientSupport{}, known: make(chan struct{}),
+	c := &clients{sessions: map[*mcp.ServerSession]clientSupport{}, profiles: map[*mcp.ServerSession]string{}, known: make(chan struct{}),
 		forwards: map[string]map[*mcp.ServerSession]int{}, elicitations: map[[2]string]*mcp.ServerSession{}}
 	if !waitForClient {
 		c.isKnown = true
@@ -168,7 +169,7 @@ func (g *Gateway) declared() (clientSupport, uint64) {
 
 // join records a client session once it has initialized, and forgets it when it ends.
 // A change of what the clients support is declared to the upstreams.
-func (g *Gateway) join(ss *mcp.ServerSession) {
+func (g *Gateway) join(ss *mcp.ServerSession, profile string) {
 	p := ss.InitializeParams()
 	if p == nil {
 		return
@@ -180,6 +181,7 @@ func (g *Gateway) join(ss *mcp.ServerSession) {
 		return
 	}
 	c.sessions[ss] = supportOf(p)
+	c.profiles[ss] = profile
 	c.mu.Unlock()
 	go func() {
 		ss.Wait()
@@ -196,6 +198,7 @@ func (g *Gateway) leave(ss *mcp.ServerSession) {
 	c := g.clients
 	c.mu.Lock()
 	delete(c.sessions, ss)
+	delete(c.profiles, ss)
 	for key, s := range c.elicitations {
 		if s == ss {
 			delete(c.elicitations, key)
@@ -268,13 +271,16 @@ type ClientsChange struct {
 	Starting bool
 }
 
-// liveSessions returns the initialized client sessions.
-func (g *Gateway) liveSessions() []*mcp.ServerSession {
+// liveSessions returns the initialized client sessions whose profile may use server:
+// a request of that server that no request caused may go to no other.
+func (g *Gateway) liveSessions(server string) []*mcp.ServerSession {
 	g.clients.mu.Lock()
 	defer g.clients.mu.Unlock()
 	out := make([]*mcp.ServerSession, 0, len(g.clients.sessions))
 	for ss := range g.clients.sessions {
-		out = append(out, ss)
+		if g.cfg.Profiles[g.clients.profiles[ss]].Scope.AllowsServer(server) {
+			out = append(out, ss)
+		}
 	}
 	return out
 }
@@ -331,12 +337,12 @@ func (r *callRegistry) cause(server string) (*call, *mcp.ServerSession, error) {
 	}
 	switch len(sessions) {
 	case 0:
-		live := r.g.liveSessions()
+		live := r.g.liveSessions(server)
 		switch len(live) {
 		case 1:
 			return nil, live[0], nil
 		case 0:
-			return nil, nil, errUnknownCause("toolshed has no client connected to pass this request to; it is relayed while a client is connected")
+			return nil, nil, errUnknownCause("toolshed has no client connected that may use %s to pass this request to; it is relayed while such a client is connected", server)
 		}
 		return nil, nil, errUnknownCause("toolshed serves %d clients and none of them has a request running on %s, so it cannot tell which client this request is for; send it while handling that client's request", len(live), server)
 	case 1:
@@ -422,30 +428,32 @@ const listWait = 5 * time.Second
 // sessionMiddleware records every client session once it has initialized, and makes its
 // requests wait (up to listWait) for the upstreams they concern (see upstreamsOf) to
 // settle after a change of declaration.
-func (g *Gateway) sessionMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		ss, _ := req.GetSession().(*mcp.ServerSession)
-		switch {
-		case ss == nil:
-		case method == "server/discover":
-			// A probe before initialize, answered at once: a client gives up on it
-			// within a second (the AI SDK does) and falls back to initialize.
+func (g *Gateway) sessionMiddleware(profile string) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			ss, _ := req.GetSession().(*mcp.ServerSession)
+			switch {
+			case ss == nil:
+			case method == "server/discover":
+				// A probe before initialize, answered at once: a client gives up on it
+				// within a second (the AI SDK does) and falls back to initialize.
+				return next(ctx, method, req)
+			case method == "initialize":
+				res, err := next(ctx, method, req)
+				if err == nil {
+					g.join(ss, profile)
+				}
+				return res, err
+			case method == "ping" || method == "logging/setLevel" || strings.HasPrefix(method, "notifications/"):
+				if ss.InitializeParams() != nil {
+					g.join(ss, profile)
+				}
+			default:
+				g.join(ss, profile)
+				g.settle(ctx, listWait, g.upstreamsOf(method, req)...)
+			}
 			return next(ctx, method, req)
-		case method == "initialize":
-			res, err := next(ctx, method, req)
-			if err == nil {
-				g.join(ss)
-			}
-			return res, err
-		case method == "ping" || method == "logging/setLevel" || strings.HasPrefix(method, "notifications/"):
-			if ss.InitializeParams() != nil {
-				g.join(ss)
-			}
-		default:
-			g.join(ss)
-			g.settle(ctx, listWait, g.upstreamsOf(method, req)...)
 		}
-		return next(ctx, method, req)
 	}
 }
 

@@ -300,6 +300,39 @@ func TestIdleSessionLeaves(t *testing.T) {
 	eventually(t, declares(true))
 }
 
+// A server's request that no request of a client caused goes to the only client that
+// may use that server: never to a client of a profile that cannot see it, even when
+// that client is the only one connected.
+func TestUnsolicitedRequestStaysInScope(t *testing.T) {
+	cfg := &config.Config{
+		Servers: []config.Server{testServer("alpha", "basic"), testServer("beta", "basic")},
+		Profiles: map[string]config.Profile{
+			"a": {Scope: policy.Scope{Servers: []string{"alpha"}}},
+			"b": {Scope: policy.Scope{Tools: []string{"beta__*"}}},
+		},
+	}
+	h := startGateway(t, cfg, gateway.Options{Mode: policy.Off})
+	b := h.client("b", &mcp.ClientOptions{CreateMessageHandler: sampleAs("model-b")})
+	a := h.client("a", &mcp.ClientOptions{CreateMessageHandler: sampleAs("model-a")})
+	// alpha asks for sampling a second after the call that started it, when a has left
+	// and only b, which cannot see alpha, is connected.
+	if got := resultText(call(t, a, "alpha__sample_detached", map[string]any{"ms": 1000})); got != "asked" {
+		t.Fatalf("sample_detached = %q", got)
+	}
+	a.Close()
+	time.Sleep(2 * time.Second)
+	// a2 can sample too, so that what alpha is told does not change (a new declaration
+	// would restart it, and its pending request with it).
+	a2 := h.client("a", &mcp.ClientOptions{CreateMessageHandler: sampleAs("model-a2")})
+	got := resultText(call(t, a2, "alpha__detached_model", map[string]any{"ms": 5000}))
+	if strings.Contains(got, "model-b") || !strings.Contains(got, "error") {
+		t.Errorf("alpha's request while only a client of another profile was connected got %q, want a refusal", got)
+	}
+	if got := resultText(call(t, b, "beta__sample_later", map[string]any{"ms": 0})); got != "model model-b" {
+		t.Errorf("b's own server's sampling request = %q", got)
+	}
+}
+
 // The roots of the client reach an upstream that asks for them during a call, and
 // server-filesystem takes them as its allowed directories, at start and when they change.
 func TestRootsReachFilesystem(t *testing.T) {

@@ -48,7 +48,7 @@ func newProfileServer(g *Gateway, profile string) *profileServer {
 	})
 	// Held until the upstreams are up (sessionMiddleware) before the raw results are
 	// swapped in (tools.middleware).
-	ps.server.AddReceivingMiddleware(g.sessionMiddleware, ps.tools.middleware)
+	ps.server.AddReceivingMiddleware(g.sessionMiddleware(profile), ps.tools.middleware)
 	return ps
 }
 

@@ -200,9 +200,13 @@ func addBasicTools(server *mcp.Server) {
 	// sample_detached answers at once and asks for sampling right after, so the request
 	// races the call's result; detached_model waits for the answer.
 	detached := make(chan string, 100)
-	server.AddTool(&mcp.Tool{Name: "sample_detached", Description: "Answer at once, then ask the client's model for a completion.", InputSchema: obj(`{"type":"object"}`)},
+	server.AddTool(&mcp.Tool{Name: "sample_detached", Description: "Answer at once, then, after ms milliseconds, ask the client's model for a completion.",
+		InputSchema: obj(`{"type":"object","properties":{"ms":{"type":"integer"}}}`)},
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct{ MS int }
+			json.Unmarshal(req.Params.Arguments, &in)
 			go func() {
+				time.Sleep(time.Duration(in.MS) * time.Millisecond)
 				res, err := req.Session.CreateMessage(context.Background(), &mcp.CreateMessageParams{MaxTokens: 10,
 					Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "say hi"}}}})
 				if err != nil {

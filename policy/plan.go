@@ -67,6 +67,30 @@ func (s Scope) Allows(t *catalog.Tool) bool {
 	return false
 }
 
+// AllowsServer reports whether the scope may hold tools of the named server: a server
+// pattern matches it, or a tool pattern's server part (before catalog.Separator) does.
+// A tool pattern without a server part ("*search*") is not taken to reach any one
+// server, so that what only the scope's owner may see is never given to a session on
+// a guess.
+func (s Scope) AllowsServer(name string) bool {
+	if s.IsZero() {
+		return true
+	}
+	for _, p := range s.Servers {
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	for _, p := range s.Tools {
+		if server, _, found := strings.Cut(p, catalog.Separator); found {
+			if ok, _ := path.Match(server, name); ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Input is everything a Plan depends on besides the catalog.
 type Input struct {
 	// Config holds the mode and threshold; unset fields take their defaults (see

@@ -778,3 +778,23 @@ func TestDecidePartialConfig(t *testing.T) {
 		t.Errorf("Config = %+v, want auto, max 3, default limit 3", got)
 	}
 }
+
+func TestScopeAllowsServer(t *testing.T) {
+	tests := []struct {
+		scope policy.Scope
+		want  map[string]bool
+	}{
+		{policy.Scope{}, map[string]bool{"github": true, "slack": true}},
+		{policy.Scope{Servers: []string{"git*"}}, map[string]bool{"github": true, "gitlab": true, "slack": false}},
+		{policy.Scope{Tools: []string{"slack__*", "github__get_*"}}, map[string]bool{"github": true, "slack": true, "gitlab": false}},
+		// A tool pattern that names no server reaches none for sure.
+		{policy.Scope{Tools: []string{"*search*"}}, map[string]bool{"github": false, "brave-search": false}},
+	}
+	for _, tc := range tests {
+		for server, want := range tc.want {
+			if got := tc.scope.AllowsServer(server); got != want {
+				t.Errorf("%+v.AllowsServer(%q) = %t, want %t", tc.scope, server, got, want)
+			}
+		}
+	}
+}
