@@ -209,3 +209,111 @@ func TestActivityLogHashesSessions(t *testing.T) {
 		}
 	}
 }
+
+// openSession initializes a session as a plain HTTP client at url and returns its id, or
+// the reply when it was refused.
+func openSession(t *testing.T, url, token string) (string, httpReply) {
+	t.Helper()
+	r := sessionRequest(t, http.MethodPost, url, token, "", initializeBody)
+	if r.status != http.StatusOK {
+		return "", r
+	}
+	id := r.header.Get("Mcp-Session-Id")
+	if id == "" {
+		t.Fatalf("initialize gave no session id: %q", r.body)
+	}
+	return id, r
+}
+
+// refusedForCap checks that r is the 503 of a session cap, naming flag.
+func refusedForCap(t *testing.T, what string, r httpReply, flag string) {
+	t.Helper()
+	if r.status != http.StatusServiceUnavailable || r.header.Get("Retry-After") == "" ||
+		!strings.HasPrefix(r.header.Get("Content-Type"), "text/plain") || !strings.Contains(r.body, flag+",") || !strings.Contains(r.body, "DELETE") {
+		t.Errorf("%s = %d (Retry-After %q) %q, want 503 with Retry-After naming %s", what, r.status, r.header.Get("Retry-After"), r.body, flag)
+	}
+}
+
+// Sessions are capped per token and in total; past a cap, a new session is refused with
+// 503 and Retry-After, saying which cap; a slot freed by DELETE or by the idle timeout
+// is taken again.
+func TestHTTPSessionCaps(t *testing.T) {
+	t.Parallel()
+	cfg := &config.Config{Servers: []config.Server{testServer("alpha", "basic")},
+		Profiles: map[string]config.Profile{"a": {Token: "tok-a"}, "b": {Token: "tok-b"}}}
+	h := startGateway(t, cfg, gateway.Options{Mode: policy.Off})
+
+	t.Run("per token and total", func(t *testing.T) {
+		url := serveHTTP(t, h, gateway.HTTPOptions{MaxSessions: 3, MaxSessionsPerToken: 2}) + "/mcp"
+		a1, _ := openSession(t, url, "tok-a")
+		a2, _ := openSession(t, url, "tok-a")
+		if a1 == "" || a2 == "" {
+			t.Fatal("the first two sessions of a token were refused")
+		}
+		_, r := openSession(t, url, "tok-a")
+		refusedForCap(t, "a third session of one token", r, "--max-sessions-per-token")
+		if !strings.Contains(r.body, "this token has 2 sessions open") {
+			t.Errorf("the refusal does not say how many sessions the token has: %q", r.body)
+		}
+		// A real client is refused too, and says so.
+		if _, closeFn, err := dialHTTP(url, map[string]string{"Authorization": "Bearer tok-a"}, nil, ""); err == nil {
+			closeFn()
+			t.Error("a go-sdk client connected past the cap")
+		}
+		b1, _ := openSession(t, url, "tok-b")
+		if b1 == "" {
+			t.Fatal("another token's first session was refused")
+		}
+		_, r = openSession(t, url, "tok-b")
+		refusedForCap(t, "a fourth session in all", r, "--max-sessions")
+		// The refused requests left nothing behind: the sessions work, and a session
+		// ended with DELETE frees its slot at once.
+		if r := sessionRequest(t, http.MethodPost, url, "tok-a", a1, growCall(1)); r.status != http.StatusOK {
+			t.Errorf("a's first session = %d %q", r.status, r.body)
+		}
+		if r := sessionRequest(t, http.MethodDelete, url, "tok-a", a2, ""); r.status != http.StatusNoContent {
+			t.Fatalf("DELETE = %d %q", r.status, r.body)
+		}
+		if id, r := openSession(t, url, "tok-a"); id == "" {
+			t.Errorf("a session after DELETE freed a slot = %d %q", r.status, r.body)
+		}
+		_, r = openSession(t, url, "tok-a")
+		refusedForCap(t, "a session once the slot is taken again", r, "--max-sessions")
+	})
+
+	t.Run("idle timeout frees a slot", func(t *testing.T) {
+		url := serveHTTP(t, h, gateway.HTTPOptions{MaxSessionsPerToken: 1, IdleTimeout: time.Second}) + "/mcp"
+		if id, r := openSession(t, url, "tok-a"); id == "" {
+			t.Fatalf("the first session = %d %q", r.status, r.body)
+		}
+		_, r := openSession(t, url, "tok-a")
+		refusedForCap(t, "a second session", r, "--max-sessions-per-token")
+		waitFor(t, "the idle session to free its slot", func() bool {
+			id, _ := openSession(t, url, "tok-a")
+			return id != ""
+		})
+	})
+
+	t.Run("defaults", func(t *testing.T) {
+		url := serveHTTP(t, h, gateway.HTTPOptions{}) + "/mcp"
+		for i := range gateway.DefaultMaxSessionsPerToken {
+			if id, r := openSession(t, url, "tok-a"); id == "" {
+				t.Fatalf("session %d of a token, under the default cap = %d %q", i+1, r.status, r.body)
+			}
+		}
+		_, r := openSession(t, url, "tok-a")
+		refusedForCap(t, "a session past the default cap", r, "--max-sessions-per-token")
+		if id, r := openSession(t, url, "tok-b"); id == "" {
+			t.Errorf("another token's session = %d %q", r.status, r.body)
+		}
+	})
+
+	t.Run("no cap", func(t *testing.T) {
+		url := serveHTTP(t, h, gateway.HTTPOptions{MaxSessions: -1, MaxSessionsPerToken: -1}) + "/mcp"
+		for i := range gateway.DefaultMaxSessionsPerToken + 10 {
+			if id, r := openSession(t, url, "tok-b"); id == "" {
+				t.Fatalf("session %d without caps = %d %q", i+1, r.status, r.body)
+			}
+		}
+	})
+}
