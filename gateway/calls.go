@@ -2,6 +2,10 @@ package gateway
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -115,7 +119,7 @@ type callSpec struct {
 // upstream, relaying progress and the upstream's requests for the client's input.
 func (r *callRegistry) run(ctx context.Context, spec callSpec) (*mcp.CallToolResult, error) {
 	start := time.Now()
-	entry := activity{Time: start.UTC(), Session: sessionID(spec.req.Session), Profile: spec.profile, Tool: spec.tool.Qualified, Server: spec.tool.Server, Via: spec.via}
+	entry := activity{Time: start.UTC(), Session: sessionTag(spec.req.Session), Profile: spec.profile, Tool: spec.tool.Qualified, Server: spec.tool.Server, Via: spec.via}
 	finish := func(res *mcp.CallToolResult, outcome string) (*mcp.CallToolResult, error) {
 		entry.DurationMS = float64(time.Since(start).Microseconds()) / 1000
 		entry.Outcome = outcome
@@ -517,12 +521,28 @@ func speaksMRTR(ss *mcp.ServerSession) bool {
 	return p != nil && p.ProtocolVersion >= "2026-07-28"
 }
 
-func sessionID(ss *mcp.ServerSession) string {
+// sessionTag names a client session in the activity log: the first 12 hex digits of an
+// HMAC-SHA256 of its id under a key drawn when the process starts. A session id is a
+// capability (whoever sends it speaks as the session), so the log, which is kept and
+// shared, must not hold it; the keyed hash cannot be turned back into the id, nor
+// matched against a guessed or leaked id, nor compared across runs, yet names the same
+// session the same way throughout a run. Sessions without an id (stdio, in-memory) are
+// named by their address, hashed the same way.
+func sessionTag(ss *mcp.ServerSession) string {
 	if ss == nil {
 		return ""
 	}
-	if id := ss.ID(); id != "" {
-		return id
+	id := ss.ID()
+	if id == "" {
+		id = fmt.Sprintf("%p", ss)
 	}
-	return fmt.Sprintf("%p", ss)
+	m := hmac.New(sha256.New, sessionTagKey)
+	m.Write([]byte(id))
+	return hex.EncodeToString(m.Sum(nil))[:12]
 }
+
+var sessionTagKey = func() []byte {
+	key := make([]byte, 32)
+	rand.Read(key) // never fails (crypto/rand)
+	return key
+}()

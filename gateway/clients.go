@@ -140,6 +140,7 @@ type clients struct {
 	mu       sync.Mutex
 	sessions map[*mcp.ServerSession]clientSupport
 	profiles map[*mcp.ServerSession]string // the profile each session is served as
+	ids      map[string]*mcp.ServerSession // the sessions that have an id (Streamable HTTP)
 	support  clientSupport                 // what upstreams are told
 	gen      uint64                        // counts changes of support
 	known    chan struct{}                 // closed once support is known (see Options.WaitForClient)
@@ -151,7 +152,7 @@ type clients struct {
 }
 
 func newClients(waitForClient bool) *clients {
-	c := &clients{sessions: map[*mcp.ServerSession]clientSupport{}, profiles: map[*mcp.ServerSession]string{}, known: make(chan struct{}),
+	c := &clients{sessions: map[*mcp.ServerSession]clientSupport{}, profiles: map[*mcp.ServerSession]string{}, ids: map[string]*mcp.ServerSession{}, known: make(chan struct{}),
 		forwards: map[string]map[*mcp.ServerSession]int{}, elicitations: map[[2]string]*mcp.ServerSession{}}
 	if !waitForClient {
 		c.isKnown = true
@@ -182,6 +183,9 @@ func (g *Gateway) join(ss *mcp.ServerSession, profile string) {
 	}
 	c.sessions[ss] = supportOf(p)
 	c.profiles[ss] = profile
+	if id := ss.ID(); id != "" {
+		c.ids[id] = ss
+	}
 	c.mu.Unlock()
 	go func() {
 		ss.Wait()
@@ -194,11 +198,21 @@ func (g *Gateway) join(ss *mcp.ServerSession, profile string) {
 	g.redeclare(who)
 }
 
+// byID returns the initialized session with Streamable HTTP session id id, if it is live.
+func (c *clients) byID(id string) *mcp.ServerSession {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ids[id]
+}
+
 func (g *Gateway) leave(ss *mcp.ServerSession) {
 	c := g.clients
 	c.mu.Lock()
 	delete(c.sessions, ss)
 	delete(c.profiles, ss)
+	if id := ss.ID(); id != "" && c.ids[id] == ss {
+		delete(c.ids, id)
+	}
 	for key, s := range c.elicitations {
 		if s == ss {
 			delete(c.elicitations, key)

@@ -535,33 +535,34 @@ func (g *Gateway) resourceUpdated(ctx context.Context, p *mcp.ResourceUpdatedNot
 	}
 }
 
-// logMessage relays an upstream's log message to the client whose calls are running on
-// that server, or to toolshed's log when no call is, or calls of several clients are
-// (a log message carries no link to the call it is about).
+// logMessage relays an upstream's log message to a client only when it cannot be
+// another client's: a log message carries no link to the call it is about, and may come
+// after that call ended, while another client's call runs. So it goes to a client only
+// when that client's session is the only live one that may use the server (see
+// liveSessions), as part of its call on that server; otherwise, and when no call of that
+// session is running, to toolshed's log.
 func (r *callRegistry) logMessage(ctx context.Context, server string, p *mcp.LoggingMessageParams) {
 	toLog := func() {
 		data, _ := json.Marshal(p.Data)
 		r.g.logf("upstream %s: %s: %s", server, p.Level, data)
 	}
+	live := r.g.liveSessions(server)
+	if len(live) != 1 {
+		toLog()
+		return
+	}
 	r.mu.Lock()
-	var c *call
-	for _, x := range r.inflight[server] {
-		if c == nil {
-			c = x
-		} else if x.session != c.session {
-			c = nil
-			break
+	for _, c := range r.inflight[server] {
+		if c.session == live[0] {
+			c.note(func() {
+				if c.session.Log(c.context(), p) != nil {
+					toLog()
+				}
+			})
+			r.mu.Unlock()
+			return
 		}
 	}
-	if c != nil {
-		c.note(func() {
-			if c.session.Log(c.context(), p) != nil {
-				toLog()
-			}
-		})
-	}
 	r.mu.Unlock()
-	if c == nil {
-		toLog()
-	}
+	toLog()
 }

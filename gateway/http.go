@@ -32,6 +32,12 @@ type HTTPOptions struct {
 	// was closed starts a new one, as MCP asks. Zero means DefaultIdleTimeout; a
 	// negative value, never.
 	IdleTimeout time.Duration
+	// MaxSessions caps the sessions live at once, and MaxSessionsPerToken those of one
+	// bearer token (all clients are one token when none is needed): a client that opens
+	// sessions and never ends them would otherwise grow toolshed's memory without bound.
+	// Past a cap, a new session is refused with 503 and Retry-After. Zero means
+	// DefaultMaxSessions and DefaultMaxSessionsPerToken; a negative value, no cap.
+	MaxSessions, MaxSessionsPerToken int
 }
 
 // DefaultIdleTimeout is HTTPOptions.IdleTimeout's default.
@@ -72,6 +78,7 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 		// Resumable streams: a client that loses an SSE stream mid-call reconnects with
 		// Last-Event-ID and gets what it missed (bounded to 10 MiB).
 		EventStore: mcp.NewMemoryEventStore(nil)})
+	sessions := newHTTPSessions(g, opts, authRequired, idle)
 
 	protect := http.NewCrossOriginProtection()
 	for _, o := range opts.AllowOrigins {
@@ -140,13 +147,9 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 				return
 			}
 		}
-		if id := r.Header.Get("Mcp-Session-Id"); r.Method == http.MethodDelete && id != "" {
-			// The SDK ends a session only once its requests in flight are answered: a
-			// client that ends its session would wait for every call it gave up on.
-			g.calls.cancelWhere(func(c *call) bool { return c.session != nil && c.session.ID() == id })
-		}
 		ctx := context.WithValue(r.Context(), profileKey{}, profile)
-		serveCoalesced(mcpHandler, w, r.WithContext(ctx), maxBody)
+		coalesced := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { serveCoalesced(mcpHandler, w, r, maxBody) })
+		sessions.serve(coalesced, w, r.WithContext(ctx), credentialOf(r, authRequired), profile)
 	}
 	mux.HandleFunc("/mcp", serveMCP)
 	mux.HandleFunc("/mcp/{profile}", serveMCP)

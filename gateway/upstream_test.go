@@ -52,6 +52,8 @@ func upstreamCommand(mode string) (string, []string, map[string]string) {
 //	many:N   N tools named tool_00001...
 //	features[:ID]  prompts, resources, a resource template, completions and
 //	         subscriptions, all marked with ID (see serveFeatures)
+//	logs     basic, plus log (sends a log message with the text during the call) and
+//	         log_later (answers at once, and sends the log message ms milliseconds later)
 //	single   basic, plus wide (a schema the SDK's structs would change), and only one
 //	         instance at a time: a second one exits while the file $TOOLSHED_TEST_LOCK
 //	         exists, as servers that hold a lock, a port or a database do
@@ -99,6 +101,9 @@ func serveTestUpstream(mode string) int {
 		}
 	default:
 		addBasicTools(server)
+	}
+	if mode == "logs" {
+		addLogTools(server)
 	}
 	if err := server.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, "test upstream:", err)
@@ -270,6 +275,33 @@ func addBasicTools(server *mcp.Server) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// addLogTools adds the tools of the logs behaviour.
+func addLogTools(server *mcp.Server) {
+	schema := json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"},"ms":{"type":"integer"}},"required":["text"]}`)
+	server.AddTool(&mcp.Tool{Name: "log", Description: "Send a log message with the text, then answer.", InputSchema: schema},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct{ Text string }
+			json.Unmarshal(req.Params.Arguments, &in)
+			if err := req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "test", Data: in.Text}); err != nil {
+				return nil, err
+			}
+			return text("logged"), nil
+		})
+	server.AddTool(&mcp.Tool{Name: "log_later", Description: "Answer at once, then, after ms milliseconds, send a log message with the text.", InputSchema: schema},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct {
+				Text string
+				MS   int
+			}
+			json.Unmarshal(req.Params.Arguments, &in)
+			go func() {
+				time.Sleep(time.Duration(in.MS) * time.Millisecond)
+				req.Session.Log(context.Background(), &mcp.LoggingMessageParams{Level: "info", Logger: "test", Data: in.Text})
+			}()
+			return text("will log"), nil
+		})
+}
 
 // serveFeatures runs the features behaviour: a server whose prompts, resources and
 // answers all carry its id, so that tests can tell which server answered.

@@ -50,6 +50,8 @@ func TestCommands(t *testing.T) {
 		{"eval-json", "eval --catalog testdata/small.json --queries testdata/small-queries.jsonl --json", 0},
 		{"eval-misses", "eval --catalog testdata/small.json --queries testdata/small-queries.jsonl --misses", 0},
 		{"eval-missing-queries", "eval --catalog testdata/small.json", 2},
+		{"serve-bad-max-sessions", "serve --max-sessions 0", 2},
+		{"serve-bad-max-sessions-per-token", "serve --max-sessions-per-token -2", 2},
 		{"proxy-bad-kind", "proxy --upstream-kind gemini", 2},
 		{"proxy-bad-listen", "proxy --listen 127.0.0.1:notaport", 2},
 		{"proxy-extra-args", "proxy now", 2},

@@ -29,6 +29,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	noPrefix := fs.Bool("no-prefix", false, "list tools by their bare names when unambiguous")
 	maxName := fs.Int("max-name-length", 0, "list no tool name longer than `N` characters: longer ones are cut and end in a hash (Gemini CLI: 63 minus the length of mcp_SERVER_)")
 	token := fs.String("token", os.Getenv("TOOLSHED_TOKEN"), "bearer `TOKEN` HTTP clients must send (default $TOOLSHED_TOKEN)")
+	maxSessions := fs.Int("max-sessions", gateway.DefaultMaxSessions, "most HTTP sessions open at once, past which new ones get 503 (-1: no cap)")
+	maxPerToken := fs.Int("max-sessions-per-token", gateway.DefaultMaxSessionsPerToken, "most HTTP sessions open at once with one token, or without a token when none is needed (-1: no cap)")
 	var origins, catalogs listFlag
 	fs.Var(&origins, "allow-origin", "browser `ORIGIN` allowed to call the HTTP endpoint (repeatable)")
 	fs.Var(&catalogs, "catalog", "also serve a catalog `FILE` as definition-only tools (repeatable)")
@@ -55,6 +57,14 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	if *window < 0 {
 		return usageErr("--context-window must be a number of tokens, got %d", *window)
+	}
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{"--max-sessions", *maxSessions}, {"--max-sessions-per-token", *maxPerToken}} {
+		if f.n == 0 || f.n < -1 {
+			return usageErr("%s must be a number of sessions above 0, or -1 for no cap; got %d", f.name, f.n)
+		}
 	}
 	cfg := &config.Config{}
 	if *configFile != "" {
@@ -112,7 +122,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stderr, "toolshed: serving MCP over Streamable HTTP at http://%s/mcp (profiles at /mcp/{profile})\n", ln.Addr())
-	return serveUntil(ctx, ln, g.Handler(gateway.HTTPOptions{Token: *token, AllowOrigins: origins}))
+	return serveUntil(ctx, ln, g.Handler(gateway.HTTPOptions{Token: *token, AllowOrigins: origins, MaxSessions: *maxSessions, MaxSessionsPerToken: *maxPerToken}))
 }
 
 func hasProfileTokens(cfg *config.Config) bool {
