@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -224,5 +225,16 @@ func TestServeConformance(t *testing.T) {
 	t.Logf("conformance: %d scenarios passed, failed: %v", len(passed), failed)
 	if code != 0 || len(passed) < 30 {
 		t.Errorf("conformance suite exited %d with %d scenarios passed, failed %v:\n%s", code, len(passed), failed, out)
+	}
+
+	// The baseline's tools-call-with-logging fails in the suite only because the suite's
+	// earlier sessions are still open: alone with toolshed, its client gets the logs.
+	alone := startServe(t, bin, "--config", cfg, "--tool-search", "off", "--no-prefix")
+	out, code, err = testupstream.ConformanceSuite(t, ctx, alone, "--scenario", "tools-call-with-logging")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != 0 || !bytes.Contains(out, []byte("Passed: 1/1, 0 failed")) {
+		t.Errorf("tools-call-with-logging alone with toolshed exited %d:\n%s", code, out)
 	}
 }
