@@ -29,8 +29,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	noPrefix := fs.Bool("no-prefix", false, "list tools by their bare names when unambiguous")
 	maxName := fs.Int("max-name-length", 0, "list no tool name longer than `N` characters: longer ones are cut and end in a hash (Gemini CLI: 63 minus the length of mcp_SERVER_)")
 	token := fs.String("token", os.Getenv("TOOLSHED_TOKEN"), "bearer `TOKEN` HTTP clients must send (default $TOOLSHED_TOKEN)")
-	var origins, catalogs listFlag
-	fs.Var(&origins, "allow-origin", "browser `ORIGIN` allowed to call the HTTP endpoint (repeatable)")
+	doors := addDoorFlags(fs)
+	var catalogs listFlag
 	fs.Var(&catalogs, "catalog", "also serve a catalog `FILE` as definition-only tools (repeatable)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: toolshed serve [--config FILE] [--http ADDR] [--tool-search auto|on|off] [--context-window N] [--profile NAME] [--no-prefix]")
@@ -38,6 +38,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		fs.PrintDefaults()
 	}
 	if err := parseFlagsOnly(fs, args, stderr); err != nil {
+		return err
+	}
+	if err := doors.check(); err != nil {
 		return err
 	}
 	// Over stdio exactly one client comes: the upstreams start when it has said what it
@@ -112,7 +115,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stderr, "toolshed: serving MCP over Streamable HTTP at http://%s/mcp (profiles at /mcp/{profile})\n", ln.Addr())
-	return serveUntil(ctx, ln, g.Handler(gateway.HTTPOptions{Token: *token, AllowOrigins: origins}))
+	return serveUntil(ctx, ln, g.Handler(gateway.HTTPOptions{Token: *token, AllowOrigins: doors.origins, AllowHosts: doors.hosts}), doors.limits())
 }
 
 func hasProfileTokens(cfg *config.Config) bool {
