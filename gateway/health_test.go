@@ -18,18 +18,7 @@ import (
 // get sends a GET with headers ("Host" sets the request's host).
 func get(t *testing.T, url string, headers map[string]string) httpReply {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range headers {
-		if k == "Host" {
-			req.Host = v
-			continue
-		}
-		req.Header.Set(k, v)
-	}
-	return do(t, req)
+	return do(t, testupstream.Request(t, http.MethodGet, url, headers, nil))
 }
 
 type upstreamStatus struct {

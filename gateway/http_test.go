@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolshed/toolshed/gateway"
 	"github.com/toolshed/toolshed/gateway/config"
+	"github.com/toolshed/toolshed/internal/testupstream"
 	"github.com/toolshed/toolshed/policy"
 )
 
@@ -95,20 +96,11 @@ type httpReply struct {
 // sets the request's host).
 func post(t *testing.T, url string, headers map[string]string, body io.Reader) httpReply {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
+	all := map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 	for k, v := range headers {
-		if k == "Host" {
-			req.Host = v
-			continue
-		}
-		req.Header.Set(k, v)
+		all[k] = v
 	}
-	return do(t, req)
+	return do(t, testupstream.Request(t, http.MethodPost, url, all, body))
 }
 
 func do(t *testing.T, req *http.Request) httpReply {

@@ -14,6 +14,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/toolshed/toolshed/internal/fakellm"
+	"github.com/toolshed/toolshed/internal/testupstream"
 )
 
 const helloBody = `{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`
@@ -22,18 +23,7 @@ const helloBody = `{"model":"m","max_tokens":5,"messages":[{"role":"user","conte
 // and decodes the Messages API error it may get.
 func send(t *testing.T, method, url string, headers map[string]string, body string) (int, string, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range headers {
-		if k == "Host" {
-			req.Host = v
-			continue
-		}
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(testupstream.Request(t, method, url, headers, strings.NewReader(body)))
 	if err != nil {
 		t.Fatal(err)
 	}

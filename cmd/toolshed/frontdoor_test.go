@@ -16,21 +16,14 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/toolshed/toolshed/internal/fakellm"
+	"github.com/toolshed/toolshed/internal/testupstream"
 )
 
-// rawPost sends a POST to addr with headers ("Host" sets the request's host) and
+// rawPost sends a POST to url with headers ("Host" sets the request's host) and
 // returns the status and body.
 func rawPost(t *testing.T, url string, headers map[string]string, body string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	for k, v := range headers {
-		if k == "Host" {
-			req.Host = v
-			continue
-		}
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(testupstream.Request(t, http.MethodPost, url, headers, strings.NewReader(body)))
 	if err != nil {
 		t.Fatal(err)
 	}
