@@ -20,6 +20,7 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 	kind := fs.String("upstream-kind", "anthropic", "the upstream's wire format: `anthropic` (Messages API) or openai (Chat Completions)")
 	model := fs.String("model", "", "send every request to this upstream `MODEL` instead of the one the client names")
 	token := fs.String("token", os.Getenv("TOOLSHED_TOKEN"), "`TOKEN` clients must send as their API key (x-api-key or Authorization: Bearer; default $TOOLSHED_TOKEN)")
+	doors := addDoorFlags(fs)
 	maxIter := fs.Int("max-iterations", 0, "most upstream calls per request while the model searches (default 8; then stop_reason pause_turn)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: toolshed proxy [--listen ADDR] [--upstream-url URL] [--upstream-kind anthropic|openai] [--model MODEL] [--token TOKEN]")
@@ -30,6 +31,9 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 		fs.PrintDefaults()
 	}
 	if err := parseFlagsOnly(fs, args, stderr); err != nil {
+		return err
+	}
+	if err := doors.check(); err != nil {
 		return err
 	}
 	if *maxIter < 0 {
@@ -49,7 +53,7 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	p := &messages.Proxy{Upstream: up, MaxIterations: *maxIter, Logger: logger, ClientKey: *token}
+	p := &messages.Proxy{Upstream: up, MaxIterations: *maxIter, Logger: logger, ClientKey: *token, AllowOrigins: doors.origins, AllowHosts: doors.hosts}
 	target := *upstreamURL
 	if target == "" {
 		target = "the default " + *kind + " API"
@@ -58,5 +62,5 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "toolshed: point a client at it, e.g. ANTHROPIC_BASE_URL=http://%s\n", ln.Addr())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return serveUntil(ctx, ln, p.Handler())
+	return serveUntil(ctx, ln, p.Handler(), doors.limits())
 }

@@ -31,8 +31,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	token := fs.String("token", os.Getenv("TOOLSHED_TOKEN"), "bearer `TOKEN` HTTP clients must send (default $TOOLSHED_TOKEN)")
 	maxSessions := fs.Int("max-sessions", gateway.DefaultMaxSessions, "most HTTP sessions open at once, past which new ones get 503 (-1: no cap)")
 	maxPerToken := fs.Int("max-sessions-per-token", gateway.DefaultMaxSessionsPerToken, "most HTTP sessions open at once with one token, or without a token when none is needed (-1: no cap)")
-	var origins, catalogs listFlag
-	fs.Var(&origins, "allow-origin", "browser `ORIGIN` allowed to call the HTTP endpoint (repeatable)")
+	doors := addDoorFlags(fs)
+	var catalogs listFlag
 	fs.Var(&catalogs, "catalog", "also serve a catalog `FILE` as definition-only tools (repeatable)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: toolshed serve [--config FILE] [--http ADDR] [--tool-search auto|on|off] [--context-window N] [--profile NAME] [--no-prefix]")
@@ -40,6 +40,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		fs.PrintDefaults()
 	}
 	if err := parseFlagsOnly(fs, args, stderr); err != nil {
+		return err
+	}
+	if err := doors.check(); err != nil {
 		return err
 	}
 	// Over stdio exactly one client comes: the upstreams start when it has said what it
@@ -122,7 +125,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stderr, "toolshed: serving MCP over Streamable HTTP at http://%s/mcp (profiles at /mcp/{profile})\n", ln.Addr())
-	return serveUntil(ctx, ln, g.Handler(gateway.HTTPOptions{Token: *token, AllowOrigins: origins, MaxSessions: *maxSessions, MaxSessionsPerToken: *maxPerToken}))
+	return serveUntil(ctx, ln, g.Handler(gateway.HTTPOptions{Token: *token, AllowOrigins: doors.origins, AllowHosts: doors.hosts, MaxSessions: *maxSessions, MaxSessionsPerToken: *maxPerToken}), doors.limits())
 }
 
 func hasProfileTokens(cfg *config.Config) bool {
