@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -48,7 +49,7 @@ func newProfileServer(g *Gateway, profile string) *profileServer {
 	})
 	// Held until the upstreams are up (sessionMiddleware) before the raw results are
 	// swapped in (tools.middleware).
-	ps.server.AddReceivingMiddleware(g.sessionMiddleware(profile), ps.tools.middleware)
+	ps.server.AddReceivingMiddleware(g.sessionMiddleware(profile), ps.tools.middleware, ps.restartingMiddleware)
 	return ps
 }
 
@@ -215,10 +216,19 @@ func (ps *profileServer) direct(qualified string) mcp.ToolHandler {
 		a := ps.g.current.Load()
 		t, err := a.plan(ps.profile).Lookup(qualified)
 		if err != nil {
+			if res, err := ps.callRestarting(ctx, req, qualified, req.Params.Arguments, "direct"); res != nil || err != nil {
+				return res, err
+			}
 			return errorResult(search.Unavailable, "%s is not available any more (its server stopped or dropped it); list the tools again", qualified), nil
 		}
 		return ps.g.calls.run(ctx, callSpec{req: req, profile: ps.profile, tool: t, args: req.Params.Arguments, via: "direct"})
 	}
+}
+
+// isUnknown reports whether plan has no tool of that name (not even an ambiguous one).
+func isUnknown(plan *policy.Plan, name string) bool {
+	_, err := plan.Lookup(name)
+	return errors.Is(err, catalog.ErrUnknownTool)
 }
 
 // bridged handles a call of a bridge tool.
@@ -231,6 +241,13 @@ func (ps *profileServer) bridged(name string) mcp.ToolHandler {
 		}
 		t, args, res := b.ResolveCall(req.Params.Arguments)
 		if t == nil {
+			// Not a tool the catalog has now: perhaps one of a server that is
+			// restarting.
+			if name, args, ok := toolCallTarget(req.Params.Arguments); ok && isUnknown(b.Plan, name) {
+				if res, err := ps.callRestarting(ctx, req, name, args, "tool_call"); res != nil || err != nil {
+					return res, err
+				}
+			}
 			return fromBridge(res), nil
 		}
 		return ps.g.calls.run(ctx, callSpec{req: req, profile: ps.profile, tool: t, args: args, via: "tool_call", checked: true})

@@ -55,6 +55,9 @@ func upstreamCommand(mode string) (string, []string, map[string]string) {
 //	single   basic, plus wide (a schema the SDK's structs would change), and only one
 //	         instance at a time: a second one exits while the file $TOOLSHED_TEST_LOCK
 //	         exists, as servers that hold a lock, a port or a database do
+//
+// basic, many:N and single exit at once while the file $TOOLSHED_TEST_GATE exists: a
+// test holds a server down with it (restarting), then lets it come back.
 func serveTestUpstream(mode string) int {
 	switch {
 	case mode == "features" || strings.HasPrefix(mode, "features:"):
@@ -72,6 +75,12 @@ func serveTestUpstream(mode string) int {
 		}
 		time.Sleep(time.Hour)
 		return 0
+	}
+	if gate := os.Getenv("TOOLSHED_TEST_GATE"); gate != "" {
+		if _, err := os.Stat(gate); err == nil {
+			fmt.Fprintln(os.Stderr, "test upstream: held down while", gate, "exists")
+			return 3
+		}
 	}
 	server := mcp.NewServer(&mcp.Implementation{Name: "test-upstream", Version: "1"}, nil)
 	if mode == "single" {
