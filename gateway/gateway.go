@@ -96,6 +96,8 @@ type Gateway struct {
 	listeners []func(Event)
 
 	subs subscriptions
+	// warnings prints the catalog's problems once per change (see catalogWarnings).
+	warnings catalogWarnings
 }
 
 // Event reports a change the serve command shows on stderr.
@@ -299,9 +301,7 @@ func (g *Gateway) assemble() *assembly {
 		}
 	}
 	snap, problems := catalog.Build(sources)
-	for _, p := range problems {
-		g.logf("catalog: %v", p)
-	}
+	g.warnings.report(g, sources, snap, problems)
 	return &assembly{g: g, snap: snap, restarting: g.restartingTools(), upHash: up, features: feats, included: included, plans: map[string]*policy.Plan{}}
 }
 

@@ -23,6 +23,8 @@ type profileServer struct {
 	profile string
 	server  *mcp.Server
 	listed  map[string]string // listed name -> content key of its definition
+	// refused has the definitions the SDK would not list, reported once each.
+	refused map[string]string
 	// tools has the bytes each tool is listed with (see listedTools).
 	tools listedTools
 	// features and featureKeys are what the server lists besides tools; guarded by
@@ -32,7 +34,7 @@ type profileServer struct {
 }
 
 func newProfileServer(g *Gateway, profile string) *profileServer {
-	ps := &profileServer{g: g, profile: profile, listed: map[string]string{}, featureKeys: map[string]string{}}
+	ps := &profileServer{g: g, profile: profile, listed: map[string]string{}, refused: map[string]string{}, featureKeys: map[string]string{}}
 	ps.server = mcp.NewServer(&mcp.Implementation{Name: "toolshed", Title: "toolshed MCP gateway", Version: Version}, &mcp.ServerOptions{
 		Logger: g.slogger(),
 		// The protocol versions are narrowed by the transports (see directFront), so
@@ -102,9 +104,13 @@ func (ps *profileServer) sync(a *assembly) {
 			continue
 		}
 		if err := ps.tools.add(ps.server, e.def, e.raw, e.handler); err != nil {
-			ps.g.logf("cannot list tool %s: %v", n, err)
+			if ps.refused[n] != e.key { // once per definition, not at every sync
+				ps.g.logf("cannot list tool %s: %v", n, err)
+				ps.refused[n] = e.key
+			}
 			continue
 		}
+		delete(ps.refused, n)
 		ps.listed[n] = e.key
 	}
 }
