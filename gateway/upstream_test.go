@@ -58,7 +58,7 @@ func upstreamCommand(mode string) (string, []string, map[string]string) {
 //	         instance at a time: a second one exits while the file $TOOLSHED_TEST_LOCK
 //	         exists, as servers that hold a lock, a port or a database do
 //
-// basic, many:N and single exit at once while the file $TOOLSHED_TEST_GATE exists: a
+// basic, many:N, single and odd exit at once while the file $TOOLSHED_TEST_GATE exists: a
 // test holds a server down with it (restarting), then lets it come back.
 func serveTestUpstream(mode string) int {
 	switch {
