@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -18,8 +19,9 @@ import (
 // TestRestartingServerCallsGetUnavailable kills a real upstream and holds it down while
 // it restarts: a call of one of its tools, listed directly or through tool_call, gets
 // unavailable with advice to retry, not "no tool named"; the tools are neither listed
-// nor searchable meanwhile; a profile that cannot use the server learns nothing; once
-// the server is back, the same call works.
+// nor searchable meanwhile; the user is not asked to approve a call that cannot run; a
+// profile that cannot use the server learns nothing; once the server is back, the same
+// call works.
 func TestRestartingServerCallsGetUnavailable(t *testing.T) {
 	for _, mode := range []policy.Mode{policy.Off, policy.On} {
 		t.Run(string(mode), func(t *testing.T) {
@@ -29,9 +31,14 @@ func TestRestartingServerCallsGetUnavailable(t *testing.T) {
 			cfg := &config.Config{
 				Servers:  []config.Server{alpha, testServer("beta", "basic")},
 				Profiles: map[string]config.Profile{"betaonly": {Scope: policy.Scope{Servers: []string{"beta"}}}},
+				Hooks:    config.Hooks{Approve: []string{"alpha__echo"}},
 			}
 			h := startGateway(t, cfg, gateway.Options{Mode: mode})
-			cs := h.client("", nil)
+			var asked atomic.Int32 // approvals the user was asked for
+			cs := h.client("", &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				asked.Add(1)
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+			}})
 			callTool := func(cs *mcp.ClientSession, name string, args map[string]any) *mcp.CallToolResult {
 				t.Helper()
 				if mode == policy.On {
@@ -43,8 +50,8 @@ func TestRestartingServerCallsGetUnavailable(t *testing.T) {
 				t.Helper()
 				return callTool(cs, name, map[string]any{"text": "hi"})
 			}
-			if res := callEcho(cs, "alpha__echo"); resultText(res) != "hi" {
-				t.Fatalf("before the crash: %s", resultText(res))
+			if res := callEcho(cs, "alpha__echo"); resultText(res) != "hi" || asked.Load() != 1 {
+				t.Fatalf("before the crash: %s, after %d approvals, want hi after 1", resultText(res), asked.Load())
 			}
 
 			if err := os.WriteFile(gate, nil, 0o600); err != nil {
@@ -62,6 +69,9 @@ func TestRestartingServerCallsGetUnavailable(t *testing.T) {
 			res := callEcho(cs, "alpha__echo")
 			if code := errorCode(t, res); code != string(search.Unavailable) || !strings.Contains(resultText(res), "retry") || !strings.Contains(resultText(res), "restarting") {
 				t.Errorf("a call while alpha restarts gave %s: %s; want unavailable, saying it restarts and to retry", code, resultText(res))
+			}
+			if n := asked.Load(); n != 1 {
+				t.Errorf("the user was asked to approve a call while its server was down (%d approvals)", n-1)
 			}
 			if mode == policy.On {
 				if res := call(t, cs, "tool_search", map[string]any{"query": "echo"}); strings.Contains(resultText(res), "alpha__echo") {

@@ -399,17 +399,12 @@ func (u *Upstream) startCall(ctx context.Context, name string, args json.RawMess
 	// once its calls are answered (see Upstream.drain).
 	u.mu.Lock()
 	l := u.link
-	state := u.status.State
 	if l != nil {
 		l.busy.Add(1)
 	}
 	u.mu.Unlock()
 	if l == nil {
-		if state == Failed || state == Connecting {
-			done(nil, fmt.Errorf("%w: the server %s is restarting", ErrUnavailable, u.cfg.Name))
-			return
-		}
-		done(nil, fmt.Errorf("%w: %s is %s", ErrUnavailable, u.cfg.Name, state))
+		done(nil, u.unavailable())
 		return
 	}
 	cs, conn := l.cs, l.conn
@@ -448,6 +443,17 @@ func (u *Upstream) startCall(ctx context.Context, name string, args json.RawMess
 		return
 	}
 	conn.start(callCtx, "tools/call", params, finish)
+}
+
+// unavailable is the error of a call the upstream has no connection for.
+func (u *Upstream) unavailable() error {
+	u.mu.Lock()
+	state := u.status.State
+	u.mu.Unlock()
+	if state == Failed || state == Connecting {
+		return fmt.Errorf("%w: the server %s is restarting", ErrUnavailable, u.cfg.Name)
+	}
+	return fmt.Errorf("%w: %s is %s", ErrUnavailable, u.cfg.Name, state)
 }
 
 // callOutcome maps how a call ended to what Call returns.
