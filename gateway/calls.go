@@ -144,6 +144,11 @@ func (r *callRegistry) run(ctx context.Context, spec callSpec) (*mcp.CallToolRes
 		spec.args = args
 	}
 	if r.g.hooks.needsApproval(spec.tool) {
+		// Not for a call that cannot run: the user would approve it for nothing.
+		if u := r.g.byName[spec.tool.Server]; u != nil && u.currentLink() == nil {
+			res, tag := mapOutcome(ctx, outcome{err: u.unavailable()})
+			return finish(res, tag)
+		}
 		res, approved := r.approval(spec)
 		if !approved {
 			if res.InputRequests != nil {
