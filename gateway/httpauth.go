@@ -1,9 +1,10 @@
 package gateway
 
 import (
+	"fmt"
 	"net/http"
-	"strings"
 
+	"github.com/toolshed/toolshed/gateway/config"
 	"github.com/toolshed/toolshed/internal/frontdoor"
 )
 
@@ -62,8 +63,12 @@ func (a *httpAuth) profile(w http.ResponseWriter, r *http.Request) (profile stri
 	// Checked after authentication, so that only an authorized client learns which
 	// profiles exist.
 	if pathProfile != "" {
-		if _, ok := a.g.cfg.Profiles[pathProfile]; !ok || !profileName.MatchString(pathProfile) {
-			httpError(w, http.StatusNotFound, "no profile named %q; the profiles are %s", pathProfile, strings.Join(a.g.Profiles(), ", "))
+		err := a.g.cfg.CheckProfile(pathProfile)
+		if err == nil && !profileName.MatchString(pathProfile) {
+			err = fmt.Errorf("%w %q: a profile's name is made of letters, digits, _ and -", config.ErrUnknownProfile, pathProfile)
+		}
+		if err != nil {
+			httpError(w, http.StatusNotFound, "%v", err)
 			return "", false
 		}
 	}
