@@ -10,6 +10,7 @@ import (
 	"github.com/toolshed/toolshed/bridge"
 	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/policy"
+	"github.com/toolshed/toolshed/search"
 )
 
 // A server that crashed or closed its connection leaves the catalog until it is back, so
@@ -70,6 +71,21 @@ func (ps *profileServer) callRestarting(ctx context.Context, req *mcp.CallToolRe
 		return nil, nil
 	}
 	return ps.g.calls.run(ctx, callSpec{req: req, profile: ps.profile, tool: t, args: args, via: via})
+}
+
+// describeRestarting answers tool_describe of a tool whose server is restarting:
+// unavailable, as a call of it is, rather than "no tool named". It returns nil when the
+// name is a tool of the catalog or of no restarting server the profile may use.
+func (ps *profileServer) describeRestarting(plan *policy.Plan, args json.RawMessage) *mcp.CallToolResult {
+	name, _, ok := toolCallTarget(args) // tool_describe's "name" is tool_call's
+	if !ok || !isUnknown(plan, name) {
+		return nil
+	}
+	t := ps.g.current.Load().restartingTool(ps.profile, name)
+	if t == nil {
+		return nil
+	}
+	return errorResult(search.Unavailable, "the server %s is restarting, and its tool %s is described once it is back; toolshed restarts it automatically, retry with backoff in a few seconds", t.Server, t.Qualified)
 }
 
 // restartingMiddleware routes a direct call of a tool that is no longer listed because

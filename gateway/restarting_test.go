@@ -50,6 +50,13 @@ func TestRestartingServerCallsGetUnavailable(t *testing.T) {
 				t.Helper()
 				return callTool(cs, name, map[string]any{"text": "hi"})
 			}
+			var betaSession *mcp.ClientSession
+			other := func() *mcp.ClientSession {
+				if betaSession == nil {
+					betaSession = h.client("betaonly", nil)
+				}
+				return betaSession
+			}
 			if res := callEcho(cs, "alpha__echo"); resultText(res) != "hi" || asked.Load() != 1 {
 				t.Fatalf("before the crash: %s, after %d approvals, want hi after 1", resultText(res), asked.Load())
 			}
@@ -77,6 +84,14 @@ func TestRestartingServerCallsGetUnavailable(t *testing.T) {
 				if res := call(t, cs, "tool_search", map[string]any{"query": "echo"}); strings.Contains(resultText(res), "alpha__echo") {
 					t.Errorf("tool_search finds a tool of a server that is down: %s", resultText(res))
 				}
+				// tool_describe says the same as a call.
+				res := call(t, cs, "tool_describe", map[string]any{"name": "alpha__echo"})
+				if code := errorCode(t, res); code != string(search.Unavailable) || !strings.Contains(resultText(res), "restarting") {
+					t.Errorf("tool_describe while alpha restarts gave %s: %s; want unavailable", code, resultText(res))
+				}
+				if res := call(t, other(), "tool_describe", map[string]any{"name": "alpha__echo"}); errorCode(t, res) != string(search.InvalidToolInput) {
+					t.Errorf("tool_describe of a profile without alpha gave %s: %s", errorCode(t, res), resultText(res))
+				}
 				// A name no server ever had is still unknown.
 				if res := callEcho(cs, "alpha__nosuch"); errorCode(t, res) != string(search.InvalidToolInput) {
 					t.Errorf("an unknown name while alpha restarts gave %s: %s", errorCode(t, res), resultText(res))
@@ -89,12 +104,12 @@ func TestRestartingServerCallsGetUnavailable(t *testing.T) {
 			}
 			// A profile that may not use alpha is told what it would be told of any
 			// unknown name.
-			other := h.client("betaonly", nil)
+			betaOnly := other()
 			if mode == policy.On {
-				if res := callEcho(other, "alpha__echo"); errorCode(t, res) != string(search.InvalidToolInput) || strings.Contains(resultText(res), "restart") {
+				if res := callEcho(betaOnly, "alpha__echo"); errorCode(t, res) != string(search.InvalidToolInput) || strings.Contains(resultText(res), "restart") {
 					t.Errorf("a profile without alpha was told %s: %s", errorCode(t, res), resultText(res))
 				}
-			} else if r, err := other.CallTool(context.Background(), &mcp.CallToolParams{Name: "alpha__echo", Arguments: map[string]any{"text": "hi"}}); err == nil {
+			} else if r, err := betaOnly.CallTool(context.Background(), &mcp.CallToolParams{Name: "alpha__echo", Arguments: map[string]any{"text": "hi"}}); err == nil {
 				t.Errorf("a profile without alpha got a result: %s", resultText(r))
 			}
 

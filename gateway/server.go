@@ -242,6 +242,11 @@ func (ps *profileServer) bridged(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		a := ps.g.current.Load()
 		b := &bridge.Bridge{Plan: a.plan(ps.profile), Index: a.index()}
+		if name == bridge.DescribeTool {
+			if res := ps.describeRestarting(b.Plan, req.Params.Arguments); res != nil {
+				return res, nil
+			}
+		}
 		if name != bridge.CallTool {
 			return fromBridge(b.Handle(name, req.Params.Arguments)), nil
 		}
