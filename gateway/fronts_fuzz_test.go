@@ -170,8 +170,6 @@ type lineClient struct {
 	done   chan struct{}  // closed when the session has ended, with endErr
 	endErr error
 	lines  chan []byte
-	mu     sync.Mutex
-	wrong  []string // invalid messages the gateway wrote
 	writes sync.WaitGroup
 }
 
