@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -153,7 +154,7 @@ func runLoad(ctx context.Context, o options, p *gatewayProc, setup *mcp.ClientSe
 
 	pid := p.cmd.Process.Pid
 	rssStart, _ := rss(pid)
-	cpuStart := cpuTime(pid)
+	cpuStart, upStart, selfStart := cpuTime(pid), childrenCPU(pid), cpuTime(os.Getpid())
 	var peakSampled int64
 	stopSampling := make(chan struct{})
 	sampled := make(chan struct{})
@@ -193,14 +194,14 @@ func runLoad(ctx context.Context, o options, p *gatewayProc, setup *mcp.ClientSe
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	cpuUsed := cpuTime(pid) - cpuStart
+	cpuUsed, upUsed, selfUsed := cpuTime(pid)-cpuStart, childrenCPU(pid)-upStart, cpuTime(os.Getpid())-selfStart
 	close(stopSampling)
 	<-sampled
 	_, hwm := rss(pid)
 	time.Sleep(2 * time.Second)
 	rssAfter, _ := rss(pid)
 
-	r := report{o: o, all: all, elapsed: elapsed, cpu: cpuUsed, rssStart: rssStart, rssPeakSampled: peakSampled, rssHWM: hwm, rssAfter: rssAfter}
+	r := report{o: o, all: all, elapsed: elapsed, cpu: cpuUsed, upstreamCPU: upUsed, clientCPU: selfUsed, rssStart: rssStart, rssPeakSampled: peakSampled, rssHWM: hwm, rssAfter: rssAfter}
 	r.print(os.Stdout)
 	if o.markdown {
 		r.markdown(os.Stdout)
@@ -328,7 +329,7 @@ func randHex(n int) string {
 type report struct {
 	o                                          options
 	all                                        stats
-	elapsed, cpu                               time.Duration
+	elapsed, cpu, upstreamCPU, clientCPU       time.Duration
 	rssStart, rssPeakSampled, rssHWM, rssAfter int64
 }
 
@@ -341,7 +342,13 @@ type row struct {
 
 func (r report) rows() []row {
 	var rows []row
-	for _, k := range kinds {
+	order := slices.Clone(kinds)
+	for k := range r.all {
+		if !slices.Contains(order, k) {
+			order = append(order, k)
+		}
+	}
+	for _, k := range order {
 		ks := r.all[k]
 		if ks == nil {
 			continue
@@ -394,11 +401,8 @@ func (r report) print(w *os.File) {
 		fmt.Fprintf(w, "%-36s %9d %7d %6d %10d %10s %10s\n", row.kind, row.answered, row.errs, row.lost, row.mm, ms(row.p50), ms(row.p99))
 	}
 	fmt.Fprintln(w)
-	for _, k := range kinds {
-		ks := r.all[k]
-		if ks == nil {
-			continue
-		}
+	for _, row := range r.rows() {
+		k, ks := row.kind, r.all[row.kind]
 		var es []string
 		for e := range ks.errs {
 			es = append(es, e)
@@ -415,6 +419,8 @@ func (r report) print(w *os.File) {
 	fmt.Fprintf(w, "requests (search + describe + call): %d, %.0f/s\n", n, float64(n)/r.elapsed.Seconds())
 	fmt.Fprintf(w, "toolshed CPU: %.1f s over the run (%.0f%% of one core), %.0f µs per request\n",
 		r.cpu.Seconds(), 100*r.cpu.Seconds()/r.elapsed.Seconds(), float64(r.cpu.Microseconds())/float64(max(n, 1)))
+	fmt.Fprintf(w, "CPU of the rest: the three npm servers %.1f s, this program's %d clients %.1f s (on a machine of %d cores)\n",
+		r.upstreamCPU.Seconds(), r.o.sessions, r.clientCPU.Seconds(), runtime.NumCPU())
 	fmt.Fprintf(w, "toolshed RSS: %s before, %s peak sampled during the run, %s peak (VmHWM), %s 2 s after the sessions closed\n",
 		mb(r.rssStart), mb(r.rssPeakSampled), mb(r.rssHWM), mb(r.rssAfter))
 }

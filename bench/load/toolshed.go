@@ -223,21 +223,61 @@ func rss(pid int) (now, peak int64) {
 	return st["VmRSS"], st["VmHWM"]
 }
 
-// cpuTime returns the CPU time pid has used (user + system, all threads).
-func cpuTime(pid int) time.Duration {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+// procStat returns the fields of /proc/PID/stat after the command name (the first is
+// the state, field 3 of proc(5)).
+func procStat(pid string) []string {
+	data, err := os.ReadFile("/proc/" + pid + "/stat")
 	if err != nil {
-		return 0
+		return nil
 	}
-	// The fields after the command name, which is in parentheses and may hold spaces.
+	// The command name is in parentheses and may hold spaces.
 	i := bytes.LastIndexByte(data, ')')
 	f := strings.Fields(string(data[i+1:]))
 	if len(f) < 13 {
-		return 0
+		return nil
 	}
+	return f
+}
+
+// statCPU is the CPU time (user + system, all threads) of a process's stat fields.
+func statCPU(f []string) time.Duration {
 	utime, _ := strconv.ParseInt(f[11], 10, 64)
 	stime, _ := strconv.ParseInt(f[12], 10, 64)
 	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ is 100 on Linux
+}
+
+// cpuTime returns the CPU time pid has used.
+func cpuTime(pid int) time.Duration {
+	f := procStat(strconv.Itoa(pid))
+	if f == nil {
+		return 0
+	}
+	return statCPU(f)
+}
+
+// childrenCPU returns the CPU time used by pid's descendants that are still running:
+// the upstream servers the gateway started.
+func childrenCPU(pid int) time.Duration {
+	ents, _ := os.ReadDir("/proc")
+	stats := map[string][]string{}
+	for _, e := range ents {
+		if f := procStat(e.Name()); f != nil {
+			stats[e.Name()] = f
+		}
+	}
+	var total time.Duration
+	parents := map[string]bool{strconv.Itoa(pid): true}
+	for grew := true; grew; {
+		grew = false
+		for p, f := range stats {
+			if parents[f[1]] && !parents[p] {
+				parents[p] = true
+				total += statCPU(f)
+				grew = true
+			}
+		}
+	}
+	return total
 }
 
 // sockets counts the open sockets of pid (its accepted connections and listeners, and
