@@ -74,6 +74,14 @@ var fuzzSeeds = []string{
 	`{"jsonrpc":"2.0","id":25,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"\ud800\u0000"}}}`,
 }
 
+// notJSONRPC are lines that are not JSON-RPC messages at all. The stdio front must
+// answer each with an error and keep serving, as the HTTP front does.
+var notJSONRPC = []string{
+	`hello`, `{`, `[]`, `null`, `123`, `"str"`, "\xff\xfe",
+	`{"jsonrpc":"2.0","id":1,"method":5}`, `{"jsonrpc":"2.0","id":true,"method":"ping"}`,
+	`{"jsonrpc":"1.0","id":1,"method":"ping"}`, `{"id":1,"method":"ping"}`,
+}
+
 // fuzzGateway starts the gateway the targets share: one upstream whose three tools
 // answer with their own name, behind the bridge.
 func fuzzGateway(f *testing.F) *harness {
@@ -271,6 +279,9 @@ func (c *lineClient) close(t *testing.T) {
 // in an initialized session or (inSession false) as a client's first request.
 func FuzzHTTPFront(f *testing.F) {
 	for _, s := range fuzzSeeds {
+		f.Add([]byte(s), true)
+	}
+	for _, s := range notJSONRPC {
 		f.Add([]byte(s), true)
 	}
 	for _, s := range fuzzSeeds[:6] {
