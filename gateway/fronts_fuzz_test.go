@@ -110,11 +110,13 @@ func checkProbeAnswer(msg jsonrpc.Message) error {
 }
 
 // checkJSONRPC decodes a message the gateway wrote, or says why it is not valid
-// JSON-RPC 2.0: one object with "jsonrpc": "2.0"; a request with a method, or a
-// response with an id and exactly one of result and error, an error with an integer
-// code and a message. A response to a message whose id could not be read (a parse
-// error, an invalid request) has a null id, which the go-sdk does not decode; it is
-// returned as a response with no id.
+// JSON-RPC as MCP clients read it: one object with "jsonrpc": "2.0"; a request with a
+// method, or a response with exactly one of result and error, an error with an integer
+// code and a message. A response carries the id of its request; an error response to a
+// message whose id could not be read (a parse error) carries none: MCP 2025-11-25 makes
+// the id of an error response optional, and the TypeScript SDK (1.32.2) takes one
+// without an id but refuses "id": null, which JSON-RPC 2.0 itself would use. The go-sdk
+// decodes neither, so such an error is returned as a response with no id.
 func checkJSONRPC(data []byte) (jsonrpc.Message, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(data, &m); err != nil {
@@ -126,8 +128,14 @@ func checkJSONRPC(data []byte) (jsonrpc.Message, error) {
 	if _, ok := m["method"]; !ok {
 		_, hasResult := m["result"]
 		e, hasError := m["error"]
-		if _, ok := m["id"]; !ok || hasResult == hasError {
-			return nil, errors.New("a response needs an id and exactly one of result and error")
+		id, hasID := m["id"]
+		switch {
+		case hasResult == hasError:
+			return nil, errors.New("a response needs exactly one of result and error")
+		case string(id) == "null":
+			return nil, errors.New(`a response with "id": null (MCP clients refuse it; an error that answers no request omits the id)`)
+		case hasResult && !hasID:
+			return nil, errors.New("a result without an id")
 		}
 		if hasError {
 			var eo struct {
@@ -137,7 +145,7 @@ func checkJSONRPC(data []byte) (jsonrpc.Message, error) {
 			if json.Unmarshal(e, &eo) != nil || eo.Code == nil || eo.Message == nil {
 				return nil, errors.New("an error needs an integer code and a message")
 			}
-			if string(m["id"]) == "null" {
+			if !hasID {
 				return &jsonrpc.Response{Error: &jsonrpc.Error{Code: *eo.Code, Message: *eo.Message}}, nil
 			}
 		}
