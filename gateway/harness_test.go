@@ -16,7 +16,7 @@ import (
 
 // harness is a running gateway for one test.
 type harness struct {
-	t    *testing.T
+	t    testing.TB
 	g    *gateway.Gateway
 	log  *testupstream.SyncBuffer
 	stop context.CancelFunc
@@ -32,7 +32,7 @@ func testServer(name, mode string) config.Server {
 // startGateway runs a gateway over cfg until the test ends, and waits until every
 // upstream has started or failed once (unless opts.WaitForClient, where they start only
 // when a client comes).
-func startGateway(t *testing.T, cfg *config.Config, opts gateway.Options) *harness {
+func startGateway(t testing.TB, cfg *config.Config, opts gateway.Options) *harness {
 	t.Helper()
 	log := &testupstream.SyncBuffer{}
 	opts.Log = log

@@ -1,0 +1,148 @@
+// Command load puts the real `toolshed serve --http` under load and under hostile
+// traffic, and reports what it did and what it cost.
+//
+// It builds toolshed from this checkout (or takes -toolshed), starts it as a process of
+// its own with the three reference MCP servers from npm as its upstreams
+// (server-everything, server-memory and server-filesystem, from the .deps install that
+// scripts/deps.sh makes), and drives it over Streamable HTTP on 127.0.0.1:
+//
+//   - -mode load (the default): -sessions concurrent go-sdk client sessions for
+//     -duration, each looping tool_search, tool_describe and tool_call through the bridge,
+//     with every answer checked against what was asked (see sessions.go);
+//   - -mode init-flood: -flood initialize requests that never end their session (no
+//     DELETE), as a broken or hostile client sends them (see hostile.go);
+//   - -mode slow-body: -slow connections that send a request's headers and part of its
+//     body, then stall (see hostile.go).
+//
+// Run it from the repository root:
+//
+//	go run ./bench/load                           # 200 sessions for 60 s
+//	go run ./bench/load -sessions 50 -duration 20s -markdown
+//	go run ./bench/load -mode init-flood -flood 30000
+//	go run ./bench/load -mode slow-body -slow 500 -hold 60s
+//
+// CI builds and vets it, and never runs it: it takes minutes and a quiet machine.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+type options struct {
+	mode     string
+	toolshed string
+	modules  string
+	node     string
+	token    string
+	extra    []string
+	timeout  time.Duration
+	markdown bool
+
+	sessions int
+	duration time.Duration
+
+	flood     int
+	floodConc int
+	settle    time.Duration
+
+	slow     int
+	slowPart string
+	hold     time.Duration
+}
+
+type listFlag []string
+
+func (l *listFlag) String() string     { return fmt.Sprint(*l) }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+func main() {
+	var o options
+	flag.StringVar(&o.mode, "mode", "load", "what to run: load, init-flood or slow-body")
+	flag.StringVar(&o.toolshed, "toolshed", "", "the toolshed `binary` to measure (default: build ./cmd/toolshed of this checkout)")
+	flag.StringVar(&o.modules, "modules", "", "the node_modules `dir` holding the npm MCP servers (default: .deps/npm/node_modules of this checkout)")
+	flag.StringVar(&o.node, "node", "", "the node `binary` for the npm servers (default: node on PATH when Node 20 or newer, else the pinned one in -modules)")
+	flag.StringVar(&o.token, "token", "", "serve with --token `TOKEN`, and send it with every request")
+	var extra listFlag
+	flag.Var(&extra, "serve-flag", "an extra `flag` for toolshed serve, such as --max-sessions=100 (repeatable)")
+	flag.DurationVar(&o.timeout, "timeout", 30*time.Second, "a request not answered within this long counts as lost")
+	flag.BoolVar(&o.markdown, "markdown", false, "also print the results as a Markdown table")
+	flag.IntVar(&o.sessions, "sessions", 200, "load: concurrent client sessions")
+	flag.DurationVar(&o.duration, "duration", 60*time.Second, "load: how long the sessions run")
+	flag.IntVar(&o.flood, "flood", 30000, "init-flood: initialize requests to send")
+	flag.IntVar(&o.floodConc, "flood-conc", 32, "init-flood: requests in flight at once")
+	flag.DurationVar(&o.settle, "settle", 10*time.Second, "init-flood: how long to wait after the flood before measuring again")
+	flag.IntVar(&o.slow, "slow", 500, "slow-body: stalled connections to open")
+	flag.StringVar(&o.slowPart, "slow-part", "body", "slow-body: what the stalled requests send part of: body (all headers, part of the body) or headers (part of the headers)")
+	flag.DurationVar(&o.hold, "hold", 60*time.Second, "slow-body: how long to keep each stalled connection open, at most")
+	flag.Parse()
+	o.extra = extra
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "load:", err)
+		os.Exit(1)
+	}
+}
+
+func run(o options) error {
+	switch o.mode {
+	case "load", "init-flood", "slow-body":
+	default:
+		return fmt.Errorf("-mode must be load, init-flood or slow-body, got %q", o.mode)
+	}
+	if o.slowPart != "body" && o.slowPart != "headers" {
+		return fmt.Errorf("-slow-part must be body or headers, got %q", o.slowPart)
+	}
+	root, err := findRoot()
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "toolshed-load-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	if o.toolshed == "" {
+		fmt.Fprintln(os.Stderr, "load: building toolshed from", root)
+		if o.toolshed, err = buildToolshed(root, dir); err != nil {
+			return err
+		}
+	}
+	if o.modules == "" {
+		o.modules = filepath.Join(root, ".deps", "npm", "node_modules")
+	}
+	if o.node == "" {
+		o.node = findNode(o.modules)
+	}
+	config, err := writeConfig(dir, o.node, o.modules)
+	if err != nil {
+		return err
+	}
+	p, err := startGateway(o.toolshed, config, o.token, o.extra)
+	if err != nil {
+		return err
+	}
+	defer p.stop()
+	fmt.Fprintf(os.Stderr, "load: toolshed (pid %d) serves %s; waiting for its upstreams\n", p.cmd.Process.Pid, p.endpoint)
+
+	ctx := context.Background()
+	hc := newHTTPClient(o.token, 8)
+	setup, err := connect(ctx, p.endpoint, hc, "load-setup")
+	if err != nil {
+		return fmt.Errorf("connecting: %v\ntoolshed's stderr:\n%s", err, p.stderr.String())
+	}
+	defer setup.Close()
+	if err := waitReady(ctx, setup, "everything__echo", "memory__open_nodes", "filesystem__read_text_file"); err != nil {
+		return fmt.Errorf("%v\ntoolshed's stderr:\n%s", err, p.stderr.String())
+	}
+	switch o.mode {
+	case "init-flood":
+		return initFlood(ctx, o, p)
+	case "slow-body":
+		return slowBody(ctx, o, p)
+	}
+	return runLoad(ctx, o, p, setup, filepath.Join(filepath.Dir(config), "files"))
+}
