@@ -163,10 +163,8 @@ func httpError(w http.ResponseWriter, code int, format string, args ...any) {
 // It reads stdin at once: the handshake is answered without waiting for the upstreams,
 // and the requests after it wait for them (see sessionMiddleware).
 func (g *Gateway) ServeStdio(ctx context.Context, profile string) error {
-	if profile != "" {
-		if _, ok := g.cfg.Profiles[profile]; !ok {
-			return fmt.Errorf("no profile named %q; the profiles are %s", profile, strings.Join(g.Profiles(), ", "))
-		}
+	if err := g.cfg.CheckProfile(profile); err != nil {
+		return err
 	}
 	// What mcp.Server.Run does, but a stop is not logged as an error, and the calls in
 	// flight are cancelled first: the SDK closes a session only once they are

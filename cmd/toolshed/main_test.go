@@ -54,6 +54,10 @@ func TestCommands(t *testing.T) {
 		{"proxy-bad-listen", "proxy --listen 127.0.0.1:notaport", 2},
 		{"proxy-extra-args", "proxy now", 2},
 		{"proxy-bad-iterations", "proxy --max-iterations -1", 2},
+		{"serve-bad-http", "serve --config testdata/serve-profiles.yaml --http abc", 2},
+		{"serve-unknown-profile", "serve --config testdata/serve-profiles.yaml --profile nope", 2},
+		{"serve-unknown-profile-no-profiles", "serve --profile nope", 2},
+		{"serve-profile-with-http", "serve --config testdata/serve-profiles.yaml --profile admin --http 127.0.0.1:0", 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -68,6 +69,22 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "toolshed: warning: %s: %s\n", *configFile, w)
 		}
 	}
+	// Every flag and the config are checked before anything starts: a mistake is
+	// reported at once, not after the upstream servers have started.
+	if err := cfg.CheckProfile(*profile); err != nil {
+		return usageErr("--profile: %v", err)
+	}
+	if *profile != "" && *httpAddr != "" {
+		return usageErr("--profile chooses the profile of the stdio client; over HTTP each client chooses its own, by path (/mcp/NAME) or by the profile's token: leave --profile out")
+	}
+	var ln net.Listener
+	if *httpAddr != "" {
+		var err error
+		if ln, err = listen("--http", *httpAddr, *token != "" || hasProfileTokens(cfg), stderr); err != nil {
+			return err
+		}
+		defer ln.Close()
+	}
 	for _, f := range catalogs {
 		sources, problems := catalog.ReadFile(f)
 		for _, p := range problems {
@@ -106,10 +123,6 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		return nil
-	}
-	ln, err := listen("--http", *httpAddr, *token != "" || hasProfileTokens(cfg), stderr)
-	if err != nil {
-		return err
 	}
 	fmt.Fprintf(stderr, "toolshed: serving MCP over Streamable HTTP at http://%s/mcp (profiles at /mcp/{profile})\n", ln.Addr())
 	return serveUntil(ctx, ln, g.Handler(gateway.HTTPOptions{Token: *token, AllowOrigins: origins}))
