@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"context"
 	"io"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -12,15 +11,5 @@ import (
 // ServeStdio does, for the tests that drive the stdio front byte by byte. closeIO ends
 // r and w.
 func LineTransport(r io.Reader, w io.Writer, closeIO func() error) mcp.Transport {
-	return lineTransport{r, w, closeIO}
-}
-
-type lineTransport struct {
-	r       io.Reader
-	w       io.Writer
-	closeIO func() error
-}
-
-func (t lineTransport) Connect(context.Context) (mcp.Connection, error) {
-	return newLineConn(t.r, t.w, t.closeIO), nil
+	return stdioTransport{r: r, w: w, closeIO: closeIO}
 }

@@ -162,6 +162,9 @@ func FuzzStdioFront(f *testing.F) {
 	for _, s := range fuzzSeeds {
 		f.Add([]byte(s))
 	}
+	for _, s := range notJSONRPC {
+		f.Add([]byte(s))
+	}
 	h := fuzzGateway(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if bytes.Contains(data, []byte(fuzzProbeID)) {

@@ -334,11 +334,20 @@ func (c *lineConn) Close() error {
 
 func (c *lineConn) SessionID() string { return "" }
 
-// stdioTransport serves toolshed's own client over stdin and stdout.
-type stdioTransport struct{}
+// stdioTransport serves toolshed's own client over stdin and stdout. Its zero value is
+// the real stdio; the tests set r, w and closeIO to drive the same front over pipes.
+type stdioTransport struct {
+	r       io.Reader
+	w       io.Writer
+	closeIO func() error
+}
 
-func (stdioTransport) Connect(context.Context) (mcp.Connection, error) {
-	c := newLineConn(os.Stdin, os.Stdout, os.Stdin.Close)
+func (t stdioTransport) Connect(context.Context) (mcp.Connection, error) {
+	r, w, closeIO := t.r, t.w, t.closeIO
+	if r == nil {
+		r, w, closeIO = os.Stdin, os.Stdout, os.Stdin.Close
+	}
+	c := newLineConn(r, w, closeIO)
 	c.answerBad = true
 	return c, nil
 }
