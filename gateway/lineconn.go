@@ -171,7 +171,10 @@ func (c *lineConn) answerBadLine(line []byte, err error) {
 	default:
 		msg += err.Error() + `; send a JSON-RPC 2.0 message, such as {"jsonrpc":"2.0","id":1,"method":"ping"}`
 	}
-	id := json.RawMessage("null")
+	// An error about a message whose id cannot be read has no id. JSON-RPC 2.0 would
+	// have "id": null, but MCP's schema makes an error's id optional and a string or a
+	// number, and the TypeScript SDK's clients refuse null (and so end the connection).
+	var id json.RawMessage
 	var env struct {
 		ID json.RawMessage `json:"id"`
 	}
@@ -182,7 +185,7 @@ func (c *lineConn) answerBadLine(line []byte, err error) {
 	}
 	data, merr := json.Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
+		ID      json.RawMessage `json:"id,omitempty"`
 		Error   jsonrpc.Error   `json:"error"`
 	}{"2.0", id, jsonrpc.Error{Code: code, Message: msg}})
 	if merr != nil {

@@ -147,8 +147,8 @@ func TestLineConnAnswersBadLines(t *testing.T) {
 		t.Fatalf("Read = %#v, want the ping", msg)
 	}
 	want := []string{
-		`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: a message is longer than 16777216 bytes; send smaller messages"}}`,
-		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the line is not JSON; send one JSON-RPC 2.0 message per line"}}`,
+		`{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request: a message is longer than 16777216 bytes; send smaller messages"}}`,
+		`{"jsonrpc":"2.0","error":{"code":-32700,"message":"Parse error: the line is not JSON; send one JSON-RPC 2.0 message per line"}}`,
 	}
 	if got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n"); !slices.Equal(got, want) {
 		t.Errorf("answers:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -20,15 +20,15 @@ func TestServeStdioAnswersBadLines(t *testing.T) {
 		id     string
 		reason string
 	}{
-		{`this is not json`, -32700, "null", "Parse error"},
-		{`{"jsonrpc":"2.0","id":1,"method":"ping"`, -32700, "null", "Parse error"},
-		{`{"hello":"world"}`, -32600, "null", "Invalid Request"},
-		{`42`, -32600, "null", "Invalid Request"},
-		{`[]`, -32600, "null", "Invalid Request"},
-		{`{"jsonrpc":"2.0"}`, -32600, "null", "Invalid Request"},
+		{`this is not json`, -32700, "", "Parse error"},
+		{`{"jsonrpc":"2.0","id":1,"method":"ping"`, -32700, "", "Parse error"},
+		{`{"hello":"world"}`, -32600, "", "Invalid Request"},
+		{`42`, -32600, "", "Invalid Request"},
+		{`[]`, -32600, "", "Invalid Request"},
+		{`{"jsonrpc":"2.0"}`, -32600, "", "Invalid Request"},
 		{`{"jsonrpc":"1.0","id":7,"method":"ping"}`, -32600, "7", "Invalid Request"},
 		{`{"jsonrpc":"2.0","id":"x-8","method":5}`, -32600, `"x-8"`, "Invalid Request"},
-		{`{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, -32600, "null", "Invalid Request"},
+		{`{"jsonrpc":"2.0","id":{"a":1},"method":"ping"}`, -32600, "", "Invalid Request"},
 	}
 	send := func(when string) {
 		t.Helper()
