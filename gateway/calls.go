@@ -53,11 +53,11 @@ type callRegistry struct {
 // causeWindow is how long after a call ends it may still be the cause of its server's
 // requests. MCP links no server request to the call it is about, and a request a server
 // sends just before or after its result can be handled after that result: within this
-// window, a request could be about that call, so a client whose call ended this recently
-// is a candidate (see cause) and another client's call is not taken for the cause. A
-// longer window refuses more requests of clients that take turns on one server; a
-// request sent later than this after its call's result, while another client's call
-// runs on that server, cannot be told from a request of that call.
+// window, a request could be about that call, so another principal's call running then
+// is not taken for the cause (see cause). A longer window refuses more requests of
+// principals that take turns on one server; a request sent later than this after its
+// call's result, while another client's call runs on that server, cannot be told from
+// a request of that call.
 const causeWindow = time.Second
 
 // endedCall is a call that ended recently, by its client.

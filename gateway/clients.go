@@ -141,6 +141,7 @@ type clients struct {
 	sessions map[*mcp.ServerSession]clientSupport
 	profiles map[*mcp.ServerSession]string // the profile each session is served as
 	ids      map[string]*mcp.ServerSession // the sessions that have an id (Streamable HTTP)
+	creds    map[string]credential         // HTTP session id -> the credential that created it
 	support  clientSupport                 // what upstreams are told
 	gen      uint64                        // counts changes of support
 	known    chan struct{}                 // closed once support is known (see Options.WaitForClient)
@@ -152,7 +153,7 @@ type clients struct {
 }
 
 func newClients(waitForClient bool) *clients {
-	c := &clients{sessions: map[*mcp.ServerSession]clientSupport{}, profiles: map[*mcp.ServerSession]string{}, ids: map[string]*mcp.ServerSession{}, known: make(chan struct{}),
+	c := &clients{sessions: map[*mcp.ServerSession]clientSupport{}, profiles: map[*mcp.ServerSession]string{}, ids: map[string]*mcp.ServerSession{}, creds: map[string]credential{}, known: make(chan struct{}),
 		forwards: map[string]map[*mcp.ServerSession]int{}, elicitations: map[[2]string]*mcp.ServerSession{}}
 	if !waitForClient {
 		c.isKnown = true
@@ -328,9 +329,10 @@ func errUnknownCause(format string, args ...any) error {
 
 // cause finds the client an upstream's request (sampling, elicitation, roots/list) is
 // for. MCP gives such a request no link to the client request that caused it, so it is
-// the session whose requests are in flight on that server (or whose calls on it ended
-// within causeWindow) when only one session has any, else, when none has, the only
-// client connected that may use the server. Otherwise toolshed cannot know,
+// the session whose requests are in flight on that server when only one session has
+// any (and no other principal's call on it ended within causeWindow), else, when none
+// has, the only session whose call on it ended within causeWindow, else the only client
+// connected that may use the server. Otherwise toolshed cannot know,
 // and the request is refused rather than sent to a client that may not be the one.
 // When the session's cause is a tool call, the call is returned too: the request goes
 // to the client as part of that call.
@@ -351,10 +353,22 @@ func (r *callRegistry) cause(server string) (*call, *mcp.ServerSession, error) {
 			sessions = append(sessions, call.session)
 		}
 	}
-	// A call that ended a moment ago may be the cause too: its client is a candidate.
-	for _, e := range ended {
-		if !slices.Contains(sessions, e.session) {
-			sessions = append(sessions, e.session)
+	// A call that ended a moment ago may be the cause too. When no request is running,
+	// its client is a candidate; when one is, its client is a candidate only if it is
+	// another principal (see samePrincipal) than the running request's: a request is
+	// never given to another principal's client on a guess, while clients of one
+	// principal that take turns on a server (MCP's conformance suite does) keep theirs.
+	if len(sessions) == 0 {
+		for _, e := range ended {
+			if !slices.Contains(sessions, e.session) {
+				sessions = append(sessions, e.session)
+			}
+		}
+	} else {
+		for _, e := range ended {
+			if !slices.Contains(sessions, e.session) && !c.samePrincipal(e.session, sessions[0]) {
+				sessions = append(sessions, e.session)
+			}
 		}
 	}
 	switch len(sessions) {
@@ -383,6 +397,27 @@ func (r *callRegistry) cause(server string) (*call, *mcp.ServerSession, error) {
 		return mine[0], sessions[0], nil
 	}
 	return nil, nil, errUnknownCause("requests of %d clients are running on %s, so toolshed cannot tell which client this request is for (MCP does not link it to the request that caused it); retry when only one client's request is running", len(sessions), server)
+}
+
+// samePrincipal reports whether sessions a and b are served as one profile to one
+// credential (the same bearer token, or none): the same party, which may see what the
+// other asked.
+func (c *clients) samePrincipal(a, b *mcp.ServerSession) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.profiles[a] == c.profiles[b] && c.creds[a.ID()] == c.creds[b.ID()]
+}
+
+// setCredential records (or, with ok false, forgets) the credential that created HTTP
+// session id.
+func (c *clients) setCredential(id string, cred credential, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ok {
+		c.creds[id] = cred
+	} else {
+		delete(c.creds, id)
+	}
 }
 
 // relayContext bounds an upstream's request to a client: it ends when the gateway stops

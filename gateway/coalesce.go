@@ -123,7 +123,13 @@ func serveCoalesced(h http.Handler, w http.ResponseWriter, r *http.Request, maxB
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
 	r.Body.Close()
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	if err != nil || int64(len(body)) > maxBody {
+	if err != nil {
+		// Such as a body that did not arrive in time: say so, rather than pass the SDK
+		// half a message to call malformed.
+		httpError(w, http.StatusBadRequest, "cannot read the request body: %v", err)
+		return
+	}
+	if int64(len(body)) > maxBody {
 		h.ServeHTTP(w, r)
 		return
 	}

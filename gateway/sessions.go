@@ -139,6 +139,7 @@ func (s *httpSessions) bind(id string, o sessionOwner) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.owners[id] = o
+	s.g.clients.setCredential(id, o.cred, true)
 }
 
 // forget ends session id's binding and frees its slot.
@@ -148,6 +149,7 @@ func (s *httpSessions) forget(id string) {
 	if o, ok := s.owners[id]; ok {
 		delete(s.owners, id)
 		s.drop(o.cred)
+		s.g.clients.setCredential(id, o.cred, false)
 	}
 }
 
@@ -157,6 +159,7 @@ func (s *httpSessions) clear() {
 	for id, o := range s.owners {
 		delete(s.owners, id)
 		s.drop(o.cred)
+		s.g.clients.setCredential(id, o.cred, false)
 	}
 }
 

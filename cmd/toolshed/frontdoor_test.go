@@ -60,21 +60,7 @@ func TestProxyFrontDoor(t *testing.T) {
 		t.Fatalf("the model got %d requests from a web page", n)
 	}
 
-	// A half-sent body: the connection is closed once the body timeout has passed.
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	fmt.Fprintf(c, "POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"model\":")
-	c.SetReadDeadline(time.Now().Add(30 * time.Second))
-	got, err := io.ReadAll(c)
-	if err != nil {
-		t.Fatalf("a half-sent body still holds its connection after 30 s with --body-timeout 500ms (%v); read %q", err, got)
-	}
-	if !bytes.Contains(got, []byte("400 Bad Request")) || !bytes.Contains(got, []byte("did not arrive within 500ms")) {
-		t.Errorf("a half-sent body got %q, want a 400 saying it did not arrive in time", got)
-	}
+	halfSentBody(t, addr, "/v1/messages", "")
 
 	// The Anthropic SDK (application/json, Host 127.0.0.1:port) is served.
 	client := anthropic.NewClient(option.WithBaseURL("http://"+addr), option.WithAPIKey("client-key"), option.WithMaxRetries(0))
@@ -91,12 +77,34 @@ func TestProxyFrontDoor(t *testing.T) {
 	}
 }
 
+// halfSentBody sends half a body to path and checks that, once the body timeout
+// (500 ms) has passed, it gets a 400 that says so and its connection is closed: a
+// connection kept open for the next request would hold one of --max-connections until
+// the idle timeout.
+func halfSentBody(t *testing.T, addr, path, headers string) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n%sContent-Length: 1000\r\n\r\n{\"model\":", path, headers)
+	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	got, err := io.ReadAll(c)
+	if err != nil {
+		t.Fatalf("a half-sent body to %s still holds its connection after 30 s with --body-timeout 500ms (%v); read %q", path, err, got)
+	}
+	if !bytes.Contains(got, []byte("400 Bad Request")) || !bytes.Contains(got, []byte("did not arrive within 500ms")) {
+		t.Errorf("a half-sent body to %s got %q, want a 400 saying it did not arrive in time", path, got)
+	}
+}
+
 // TestServeFrontDoor runs serve --http: a Host allowed with --allow-host reaches /mcp,
 // another does not, and /status needs the token (in any case of its scheme).
 func TestServeFrontDoor(t *testing.T) {
 	bin := toolshedBinary(t)
 	addr := freeAddr(t)
-	startCommand(t, bin, []string{"TOOLSHED_TOKEN="}, []string{"serve", "--http", addr, "--token", "T", "--allow-host", "toolshed.internal"},
+	startCommand(t, bin, []string{"TOOLSHED_TOKEN="}, []string{"serve", "--http", addr, "--token", "T", "--allow-host", "toolshed.internal", "--body-timeout", "500ms"},
 		func(s string) bool { return strings.Contains(s, "serving MCP over Streamable HTTP") })
 	const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}`
 	for _, tc := range []struct {
@@ -114,6 +122,7 @@ func TestServeFrontDoor(t *testing.T) {
 			t.Errorf("POST /mcp with Host %s and %q = %d %q, want %d", tc.host, tc.auth, status, body, tc.status)
 		}
 	}
+	halfSentBody(t, addr, "/mcp", "Authorization: Bearer T\r\nAccept: application/json, text/event-stream\r\n")
 	// The built-in catalog's servers start at once; /readyz says when.
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) {
 		resp, err := http.Get("http://" + addr + "/readyz")

@@ -88,7 +88,7 @@ func (l Limits) bodyDeadline(h http.Handler) http.Handler {
 		if r.Body != nil && r.Body != http.NoBody {
 			rc := http.NewResponseController(w)
 			if rc.SetReadDeadline(time.Now().Add(d)) == nil {
-				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc, timeout: d}
+				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc, header: w.Header(), timeout: d}
 			}
 		}
 		h.ServeHTTP(w, r)
@@ -96,10 +96,13 @@ func (l Limits) bodyDeadline(h http.Handler) http.Handler {
 }
 
 // deadlineBody lifts the read deadline of its connection when the body has been read
-// (the server then starts its background read), and says what a timeout means.
+// (the server then starts its background read), and says what a timeout means. A body
+// that timed out closes its connection after the answer: the server would otherwise keep
+// it for a next request until the idle timeout, holding one of MaxConns.
 type deadlineBody struct {
 	io.ReadCloser
 	rc      *http.ResponseController
+	header  http.Header
 	timeout time.Duration
 	done    bool
 }
@@ -112,6 +115,7 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 		b.rc.SetReadDeadline(time.Time{})
 	case err != nil && err != io.EOF:
 		if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+			b.header.Set("Connection", "close")
 			err = fmt.Errorf("the request body did not arrive within %s: %w", b.timeout, err)
 		}
 	}
