@@ -184,7 +184,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, profile string) error {
 	case err := <-ended:
 		return err
 	case <-ctx.Done():
-		g.calls.cancelWhere(func(c *call) bool { return c.session == ss })
+		g.calls.cancelFor(func(c *call) bool { return c.session == ss }, errStopping)
 		ss.Close()
 		<-ended
 		return ctx.Err()
