@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"golang.org/x/term"
 
@@ -31,6 +29,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	token := fs.String("token", os.Getenv("TOOLSHED_TOKEN"), "bearer `TOKEN` HTTP clients must send (default $TOOLSHED_TOKEN)")
 	maxSessions := fs.Int("max-sessions", gateway.DefaultMaxSessions, "most HTTP sessions open at once, past which new ones get 503 (-1: no cap)")
 	maxPerToken := fs.Int("max-sessions-per-token", gateway.DefaultMaxSessionsPerToken, "most HTTP sessions open at once with one token, or without a token when none is needed (-1: no cap)")
+	drain := fs.Duration("drain-timeout", gateway.DefaultDrainTimeout, "after SIGINT or SIGTERM, stop within `DURATION`: calls in flight are cancelled and servers stopped, then killed (a second signal stops at once)")
 	var origins, catalogs listFlag
 	fs.Var(&origins, "allow-origin", "browser `ORIGIN` allowed to call the HTTP endpoint (repeatable)")
 	fs.Var(&catalogs, "catalog", "also serve a catalog `FILE` as definition-only tools (repeatable)")
@@ -66,6 +65,10 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 			return usageErr("%s must be a number of sessions above 0, or -1 for no cap; got %d", f.name, f.n)
 		}
 	}
+	if *drain <= 0 {
+		return usageErr("--drain-timeout must be a positive duration, such as 5s, got %v", *drain)
+	}
+	opts.DrainTimeout = *drain
 	cfg := &config.Config{}
 	if *configFile != "" {
 		var warns []config.Warning
@@ -96,14 +99,17 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	progress := newProgress(stderr, len(g.Statuses()), opts.WaitForClient)
 	g.OnEvent(progress.event)
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	// Signals are handled until the upstreams have stopped: a second signal while
+	// they stop kills their process groups before exiting (see onSignals).
+	ctx, stopSignals := onSignals(stderr, *drain, g.Kill)
+	defer stopSignals()
+	runCtx, stopRun := context.WithCancel(ctx)
 	runDone := make(chan struct{})
 	go func() {
-		g.Run(ctx)
+		g.Run(runCtx)
 		close(runDone)
 	}()
-	defer func() { stop(); <-runDone }()
+	defer func() { stopRun(); <-runDone }()
 
 	if *httpAddr == "" {
 		if hint := stdinHint(term.IsTerminal(int(os.Stdin.Fd()))); hint != "" {
@@ -122,7 +128,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(stderr, "toolshed: serving MCP over Streamable HTTP at http://%s/mcp (profiles at /mcp/{profile})\n", ln.Addr())
-	return serveUntil(ctx, ln, g.Handler(gateway.HTTPOptions{Token: *token, AllowOrigins: origins, MaxSessions: *maxSessions, MaxSessionsPerToken: *maxPerToken}))
+	return serveUntil(ctx, ln, g.Handler(gateway.HTTPOptions{Token: *token, AllowOrigins: origins, MaxSessions: *maxSessions, MaxSessionsPerToken: *maxPerToken}), *drain)
 }
 
 func hasProfileTokens(cfg *config.Config) bool {
