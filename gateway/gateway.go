@@ -59,9 +59,9 @@ type Options struct {
 	// DrainTimeout bounds how long Run takes to stop once its context ends (default
 	// DefaultDrainTimeout). It is shared out between the steps of a clean stop: a fifth
 	// for the cancellations of the calls in flight (notifications/cancelled) to reach
-	// their upstreams, then, for each stdio server, three tenths to exit once its stdin
-	// is closed and three tenths more after SIGTERM, before SIGKILL. The same steps
-	// stop a server that is restarted or replaced.
+	// their upstreams, then, for each stdio server, a quarter to exit once its stdin is
+	// closed and a quarter more after SIGTERM, before SIGKILL (to its process group
+	// each time). The same steps stop a server that is restarted or replaced.
 	DrainTimeout time.Duration
 }
 
@@ -79,7 +79,7 @@ func (o *Options) cancelGrace() time.Duration { return o.drainTimeout() / 5 }
 
 // stopStep is how long a stdio server gets to exit after its stdin is closed, and again
 // after SIGTERM, before SIGKILL.
-func (o *Options) stopStep() time.Duration { return o.drainTimeout() * 3 / 10 }
+func (o *Options) stopStep() time.Duration { return o.drainTimeout() / 4 }
 
 func (o *Options) backoffMin() time.Duration   { return orDefault(o.BackoffMin, time.Second) }
 func (o *Options) backoffMax() time.Duration   { return orDefault(o.BackoffMax, time.Minute) }

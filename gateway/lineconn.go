@@ -310,9 +310,9 @@ func (t commandTransport) stop(stdin io.Closer) error {
 			return err
 		}
 	}
-	if err := t.cmd.Process.Kill(); err != nil {
-		return err
-	}
+	// The whole group: a server that outlived its launcher holds the pipes that
+	// Wait waits for.
+	killProcessGroup(t.cmd)
 	if err, ok := wait(); ok {
 		return err
 	}
