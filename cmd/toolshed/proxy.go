@@ -32,7 +32,7 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if *drain <= 0 {
-		return usageErr("--drain-timeout must be a positive duration, such as 30s, got %v", *drain)
+		return usageErr("--drain-timeout must be a positive duration, such as 5s, got %v", *drain)
 	}
 	if *maxIter < 0 {
 		return usageErr("--max-iterations must be a positive number, got %d", *maxIter)
