@@ -41,6 +41,7 @@ func (r *callRegistry) cancelFor(match func(*call) bool, cause error) {
 		c.cancel(cause)
 	}
 	for _, c := range suspended {
+		c.cancel(cause) // the first cause stays: expire's is nil
 		r.expire(c)
 	}
 }
