@@ -77,6 +77,22 @@ func startProxyRequest(base string) <-chan proxyReply {
 	return out
 }
 
+// proxyInFlight runs toolshed proxy with the given drain timeout in front of a held
+// model that will answer reply, and returns once a client's request has reached the
+// model.
+func proxyInFlight(t *testing.T, reply, drain string) (p *signalledProc, base string, model *heldModel, replies <-chan proxyReply) {
+	t.Helper()
+	model, upstreamURL := startHeldModel(t, fakellm.Say(reply))
+	p, base = startSignalledProxy(t, upstreamURL, drain)
+	replies = startProxyRequest(base)
+	select {
+	case <-model.arrived:
+	case <-time.After(time.Minute):
+		t.Fatal("the request never reached the model")
+	}
+	return p, base, model, replies
+}
+
 // startSignalledProxy runs toolshed proxy in front of the model at upstreamURL with the
 // given drain timeout, and returns it with its base URL.
 func startSignalledProxy(t *testing.T, upstreamURL, drain string) (*signalledProc, string) {
@@ -90,14 +106,7 @@ func startSignalledProxy(t *testing.T, upstreamURL, drain string) (*signalledPro
 // SIGTERM with a request in flight: the proxy stops accepting connections at once,
 // lets the request finish, and then exits 0.
 func TestProxySIGTERMFinishesRequestsInFlight(t *testing.T) {
-	model, upstreamURL := startHeldModel(t, fakellm.Say("finished after the signal"))
-	p, base := startSignalledProxy(t, upstreamURL, "30s")
-	reply := startProxyRequest(base)
-	select {
-	case <-model.arrived:
-	case <-time.After(time.Minute):
-		t.Fatal("the request never reached the model")
-	}
+	p, base, model, reply := proxyInFlight(t, "finished after the signal", "30s")
 	p.signal(t, syscall.SIGTERM)
 	// Stopped accepting: a new connection is refused (the listener is closed).
 	addr := strings.TrimPrefix(base, "http://")
@@ -137,14 +146,7 @@ func TestProxySIGTERMFinishesRequestsInFlight(t *testing.T) {
 // A second SIGTERM while a request is in flight exits at once, with status 143, however
 // long the drain timeout.
 func TestProxySecondSignalExitsAtOnce(t *testing.T) {
-	model, upstreamURL := startHeldModel(t, fakellm.Say("never sent"))
-	p, base := startSignalledProxy(t, upstreamURL, "120s")
-	reply := startProxyRequest(base)
-	select {
-	case <-model.arrived:
-	case <-time.After(time.Minute):
-		t.Fatal("the request never reached the model")
-	}
+	p, _, _, reply := proxyInFlight(t, "never sent", "120s")
 	p.signal(t, syscall.SIGTERM)
 	p.waitStderr(t, regexp.MustCompile(`signal again`), stopBound)
 	sent := p.signal(t, syscall.SIGTERM)

@@ -82,25 +82,6 @@ func sseMessages(body io.ReadCloser) <-chan []byte {
 	return out
 }
 
-// expectEvent waits up to limit for a message on events that match accepts.
-func expectEvent(t *testing.T, events <-chan []byte, what string, limit time.Duration, match func([]byte) bool) []byte {
-	t.Helper()
-	timeout := time.After(limit)
-	for {
-		select {
-		case b, ok := <-events:
-			if !ok {
-				t.Fatalf("the response stream ended before %s", what)
-			}
-			if match(b) {
-				return b
-			}
-		case <-timeout:
-			t.Fatalf("no %s within %v", what, limit)
-		}
-	}
-}
-
 // checkStopped checks a stop after one SIGTERM sent at sent: toolshed exited 0 within
 // stopBound, it told the upstream that the call of tool was cancelled, and left none of
 // the upstream's processes running.
@@ -114,7 +95,7 @@ func checkStopped(t *testing.T, p *signalledProc, sent time.Time, stdinLog, mark
 	if ok, wire := upstreamCancelled(t, stdinLog, tool); !ok {
 		t.Errorf("the upstream was not sent notifications/cancelled for its tools/call of %s; it got:\n%s", tool, wire)
 	}
-	checkNoSurvivors(t, marker)
+	checkNoMarkedProcesses(t, marker, "after toolshed exited")
 }
 
 // One SIGTERM with a one-minute call in flight: toolshed cancels the call (the upstream
@@ -136,9 +117,9 @@ func TestServeSIGTERMCancelsCallInFlight(t *testing.T) {
 		resp := c.post(t, callMessage("long", longTool, longCallArgs))
 		defer resp.Body.Close()
 		events := sseMessages(resp.Body)
-		expectEvent(t, events, "progress of the long call", time.Minute, isProgress)
+		expectMessage(t, events, "progress of the long call", time.Minute, isProgress)
 		sent := p.signal(t, syscall.SIGTERM)
-		res := expectEvent(t, events, "result of the long call", stopBound, func(b []byte) bool { _, ok := resultOfID(b, `"long"`); return ok })
+		res := expectMessage(t, events, "result of the long call", stopBound, func(b []byte) bool { _, ok := resultOfID(b, `"long"`); return ok })
 		if !bytes.Contains(res, []byte(`"isError":true`)) || !bytes.Contains(res, []byte("shutting down")) {
 			t.Errorf("the call's result does not say it was cancelled because toolshed is shutting down: %s", res)
 		}
@@ -196,7 +177,7 @@ func TestServeSecondSignalLeavesNoOrphans(t *testing.T) {
 	if code != 128+int(syscall.SIGTERM) {
 		t.Errorf("exit status %d after a second SIGTERM, want %d", code, 128+int(syscall.SIGTERM))
 	}
-	checkNoSurvivors(t, marker)
+	checkNoMarkedProcesses(t, marker, "after toolshed exited")
 }
 
 // readFile is the content of path, empty while it does not exist.

@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -144,12 +143,19 @@ func (p *signalledProc) send(t *testing.T, msg string) {
 // limit, and returns it.
 func (p *signalledProc) expect(t *testing.T, what string, limit time.Duration, match func(msg []byte) bool) []byte {
 	t.Helper()
+	return expectMessage(t, p.lines, what, limit, match)
+}
+
+// expectMessage reads messages until one for which match is true, for up to limit, and
+// returns it.
+func expectMessage(t *testing.T, messages <-chan []byte, what string, limit time.Duration, match func(msg []byte) bool) []byte {
+	t.Helper()
 	timeout := time.After(limit)
 	for {
 		select {
-		case b, ok := <-p.lines:
+		case b, ok := <-messages:
 			if !ok {
-				t.Fatalf("toolshed's stdout ended before %s", what)
+				t.Fatalf("the messages from toolshed ended before %s", what)
 			}
 			if match(b) {
 				return b
@@ -225,29 +231,6 @@ func recordedEverything(t *testing.T) (config, stdinLog, marker string) {
 		}
 	})
 	return config, stdinLog, marker
-}
-
-// checkNoSurvivors fails the test if a process of the marked upstream is still running a
-// few seconds after toolshed exited (a SIGKILL takes effect at once, but the kernel
-// reaps asynchronously).
-func checkNoSurvivors(t *testing.T, marker string) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		left := markedProcesses(marker)
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			var lines []string
-			for pid, cmdline := range left {
-				lines = append(lines, fmt.Sprintf("%d: %s", pid, cmdline))
-			}
-			t.Errorf("the upstream server's processes outlived toolshed:\n%s", strings.Join(lines, "\n"))
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // upstreamCancelled reports whether the server's stdin (see recordedEverything) has a
