@@ -22,8 +22,8 @@ import (
 // steps, and the forced exit is for a stop that hangs.
 const drainMargin = 500 * time.Millisecond
 
-// Exit statuses of a stop that could not finish cleanly. A clean stop exits 0 (or 1 if
-// the proxy had to cut requests still running at the drain timeout).
+// Exit statuses of a stop that could not finish cleanly. A clean stop exits 0, or 1 when
+// HTTP requests still running at the drain timeout had their connections closed.
 const (
 	// exitDrainTimeout: the clean stop outlived --drain-timeout; what it had not
 	// stopped was killed.
@@ -32,9 +32,6 @@ const (
 	// process a signal ended (130 for SIGINT, 143 for SIGTERM).
 	exitSignal = 128
 )
-
-// exit ends the process; tests of the forced paths run the real binary.
-var exit = os.Exit
 
 // onSignals returns a context that ends at the first SIGINT or SIGTERM. From then on, a
 // second signal, or the command still running drain (plus drainMargin) later, runs kill
@@ -50,7 +47,7 @@ func onSignals(stderr io.Writer, drain time.Duration, kill func()) (ctx context.
 		if kill != nil {
 			kill()
 		}
-		exit(code)
+		os.Exit(code)
 	}
 	go func() {
 		select {

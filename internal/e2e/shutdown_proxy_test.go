@@ -159,3 +159,26 @@ func TestProxySecondSignalExitsAtOnce(t *testing.T) {
 		t.Errorf("the request in flight was answered although the model never was: %+v", r)
 	}
 }
+
+// A request still running at the drain timeout is cut: the proxy closes its connection
+// and exits 1 (the model, held, never answers).
+func TestProxyDrainTimeoutCutsRequests(t *testing.T) {
+	p, _, _, reply := proxyInFlight(t, "never sent", "1s")
+	sent := p.signal(t, syscall.SIGTERM)
+	select {
+	case r := <-reply:
+		t.Fatalf("the request in flight ended before the drain timeout: %+v", r)
+	case <-time.After(500 * time.Millisecond):
+	}
+	code := p.waitExit(t, stopBound)
+	t.Logf("exited with status %d, %v after SIGTERM", code, p.at.Sub(sent).Round(time.Millisecond))
+	if code != 1 {
+		t.Errorf("exit status %d after cutting a request at the drain timeout, want 1", code)
+	}
+	if !strings.Contains(p.stderr.String(), "still running after the drain timeout") {
+		t.Errorf("stderr does not say requests were cut:\n%s", p.stderr)
+	}
+	if r := <-reply; r.err == nil && r.status == http.StatusOK {
+		t.Errorf("the request in flight was answered although the model never was: %+v", r)
+	}
+}
