@@ -21,7 +21,13 @@ var ErrArguments = errors.New("invalid arguments")
 
 // compiled caches input schemas by content: compiling costs far more than validating,
 // and the same schemas come back at every catalog assembly.
-var compiled sync.Map // [32]byte -> *jsonschema.Schema, or nil when the schema cannot be compiled
+var compiled sync.Map // [32]byte -> compiledSchema
+
+// compiledSchema is a compiled input schema, or why it cannot be compiled.
+type compiledSchema struct {
+	sch *jsonschema.Schema
+	err error
+}
 
 // noLoader refuses every reference outside the schema: a tool's schema must not make
 // toolshed read files or fetch URLs.
@@ -31,31 +37,49 @@ func (noLoader) Load(url string) (any, error) {
 	return nil, fmt.Errorf("external reference %q not loaded: tool schemas must be self-contained", url)
 }
 
-// schemaOf returns the compiled input schema of t, or nil when it cannot be compiled
-// (an unknown draft, an external $ref): such a tool's arguments go to the server
-// unchecked, and the server has the last word.
-func schemaOf(t *catalog.Tool) *jsonschema.Schema {
+// schemaBase is the URL a schema is compiled under: one with a path, so that relative
+// references resolve to other documents, which noLoader refuses, rather than back to
+// this one.
+const (
+	schemaDir  = "file:///toolshed/tool/"
+	schemaBase = schemaDir + "input-schema.json"
+)
+
+// schemaOf returns the compiled input schema of t, or why it cannot be compiled (an
+// unknown draft, a $ref to a definition it does not have or to another document).
+func schemaOf(t *catalog.Tool) compiledSchema {
 	raw := t.InputSchema
 	if len(raw) == 0 {
 		raw = json.RawMessage(`{"type":"object"}`)
 	}
 	key := sha256.Sum256(raw)
 	if s, ok := compiled.Load(key); ok {
-		return s.(*jsonschema.Schema)
+		return s.(compiledSchema)
 	}
-	var sch *jsonschema.Schema
-	if doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw)); err == nil {
+	var cs compiledSchema
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err == nil {
 		c := jsonschema.NewCompiler()
 		c.UseLoader(noLoader{})
-		// A base URL with a path, so that relative references resolve to other
-		// documents, which noLoader refuses, rather than back to this one.
-		const base = "file:///toolshed/tool/input-schema.json"
-		if c.AddResource(base, doc) == nil {
-			sch, _ = c.Compile(base)
+		if err = c.AddResource(schemaBase, doc); err == nil {
+			cs.sch, err = c.Compile(schemaBase)
 		}
 	}
-	compiled.Store(key, sch)
-	return sch
+	cs.err = err
+	compiled.Store(key, cs)
+	return cs
+}
+
+// SchemaProblem reports why t's input schema cannot be used to check arguments, or
+// nil when it can. Such a tool's calls go to its server unchecked (see
+// ValidateArguments): a front reports the problem once, when the tool is loaded.
+func SchemaProblem(t *catalog.Tool) error {
+	if err := schemaOf(t).err; err != nil {
+		// Without the made-up URLs it was compiled under: "#/$defs/Missing".
+		why := strings.ReplaceAll(strings.ReplaceAll(err.Error(), schemaBase, ""), schemaDir, "")
+		return fmt.Errorf("its input schema cannot be compiled (%s), so toolshed cannot check the arguments of its calls, which go to the server unchecked; fix the schema in the server", why)
+	}
+	return nil
 }
 
 // DecodeArguments turns the arguments of a call into a JSON object: absent or null means
@@ -86,8 +110,12 @@ func DecodeArguments(raw json.RawMessage) (json.RawMessage, error) {
 // ValidateArguments checks args, a JSON object, against t's input schema. The error wraps
 // ErrArguments and lists every violation with where it is, so a model can fix them all
 // in one retry.
+//
+// A schema that cannot be compiled (see SchemaProblem) checks nothing: the tool stays
+// callable, as it is from clients that do not check arguments, and its server, which
+// MCP makes responsible for validating its inputs, has the last word.
 func ValidateArguments(t *catalog.Tool, args json.RawMessage) error {
-	sch := schemaOf(t)
+	sch := schemaOf(t).sch
 	if sch == nil {
 		return nil
 	}

@@ -45,10 +45,29 @@ type callRegistry struct {
 	byToken  map[string]*call   // upstream progress token -> call
 	inflight map[string][]*call // server -> its calls in flight, oldest first
 	pending  map[string]*call   // request state -> call suspended for input
+	// recent holds, per server, the calls that ended within causeWindow: a server may
+	// send a request about a call after answering it (see cause).
+	recent map[string][]endedCall
+}
+
+// causeWindow is how long after a call ends it may still be the cause of its server's
+// requests. MCP links no server request to the call it is about, and a request a server
+// sends just before or after its result can be handled after that result: within this
+// window, a request could be about that call, so a client whose call ended this recently
+// is a candidate (see cause) and another client's call is not taken for the cause. A
+// longer window refuses more requests of clients that take turns on one server; a
+// request sent later than this after its call's result, while another client's call
+// runs on that server, cannot be told from a request of that call.
+const causeWindow = time.Second
+
+// endedCall is a call that ended recently, by its client.
+type endedCall struct {
+	session *mcp.ServerSession
+	at      time.Time
 }
 
 func newCallRegistry(g *Gateway) *callRegistry {
-	return &callRegistry{g: g, byToken: map[string]*call{}, inflight: map[string][]*call{}, pending: map[string]*call{}}
+	return &callRegistry{g: g, byToken: map[string]*call{}, inflight: map[string][]*call{}, pending: map[string]*call{}, recent: map[string][]endedCall{}}
 }
 
 // call is one call of a real tool in flight.
@@ -147,6 +166,11 @@ func (r *callRegistry) run(ctx context.Context, spec callSpec) (*mcp.CallToolRes
 		spec.args = args
 	}
 	if r.g.hooks.needsApproval(spec.tool) {
+		// Not for a call that cannot run: the user would approve it for nothing.
+		if u := r.g.byName[spec.tool.Server]; u != nil && u.currentLink() == nil {
+			res, tag := mapOutcome(ctx, outcome{err: u.unavailable()})
+			return finish(res, tag)
+		}
 		res, approved := r.approval(spec)
 		if !approved {
 			if res.InputRequests != nil {
@@ -335,6 +359,24 @@ func (r *callRegistry) end(c *call) {
 	if len(r.inflight[c.server]) == 0 {
 		delete(r.inflight, c.server)
 	}
+	r.recent[c.server] = append(r.recentlyEnded(c.server), endedCall{c.session, time.Now()})
+}
+
+// recentlyEnded returns the calls on server that ended within causeWindow, and forgets
+// older ones. r.mu must be held.
+func (r *callRegistry) recentlyEnded(server string) []endedCall {
+	ended := r.recent[server]
+	cut := time.Now().Add(-causeWindow)
+	i := 0
+	for i < len(ended) && ended[i].at.Before(cut) {
+		i++
+	}
+	if ended = ended[i:]; len(ended) == 0 {
+		delete(r.recent, server)
+		return nil
+	}
+	r.recent[server] = ended
+	return ended
 }
 
 func (c *call) setContext(ctx context.Context) {

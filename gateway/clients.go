@@ -328,14 +328,16 @@ func errUnknownCause(format string, args ...any) error {
 
 // cause finds the client an upstream's request (sampling, elicitation, roots/list) is
 // for. MCP gives such a request no link to the client request that caused it, so it is
-// the session whose requests are in flight on that server when only one session has
-// any, else, when none has, the only client connected. Otherwise toolshed cannot know,
+// the session whose requests are in flight on that server (or whose calls on it ended
+// within causeWindow) when only one session has any, else, when none has, the only
+// client connected that may use the server. Otherwise toolshed cannot know,
 // and the request is refused rather than sent to a client that may not be the one.
 // When the session's cause is a tool call, the call is returned too: the request goes
 // to the client as part of that call.
 func (r *callRegistry) cause(server string) (*call, *mcp.ServerSession, error) {
 	r.mu.Lock()
 	calls := slices.Clone(r.inflight[server])
+	ended := slices.Clone(r.recentlyEnded(server))
 	r.mu.Unlock()
 	c := r.g.clients
 	c.mu.Lock()
@@ -347,6 +349,12 @@ func (r *callRegistry) cause(server string) (*call, *mcp.ServerSession, error) {
 	for _, call := range calls {
 		if !slices.Contains(sessions, call.session) {
 			sessions = append(sessions, call.session)
+		}
+	}
+	// A call that ended a moment ago may be the cause too: its client is a candidate.
+	for _, e := range ended {
+		if !slices.Contains(sessions, e.session) {
+			sessions = append(sessions, e.session)
 		}
 	}
 	switch len(sessions) {

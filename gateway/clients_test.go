@@ -223,6 +223,9 @@ func TestRelayToCause(t *testing.T) {
 	if got := resultText(call(t, a, "alpha__sample_later", map[string]any{"ms": 0})); got != "model model-a" {
 		t.Errorf("a's sampling request went to %q", got)
 	}
+	// A call that ended within the last second may still be its server's requests'
+	// cause (see TestSamplingAfterCallEndsNeverToAnotherSession): b calls after that.
+	time.Sleep(1500 * time.Millisecond)
 	if got := resultText(call(t, b, "alpha__sample_later", map[string]any{"ms": 0})); got != "model model-b" {
 		t.Errorf("b's sampling request went to %q", got)
 	}

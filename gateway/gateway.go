@@ -120,6 +120,8 @@ type Gateway struct {
 	listeners []func(Event)
 
 	subs subscriptions
+	// warnings prints the catalog's problems once per change (see catalogWarnings).
+	warnings catalogWarnings
 }
 
 // Event reports a change the serve command shows on stderr.
@@ -312,7 +314,7 @@ func (g *Gateway) reassemble() {
 	defer g.serversMu.Unlock()
 	a := g.assemble()
 	old := g.current.Load()
-	changed := old == nil || old.snap.Hash() != a.snap.Hash() || old.upHash != a.upHash
+	changed := old == nil || old.snap.Hash() != a.snap.Hash() || old.upHash != a.upHash || old.restarting.Hash() != a.restarting.Hash()
 	if changed {
 		g.current.Store(a)
 		for _, ps := range g.servers {
@@ -349,10 +351,8 @@ func (g *Gateway) assemble() *assembly {
 		}
 	}
 	snap, problems := catalog.Build(sources)
-	for _, p := range problems {
-		g.logf("catalog: %v", p)
-	}
-	return &assembly{g: g, snap: snap, upHash: up, features: feats, included: included, plans: map[string]*policy.Plan{}}
+	g.warnings.report(g, sources, snap, problems)
+	return &assembly{g: g, snap: snap, restarting: g.restartingTools(), upHash: up, features: feats, included: included, plans: map[string]*policy.Plan{}}
 }
 
 func (g *Gateway) summary(a *assembly) Summary {
@@ -398,9 +398,12 @@ func (g *Gateway) slogger() *slog.Logger {
 // assembly is one catalog snapshot with what is derived from it: one plan per profile,
 // computed when first needed, and the search index from the cache.
 type assembly struct {
-	g      *Gateway
-	snap   *catalog.Snapshot
-	upHash string // which upstreams are up: a change relists even if the tools did not change
+	g    *Gateway
+	snap *catalog.Snapshot
+	// restarting has the last known tools of the upstreams that are restarting: not
+	// listed, searched or described, only recognised by calls (see restartingCall).
+	restarting *catalog.Snapshot
+	upHash     string // which upstreams are up: a change relists even if the tools did not change
 	// features holds each ready upstream's prompts, resources and templates.
 	features map[string]features
 	// included has the upstreams whose tools are in snap.
@@ -433,13 +436,18 @@ func (a *assembly) plan(profile string) *policy.Plan {
 	if window <= 0 {
 		window = config.DefaultContextWindow
 	}
-	rules := map[string]policy.ServerRules{}
-	for _, s := range a.g.cfg.Servers {
-		rules[s.Name] = s.Rules
-	}
-	p := policy.Decide(a.snap, policy.Input{Config: cfg, Servers: rules, Scope: a.g.cfg.Profiles[profile].Scope, ContextWindow: window})
+	p := policy.Decide(a.snap, policy.Input{Config: cfg, Servers: a.g.serverRules(), Scope: a.g.cfg.Profiles[profile].Scope, ContextWindow: window})
 	a.plans[profile] = p
 	return p
+}
+
+// serverRules are the configured servers' defer and enable settings, by server name.
+func (g *Gateway) serverRules() map[string]policy.ServerRules {
+	rules := map[string]policy.ServerRules{}
+	for _, s := range g.cfg.Servers {
+		rules[s.Name] = s.Rules
+	}
+	return rules
 }
 
 func (a *assembly) index() *search.Index { return a.g.cache.Index(a.snap) }

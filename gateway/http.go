@@ -2,20 +2,19 @@ package gateway
 
 import (
 	"context"
-	"crypto/subtle"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolshed/toolshed/internal/frontdoor"
 )
 
 // HTTPOptions configure the Streamable HTTP front. The zero value serves the default
 // profile at /mcp and every profile at /mcp/{profile}, without authentication, with
-// the SDK's DNS-rebinding protection and cross-origin protection on.
+// DNS-rebinding protection and cross-origin protection on.
 type HTTPOptions struct {
 	// Token, when set, is a bearer token every request must carry (unless it carries
 	// a profile's own token).
@@ -25,6 +24,9 @@ type HTTPOptions struct {
 	// AllowOrigins lists the browser origins allowed besides same-origin requests
 	// (cross-origin requests are refused otherwise).
 	AllowOrigins []string
+	// AllowHosts lists the Host names accepted, besides loopback ones, on a
+	// connection to a loopback address (see frontdoor.Options.AllowHosts).
+	AllowHosts []string
 	// IdleTimeout closes a session that has sent no request for this long: a client
 	// that went away without ending its session (Claude Code and the MCP Inspector
 	// never send DELETE) would otherwise stay a client forever, and what toolshed
@@ -52,14 +54,14 @@ var profileName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 // The profile of a request is the one its bearer token belongs to, else the one named by
 // its path (/mcp/{profile}), else the default. A request with a token must match the
 // profile of its path, if it names one; without any configured token, requests need none.
+//
+// Besides MCP it serves GET /healthz (liveness: 200 as long as it answers), GET /readyz
+// (see ready) and GET /status[/{profile}] (the state, tools and error of each server
+// of the caller's profile). Every path applies the same Host and origin checks; /status
+// needs the same token as /mcp, while /healthz and /readyz need none and say nothing
+// but ok or not.
 func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
-	tokens := map[string]string{} // token -> profile
-	for name, p := range g.cfg.Profiles {
-		if p.Token != "" {
-			tokens[p.Token] = name
-		}
-	}
-	authRequired := opts.Token != "" || len(tokens) > 0
+	auth := g.newHTTPAuth(opts.Token)
 	maxBody := opts.MaxBodyBytes
 	if maxBody <= 0 {
 		maxBody = 4 << 20
@@ -75,77 +77,19 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 		profile, _ := r.Context().Value(profileKey{}).(string)
 		return g.mcpServerFor(profile)
 	}, &mcp.StreamableHTTPOptions{Logger: g.slogger(), MaxRequestBodyBytes: maxBody, SessionTimeout: idle,
+		// frontdoor.Guard applies the same rule to every path, with AllowHosts.
+		DisableLocalhostProtection: true,
 		// Resumable streams: a client that loses an SSE stream mid-call reconnects with
 		// Last-Event-ID and gets what it missed (bounded to 10 MiB).
 		EventStore: mcp.NewMemoryEventStore(nil)})
-	sessions := newHTTPSessions(g, opts, authRequired, idle)
-
-	protect := http.NewCrossOriginProtection()
-	for _, o := range opts.AllowOrigins {
-		if err := protect.AddTrustedOrigin(o); err != nil {
-			g.logf("http: ignoring allowed origin %q: %v", o, err)
-		}
-	}
-	protect.SetDenyHandler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		httpError(w, http.StatusForbidden, "cross-origin request refused: origin %q is not allowed; add it to the allowed origins if a browser app must reach toolshed", r.Header.Get("Origin"))
-	}))
+	sessions := newHTTPSessions(g, opts, auth.required, idle)
 
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		type up struct {
-			Name  string `json:"name"`
-			State State  `json:"state"`
-			Tools int    `json:"tools"`
-			Error string `json:"error,omitempty"`
-		}
-		var ups []up
-		for _, s := range g.Statuses() {
-			e := ""
-			if s.Err != nil {
-				e = s.Err.Error()
-			}
-			ups = append(ups, up{s.Name, s.State, s.Tools, e})
-		}
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(map[string]any{"upstreams": ups})
-	})
+	g.handleHealth(mux, auth)
 	serveMCP := func(w http.ResponseWriter, r *http.Request) {
-		pathProfile := r.PathValue("profile")
-		profile := pathProfile
-		if authRequired {
-			tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			switch {
-			case !ok || tok == "":
-				w.Header().Set("WWW-Authenticate", `Bearer realm="toolshed"`)
-				httpError(w, http.StatusUnauthorized, "missing bearer token: send Authorization: Bearer <token>")
-				return
-			case opts.Token != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(opts.Token)) == 1:
-			default:
-				p, found := "", false
-				for t, name := range tokens {
-					if subtle.ConstantTimeCompare([]byte(tok), []byte(t)) == 1 {
-						p, found = name, true
-					}
-				}
-				if !found {
-					w.Header().Set("WWW-Authenticate", `Bearer realm="toolshed", error="invalid_token"`)
-					httpError(w, http.StatusUnauthorized, "the bearer token is not valid for this gateway")
-					return
-				}
-				if pathProfile != "" && pathProfile != p {
-					httpError(w, http.StatusForbidden, "this token belongs to another profile than %q", pathProfile)
-					return
-				}
-				profile = p
-			}
-		}
-		// Checked after authentication, so that only an authorized client learns which
-		// profiles exist.
-		if pathProfile != "" {
-			if _, ok := g.cfg.Profiles[pathProfile]; !ok || !profileName.MatchString(pathProfile) {
-				httpError(w, http.StatusNotFound, "no profile named %q; the profiles are %s", pathProfile, strings.Join(g.Profiles(), ", "))
-				return
-			}
+		profile, ok := auth.profile(w, r)
+		if !ok {
+			return
 		}
 		ctx := context.WithValue(r.Context(), profileKey{}, profile)
 		if r.Method == http.MethodGet {
@@ -158,11 +102,18 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 			defer context.AfterFunc(g.life, cancel)()
 		}
 		coalesced := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { serveCoalesced(mcpHandler, w, r, maxBody) })
-		sessions.serve(coalesced, w, r.WithContext(ctx), credentialOf(r, authRequired), profile)
+		sessions.serve(coalesced, w, r.WithContext(ctx), credentialOf(r, auth.required), profile)
 	}
 	mux.HandleFunc("/mcp", serveMCP)
 	mux.HandleFunc("/mcp/{profile}", serveMCP)
-	return protect.Handler(mux)
+	h, err := frontdoor.Guard(mux, frontdoor.Options{AllowHosts: opts.AllowHosts, AllowOrigins: opts.AllowOrigins, RequireJSON: true,
+		Deny: func(w http.ResponseWriter, _ *http.Request, status int, message string) {
+			httpError(w, status, "%s", message)
+		}})
+	if err != nil {
+		g.logf("http: ignoring allowed origins: %v", err)
+	}
+	return h
 }
 
 func httpError(w http.ResponseWriter, code int, format string, args ...any) {
@@ -175,10 +126,8 @@ func httpError(w http.ResponseWriter, code int, format string, args ...any) {
 // It reads stdin at once: the handshake is answered without waiting for the upstreams,
 // and the requests after it wait for them (see sessionMiddleware).
 func (g *Gateway) ServeStdio(ctx context.Context, profile string) error {
-	if profile != "" {
-		if _, ok := g.cfg.Profiles[profile]; !ok {
-			return fmt.Errorf("no profile named %q; the profiles are %s", profile, strings.Join(g.Profiles(), ", "))
-		}
+	if err := g.cfg.CheckProfile(profile); err != nil {
+		return err
 	}
 	// What mcp.Server.Run does, but a stop is not logged as an error, and the calls in
 	// flight are cancelled first: the SDK closes a session only once they are

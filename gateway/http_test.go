@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/toolshed/toolshed/gateway"
 	"github.com/toolshed/toolshed/gateway/config"
+	"github.com/toolshed/toolshed/internal/testupstream"
 	"github.com/toolshed/toolshed/policy"
 )
 
@@ -96,20 +96,11 @@ type httpReply struct {
 // sets the request's host).
 func post(t *testing.T, url string, headers map[string]string, body io.Reader) httpReply {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
+	all := map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 	for k, v := range headers {
-		if k == "Host" {
-			req.Host = v
-			continue
-		}
-		req.Header.Set(k, v)
+		all[k] = v
 	}
-	return do(t, req)
+	return do(t, testupstream.Request(t, http.MethodPost, url, all, body))
 }
 
 func do(t *testing.T, req *http.Request) httpReply {
@@ -158,7 +149,6 @@ func TestHTTP(t *testing.T) {
 	t.Run("profiles", func(t *testing.T) { testHTTPProfiles(t, h) })
 	t.Run("cross-origin", func(t *testing.T) { testHTTPCrossOrigin(t, h) })
 	t.Run("body limit", func(t *testing.T) { testHTTPBodyLimit(t, h) })
-	t.Run("healthz", func(t *testing.T) { testHTTPHealthz(t, h) })
 	t.Run("concurrent sessions", func(t *testing.T) { testHTTPConcurrentSessions(t, h) })
 	t.Run("tool list changed", func(t *testing.T) { testHTTPToolListChanged(t, h) }) // changes alpha's tools
 }
@@ -304,7 +294,11 @@ func TestHTTPTokens(t *testing.T) {
 	for _, tc := range []struct {
 		auth   string
 		status int
-	}{{"", http.StatusUnauthorized}, {"Bearer main-secret", http.StatusUnauthorized}, {"Bearer beta-secret", http.StatusOK}} {
+	}{
+		{"", http.StatusUnauthorized}, {"Bearer main-secret", http.StatusUnauthorized}, {"Bearer beta-secret", http.StatusOK},
+		// RFC 7235: the scheme is case-insensitive.
+		{"bearer beta-secret", http.StatusOK}, {"BEARER beta-secret", http.StatusOK},
+	} {
 		headers := map[string]string{}
 		if tc.auth != "" {
 			headers["Authorization"] = tc.auth
@@ -336,6 +330,8 @@ func testHTTPCrossOrigin(t *testing.T, h *harness) {
 		{"DNS rebinding", map[string]string{"Host": "evil.example"}, http.StatusForbidden, "evil.example"},
 		{"DNS rebinding with a port", map[string]string{"Host": "evil.example:" + port}, http.StatusForbidden, "evil.example"},
 		{"localhost by name", map[string]string{"Host": "localhost:" + port}, http.StatusOK, ""},
+		{"[::1] by address", map[string]string{"Host": "[::1]:" + port}, http.StatusOK, ""},
+		{"text/plain", map[string]string{"Content-Type": "text/plain"}, http.StatusUnsupportedMediaType, "application/json"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := post(t, url+"/mcp", tc.headers, strings.NewReader(initializeBody))
@@ -346,6 +342,17 @@ func testHTTPCrossOrigin(t *testing.T, h *harness) {
 				t.Errorf("an allowed request was not served: %q", r.body)
 			}
 		})
+	}
+	// A host allowed by name (a reverse proxy's) is served on every path; others are not.
+	proxied := serveHTTP(t, h, gateway.HTTPOptions{AllowHosts: []string{"toolshed.internal"}})
+	for _, tc := range []struct {
+		host   string
+		status int
+	}{{"toolshed.internal", http.StatusOK}, {"toolshed.internal:443", http.StatusOK}, {"evil.example", http.StatusForbidden}} {
+		r := post(t, proxied+"/mcp", map[string]string{"Host": tc.host}, strings.NewReader(initializeBody))
+		if r.status != tc.status || tc.status == http.StatusOK && !initialized(r) {
+			t.Errorf("POST /mcp with Host %s and --allow-host toolshed.internal = %d %q, want %d", tc.host, r.status, r.body, tc.status)
+		}
 	}
 	// A real client from the allowed origin works; one from another origin cannot connect.
 	cs := httpClient(t, url+"/mcp", map[string]string{"Origin": "https://app.example", "Sec-Fetch-Site": "cross-site"}, nil, "")
@@ -415,48 +422,6 @@ func testHTTPBodyLimit(t *testing.T, h *harness) {
 	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "alpha__echo", Arguments: map[string]any{"text": strings.Repeat("y", 4096)}})
 	if err == nil || !strings.Contains(err.Error(), "Too Large") {
 		t.Errorf("a call with a body over the limit = %v, want Request Entity Too Large", err)
-	}
-}
-
-func testHTTPHealthz(t *testing.T, h *harness) {
-	// /healthz needs no token, even when MCP requests do.
-	url := serveHTTP(t, h, gateway.HTTPOptions{Token: "secret"})
-	names := toolNames(t, h.client("", nil))
-	alphaTools, betaTools := len(withPrefix(names, "alpha__")), len(withPrefix(names, "beta__"))
-	if alphaTools == 0 || betaTools == 0 {
-		t.Fatalf("the upstreams list no tools: %v", names)
-	}
-	req, _ := http.NewRequest(http.MethodGet, url+"/healthz", nil)
-	r := do(t, req)
-	if r.status != http.StatusOK || !strings.HasPrefix(r.header.Get("Content-Type"), "application/json") {
-		t.Fatalf("GET /healthz = %d %s %q", r.status, r.header.Get("Content-Type"), r.body)
-	}
-	type upstream struct {
-		Name  string `json:"name"`
-		State string `json:"state"`
-		Tools int    `json:"tools"`
-		Error string `json:"error"`
-	}
-	var health struct {
-		Upstreams []upstream `json:"upstreams"`
-	}
-	if err := json.Unmarshal([]byte(r.body), &health); err != nil {
-		t.Fatalf("GET /healthz: %v in %q", err, r.body)
-	}
-	want := []upstream{
-		{Name: "alpha", State: "ready", Tools: alphaTools},
-		{Name: "beta", State: "ready", Tools: betaTools},
-		{Name: "bad", State: "failed", Error: "could not start"},
-		{Name: "off", State: "disabled"},
-	}
-	if len(health.Upstreams) != len(want) {
-		t.Fatalf("GET /healthz = %s, want %d upstreams", r.body, len(want))
-	}
-	for i, w := range want {
-		got := health.Upstreams[i]
-		if got.Name != w.Name || got.State != w.State || got.Tools != w.Tools || !strings.Contains(got.Error, w.Error) || (w.Error == "") != (got.Error == "") {
-			t.Errorf("upstream %d = %+v, want %+v", i, got, w)
-		}
 	}
 }
 

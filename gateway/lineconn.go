@@ -38,8 +38,13 @@ type lineConn struct {
 	// route, when set before the first Read, sees each message first, on the reading
 	// goroutine; what it handles (reports true for) is not returned by Read.
 	route func(jsonrpc.Message) bool
-	r     *bufio.Reader
-	start sync.Once
+	// answerBad, set before the first Read on the connection to toolshed's own client,
+	// answers a line that is not a JSON-RPC message with a JSON-RPC error (see
+	// answerBadLine) and reads on. Otherwise such a line ends the connection, as it
+	// does in the SDK: an upstream writing garbage is restarted.
+	answerBad bool
+	r         *bufio.Reader
+	start     sync.Once
 
 	writeMu  sync.Mutex
 	wbuf     []byte
@@ -65,15 +70,22 @@ func newLineConn(r io.Reader, w io.Writer, closeIO func() error) *lineConn {
 // stdin) does not end when closed; the SDK does the same.
 func (c *lineConn) readLoop() {
 	for {
-		line, err := readLine(c.r)
+		line, err := readLine(c.r, c.answerBad)
 		var res readResult
 		switch {
+		case err == errLineTooLong && c.answerBad:
+			c.answerBadLine(nil, err)
+			continue
 		case err != nil:
 			res.err = err
 		case len(line) == 0:
 			continue // blank line between messages
 		default:
 			res.msgs, res.err = decodeMessages(line)
+			if res.err != nil && c.answerBad {
+				c.answerBadLine(line, res.err)
+				continue
+			}
 		}
 		if c.route != nil {
 			kept := res.msgs[:0]
@@ -98,13 +110,20 @@ func (c *lineConn) readLoop() {
 }
 
 // readLine returns the next line without its line ending, in a slice of its own.
-func readLine(r *bufio.Reader) ([]byte, error) {
+// A line longer than maxLineLength is errLineTooLong; with skipLong, the rest of it is
+// read and dropped first, so that the next read starts at the next line.
+func readLine(r *bufio.Reader, skipLong bool) ([]byte, error) {
 	var line []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
 		line = append(line, chunk...)
 		if len(line) > maxLineLength {
-			return nil, fmt.Errorf("a message is longer than %d bytes", maxLineLength)
+			if skipLong && err == bufio.ErrBufferFull {
+				if err := skipLine(r); err != nil {
+					return nil, err
+				}
+			}
+			return nil, errLineTooLong
 		}
 		if err == bufio.ErrBufferFull {
 			continue
@@ -121,6 +140,69 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 		line = line[:len(line)-1]
 	}
 	return line, nil
+}
+
+// errLineTooLong is the error of a line longer than maxLineLength.
+var errLineTooLong = fmt.Errorf("a message is longer than %d bytes", maxLineLength)
+
+// skipLine reads past the end of the current line.
+func skipLine(r *bufio.Reader) error {
+	for {
+		_, err := r.ReadSlice('\n')
+		if err != bufio.ErrBufferFull {
+			return err
+		}
+	}
+}
+
+// answerBadLine answers a line that is not a JSON-RPC message, as JSON-RPC 2.0 says: a
+// parse error (-32700) when it is not JSON, an invalid request (-32600) when it is JSON
+// but not a message MCP can read, with the request's id when one can be read from it
+// and null otherwise. Nothing else happens: the next line is read as if this one had
+// not come. line is nil for a line too long to read.
+func (c *lineConn) answerBadLine(line []byte, err error) {
+	code, msg := int64(jsonrpc.CodeInvalidRequest), "Invalid Request: "
+	switch {
+	case line == nil:
+		msg += err.Error() + "; send smaller messages"
+	case !json.Valid(line):
+		code, msg = jsonrpc.CodeParseError, "Parse error: the line is not JSON; send one JSON-RPC 2.0 message per line"
+	default:
+		msg += err.Error() + `; send a JSON-RPC 2.0 message, such as {"jsonrpc":"2.0","id":1,"method":"ping"}`
+	}
+	id := json.RawMessage("null")
+	var env struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if line != nil && json.Unmarshal(line, &env) == nil {
+		if isID(env.ID) {
+			id = env.ID
+		}
+	}
+	data, merr := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   jsonrpc.Error   `json:"error"`
+	}{"2.0", id, jsonrpc.Error{Code: code, Message: msg}})
+	if merr != nil {
+		return
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	c.w.Write(append(data, '\n'))
+}
+
+// isID reports whether raw can be a JSON-RPC request's id: a string or a number.
+func isID(raw json.RawMessage) bool {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return false
+	}
+	switch v.(type) {
+	case string, float64:
+		return true
+	}
+	return false
 }
 
 // decodeMessages decodes one line: a message or a batch.
@@ -255,7 +337,9 @@ func (c *lineConn) SessionID() string { return "" }
 type stdioTransport struct{}
 
 func (stdioTransport) Connect(context.Context) (mcp.Connection, error) {
-	return newLineConn(os.Stdin, os.Stdout, os.Stdin.Close), nil
+	c := newLineConn(os.Stdin, os.Stdout, os.Stdin.Close)
+	c.answerBad = true
+	return c, nil
 }
 
 // commandTransport starts an upstream server and talks to it over its stdin and stdout,

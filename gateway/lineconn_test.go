@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -123,5 +125,38 @@ func TestLineConn(t *testing.T) {
 	defer bad.Close()
 	if _, err := bad.Read(ctx); err == nil || err == io.EOF {
 		t.Errorf("reading garbage: %v, want an error", err)
+	}
+}
+
+// TestLineConnAnswersBadLines checks the connection to toolshed's own client: a line
+// too long to read, and lines that are not JSON-RPC messages, are answered with errors
+// and skipped, and the message after them is read; on an upstream's connection the
+// same line ends it.
+func TestLineConnAnswersBadLines(t *testing.T) {
+	long := bytes.Repeat([]byte("x"), maxLineLength+10)
+	in := append(append(long, '\n'), []byte("nope\n{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}\n")...)
+	var out bytes.Buffer
+	c := newLineConn(bytes.NewReader(in), &out, func() error { return nil })
+	c.answerBad = true
+	defer c.Close()
+	msg, err := c.Read(context.Background())
+	if err != nil {
+		t.Fatalf("Read after bad lines: %v", err)
+	}
+	if r, ok := msg.(*jsonrpc.Request); !ok || r.Method != "ping" {
+		t.Fatalf("Read = %#v, want the ping", msg)
+	}
+	want := []string{
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request: a message is longer than 16777216 bytes; send smaller messages"}}`,
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error: the line is not JSON; send one JSON-RPC 2.0 message per line"}}`,
+	}
+	if got := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n"); !slices.Equal(got, want) {
+		t.Errorf("answers:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	up := newLineConn(strings.NewReader("nope\n{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}\n"), io.Discard, func() error { return nil })
+	defer up.Close()
+	if _, err := up.Read(context.Background()); err == nil {
+		t.Error("an upstream's garbage line did not end its connection")
 	}
 }

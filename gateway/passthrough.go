@@ -46,6 +46,14 @@ func (l *listedTools) remove(s *mcp.Server, names ...string) {
 	l.mu.Unlock()
 }
 
+// has reports whether a tool is listed under name.
+func (l *listedTools) has(name string) bool {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	_, ok := l.byName[name]
+	return ok
+}
+
 // middleware answers tools/list with the listed bytes and tools/call with the
 // upstream's result bytes (see forwardResult).
 func (l *listedTools) middleware(next mcp.MethodHandler) mcp.MethodHandler {

@@ -155,3 +155,27 @@ func TestConcurrentSamplingNeverMisrouted(t *testing.T) {
 	wg.Wait()
 	t.Logf("%d sampling requests answered by their own client, %d refused", answered, refused)
 }
+
+// A server's request that comes after the call that caused it ended, while another
+// client's call runs on that server, is not given to that other client: a call that
+// ended a moment ago may be its cause, so toolshed cannot tell and refuses.
+func TestSamplingAfterCallEndsNeverToAnotherSession(t *testing.T) {
+	t.Parallel()
+	cfg := &config.Config{Servers: []config.Server{testServer("alpha", "basic")},
+		Profiles: map[string]config.Profile{"p1": {}, "p2": {}}}
+	h := startGateway(t, cfg, gateway.Options{Mode: policy.Off})
+	a := h.client("p1", &mcp.ClientOptions{CreateMessageHandler: sampleAs("model-a")})
+	b := h.client("p2", &mcp.ClientOptions{CreateMessageHandler: sampleAs("model-b")})
+	// a's call ends at once; its server asks for sampling 500 ms later, while b's call
+	// (which waits for that request's answer) is the only one running.
+	if got := resultText(call(t, a, "alpha__sample_detached", map[string]any{"ms": 500})); got != "asked" {
+		t.Fatalf("sample_detached = %q", got)
+	}
+	got := resultText(call(t, b, "alpha__detached_model", map[string]any{"ms": 5000}))
+	if got == "model model-b" {
+		t.Fatalf("a's sampling request, sent after a's call ended, was answered by b's client")
+	}
+	if !strings.Contains(got, "cannot tell which client") {
+		t.Errorf("a's sampling request while b's call runs got %q, want a refusal", got)
+	}
+}

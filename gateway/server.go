@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -22,6 +23,8 @@ type profileServer struct {
 	profile string
 	server  *mcp.Server
 	listed  map[string]string // listed name -> content key of its definition
+	// refused has the definitions the SDK would not list, reported once each.
+	refused map[string]string
 	// tools has the bytes each tool is listed with (see listedTools).
 	tools listedTools
 	// features and featureKeys are what the server lists besides tools; guarded by
@@ -31,7 +34,7 @@ type profileServer struct {
 }
 
 func newProfileServer(g *Gateway, profile string) *profileServer {
-	ps := &profileServer{g: g, profile: profile, listed: map[string]string{}, featureKeys: map[string]string{}}
+	ps := &profileServer{g: g, profile: profile, listed: map[string]string{}, refused: map[string]string{}, featureKeys: map[string]string{}}
 	ps.server = mcp.NewServer(&mcp.Implementation{Name: "toolshed", Title: "toolshed MCP gateway", Version: Version}, &mcp.ServerOptions{
 		Logger: g.slogger(),
 		// The protocol versions are narrowed by the transports (see directFront), so
@@ -48,7 +51,7 @@ func newProfileServer(g *Gateway, profile string) *profileServer {
 	})
 	// Held until the upstreams are up (sessionMiddleware) before the raw results are
 	// swapped in (tools.middleware).
-	ps.server.AddReceivingMiddleware(g.sessionMiddleware(profile), ps.tools.middleware)
+	ps.server.AddReceivingMiddleware(g.sessionMiddleware(profile), checkLogLevel, ps.tools.middleware, ps.restartingMiddleware)
 	return ps
 }
 
@@ -101,9 +104,13 @@ func (ps *profileServer) sync(a *assembly) {
 			continue
 		}
 		if err := ps.tools.add(ps.server, e.def, e.raw, e.handler); err != nil {
-			ps.g.logf("cannot list tool %s: %v", n, err)
+			if ps.refused[n] != e.key { // once per definition, not at every sync
+				ps.g.logf("cannot list tool %s: %v", n, err)
+				ps.refused[n] = e.key
+			}
 			continue
 		}
+		delete(ps.refused, n)
 		ps.listed[n] = e.key
 	}
 }
@@ -215,10 +222,19 @@ func (ps *profileServer) direct(qualified string) mcp.ToolHandler {
 		a := ps.g.current.Load()
 		t, err := a.plan(ps.profile).Lookup(qualified)
 		if err != nil {
+			if res, err := ps.callRestarting(ctx, req, qualified, req.Params.Arguments, "direct"); res != nil || err != nil {
+				return res, err
+			}
 			return errorResult(search.Unavailable, "%s is not available any more (its server stopped or dropped it); list the tools again", qualified), nil
 		}
 		return ps.g.calls.run(ctx, callSpec{req: req, profile: ps.profile, tool: t, args: req.Params.Arguments, via: "direct"})
 	}
+}
+
+// isUnknown reports whether plan has no tool of that name (not even an ambiguous one).
+func isUnknown(plan *policy.Plan, name string) bool {
+	_, err := plan.Lookup(name)
+	return errors.Is(err, catalog.ErrUnknownTool)
 }
 
 // bridged handles a call of a bridge tool.
@@ -231,6 +247,13 @@ func (ps *profileServer) bridged(name string) mcp.ToolHandler {
 		}
 		t, args, res := b.ResolveCall(req.Params.Arguments)
 		if t == nil {
+			// Not a tool the catalog has now: perhaps one of a server that is
+			// restarting.
+			if name, args, ok := toolCallTarget(req.Params.Arguments); ok && isUnknown(b.Plan, name) {
+				if res, err := ps.callRestarting(ctx, req, name, args, "tool_call"); res != nil || err != nil {
+					return res, err
+				}
+			}
 			return fromBridge(res), nil
 		}
 		return ps.g.calls.run(ctx, callSpec{req: req, profile: ps.profile, tool: t, args: args, via: "tool_call", checked: true})

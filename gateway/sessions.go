@@ -5,9 +5,10 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/toolshed/toolshed/internal/frontdoor"
 )
 
 // A Streamable HTTP session id is a capability: whoever sends it speaks as that session,
@@ -45,11 +46,8 @@ func credentialOf(r *http.Request, authRequired bool) credential {
 	if !authRequired {
 		return sha256.Sum256(nil)
 	}
-	scheme, tok, _ := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
-	if !strings.EqualFold(scheme, "Bearer") {
-		tok = ""
-	}
-	return sha256.Sum256([]byte(strings.TrimSpace(tok)))
+	tok, _ := frontdoor.Bearer(r)
+	return sha256.Sum256([]byte(tok))
 }
 
 type sessionOwner struct {

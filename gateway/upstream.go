@@ -83,7 +83,11 @@ type Upstream struct {
 	// until then Status reports Connecting, so that "ready" means callable.
 	assembled bool
 	tools     []json.RawMessage
-	features  features
+	// known is the tool list of the last connection that was ready, kept while the
+	// server restarts (see restartingSource), so that calls of its tools meanwhile get
+	// unavailable rather than "no such tool".
+	known    []json.RawMessage
+	features features
 	// featuresVersion counts changes of features, so reassembly notices them.
 	featuresVersion int
 	listing         sync.Mutex // one tools/list at a time, so captures do not interleave
@@ -139,6 +143,18 @@ func (u *Upstream) Source() (catalog.Source, bool) {
 	return catalog.Source{Server: u.cfg.Name, AlwaysLoad: u.cfg.AlwaysLoad, Tools: u.tools, Origin: "upstream " + u.cfg.Name}, true
 }
 
+// restartingSource returns the tools the upstream had when it was last ready, while it
+// is restarting (connecting again or waiting to), or false when it is not restarting or
+// was never ready.
+func (u *Upstream) restartingSource() (catalog.Source, bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.known == nil || u.status.State != Connecting && u.status.State != Failed {
+		return catalog.Source{}, false
+	}
+	return catalog.Source{Server: u.cfg.Name, AlwaysLoad: u.cfg.AlwaysLoad, Tools: u.known, Origin: "upstream " + u.cfg.Name}, true
+}
+
 func (u *Upstream) setState(s State, err error) {
 	u.mu.Lock()
 	u.setStateLocked(s, err)
@@ -163,6 +179,12 @@ func (u *Upstream) setStateLocked(s State, err error) {
 		u.status.Since = time.Now()
 	}
 	if s != Ready {
+		if u.tools != nil {
+			u.known = u.tools
+		}
+		if s == Stopped || s == Disabled {
+			u.known = nil
+		}
 		u.tools, u.features = nil, features{}
 		u.featuresVersion++
 	}
@@ -377,13 +399,12 @@ func (u *Upstream) startCall(ctx context.Context, name string, args json.RawMess
 	// once its calls are answered (see Upstream.drain).
 	u.mu.Lock()
 	l := u.link
-	state := u.status.State
 	if l != nil {
 		l.busy.Add(1)
 	}
 	u.mu.Unlock()
 	if l == nil {
-		done(nil, fmt.Errorf("%w: %s is %s", ErrUnavailable, u.cfg.Name, state))
+		done(nil, u.unavailable())
 		return
 	}
 	cs, conn := l.cs, l.conn
@@ -422,6 +443,17 @@ func (u *Upstream) startCall(ctx context.Context, name string, args json.RawMess
 		return
 	}
 	conn.start(callCtx, "tools/call", params, finish)
+}
+
+// unavailable is the error of a call the upstream has no connection for.
+func (u *Upstream) unavailable() error {
+	u.mu.Lock()
+	state := u.status.State
+	u.mu.Unlock()
+	if state == Failed || state == Connecting {
+		return fmt.Errorf("%w: the server %s is restarting", ErrUnavailable, u.cfg.Name)
+	}
+	return fmt.Errorf("%w: %s is %s", ErrUnavailable, u.cfg.Name, state)
 }
 
 // callOutcome maps how a call ended to what Call returns.

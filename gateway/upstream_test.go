@@ -50,6 +50,8 @@ func upstreamCommand(mode string) (string, []string, map[string]string) {
 //	hang     never answers initialize
 //	garbage  writes lines that are not JSON-RPC
 //	many:N   N tools named tool_00001...
+//	odd      basic, plus a tool without a name, a tool whose schema has a $ref to
+//	         nowhere (dangling), and relist (sends list_changed, the list unchanged)
 //	features[:ID]  prompts, resources, a resource template, completions and
 //	         subscriptions, all marked with ID (see serveFeatures)
 //	logs     basic, plus log (sends a log message with the text during the call) and
@@ -57,6 +59,9 @@ func upstreamCommand(mode string) (string, []string, map[string]string) {
 //	single   basic, plus wide (a schema the SDK's structs would change), and only one
 //	         instance at a time: a second one exits while the file $TOOLSHED_TEST_LOCK
 //	         exists, as servers that hold a lock, a port or a database do
+//
+// basic, many:N, single and odd exit at once while the file $TOOLSHED_TEST_GATE exists: a
+// test holds a server down with it (restarting), then lets it come back.
 func serveTestUpstream(mode string) int {
 	switch {
 	case mode == "features" || strings.HasPrefix(mode, "features:"):
@@ -74,6 +79,12 @@ func serveTestUpstream(mode string) int {
 		}
 		time.Sleep(time.Hour)
 		return 0
+	}
+	if gate := os.Getenv("TOOLSHED_TEST_GATE"); gate != "" {
+		if _, err := os.Stat(gate); err == nil {
+			fmt.Fprintln(os.Stderr, "test upstream: held down while", gate, "exists")
+			return 3
+		}
 	}
 	server := mcp.NewServer(&mcp.Implementation{Name: "test-upstream", Version: "1"}, nil)
 	if mode == "single" {
@@ -99,6 +110,9 @@ func serveTestUpstream(mode string) int {
 					return text(name), nil
 				})
 		}
+	case mode == "odd":
+		addBasicTools(server)
+		addOddTools(server)
 	default:
 		addBasicTools(server)
 	}
@@ -110,6 +124,22 @@ func serveTestUpstream(mode string) int {
 		return 1
 	}
 	return 0
+}
+
+// addOddTools adds the tools of the odd behaviour: two the catalog warns about, and one
+// that makes the gateway list the tools again without changing them.
+func addOddTools(server *mcp.Server) {
+	nothing := func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) { return text("done"), nil }
+	server.AddTool(&mcp.Tool{Name: "", InputSchema: json.RawMessage(`{"type":"object"}`)}, nothing)
+	server.AddTool(&mcp.Tool{Name: "dangling", Description: "A schema whose $ref points nowhere.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"item":{"$ref":"#/$defs/Item"}}}`)}, nothing)
+	relist := &mcp.Tool{Name: "relist", Description: "Send list_changed without changing the list.", InputSchema: json.RawMessage(`{"type":"object"}`)}
+	var h mcp.ToolHandler
+	h = func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		server.AddTool(relist, h) // the same tool again: the SDK sends list_changed
+		return text("relisted"), nil
+	}
+	server.AddTool(relist, h)
 }
 
 func text(s string) *mcp.CallToolResult {

@@ -3,7 +3,6 @@ package messages
 import (
 	"bytes"
 	"context"
-	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/toolshed/toolshed/internal/frontdoor"
 )
 
 // MaxRequestBytes is the largest request body the handler reads (32 MB, as the API).
@@ -35,37 +36,56 @@ var heldHeaders = map[string]bool{
 }
 
 // Handler serves the Messages API: POST /v1/messages (JSON or, with "stream": true,
-// server-sent events) and POST /v1/messages/count_tokens. Errors are the API's error
-// bodies with its status codes. An Anthropic upstream gets the request's query string
-// and its headers but the client's credentials (x-api-key, Authorization,
-// Proxy-Authorization, Cookie: the upstream has its own key), the hop-by-hop headers
-// (Connection, the headers it names, Keep-Alive, TE, Trailer, Transfer-Encoding,
-// Upgrade, Proxy-Connection) and those of the body's transport, which Go's client sets
-// for the body toolshed sends (Host, Content-Length, Content-Type, Content-Encoding,
-// Accept-Encoding, Expect).
+// server-sent events) and POST /v1/messages/count_tokens, and GET /healthz (200
+// {"status":"ok"}, with no key). Errors are the API's error bodies with its status
+// codes. An Anthropic upstream gets the request's query string and its headers but the
+// client's credentials (x-api-key, Authorization, Proxy-Authorization, Cookie: the
+// upstream has its own key), the hop-by-hop headers (Connection, the headers it names,
+// Keep-Alive, TE, Trailer, Transfer-Encoding, Upgrade, Proxy-Connection) and those of
+// the body's transport, which Go's client sets for the body toolshed sends (Host,
+// Content-Length, Content-Type, Content-Encoding, Accept-Encoding, Expect).
+//
+// Before a request reaches the API, and before any key is checked, it must pass the
+// checks of frontdoor.Guard: a loopback Host on a loopback connection (unless
+// AllowHosts), no foreign browser origin (unless AllowOrigins), and a JSON body
+// (415 otherwise): a web page must not be able to spend the upstream key.
 func (p *Proxy) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/messages", p.serveMessages)
-	mux.HandleFunc("POST /v1/messages/count_tokens", p.serveCountTokens)
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST /v1/messages", p.authorized(p.serveMessages))
+	mux.HandleFunc("POST /v1/messages/count_tokens", p.authorized(p.serveCountTokens))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("/", p.authorized(func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &APIError{Status: http.StatusNotFound, Type: NotFound,
 			Message: fmt.Sprintf("%s %s is not served here; toolshed proxy serves POST /v1/messages and POST /v1/messages/count_tokens", r.Method, r.URL.Path)})
-	})
-	if p.ClientKey == "" {
-		return mux
+	}))
+	h, err := frontdoor.Guard(mux, frontdoor.Options{AllowHosts: p.AllowHosts, AllowOrigins: p.AllowOrigins, RequireJSON: true,
+		Deny: func(w http.ResponseWriter, _ *http.Request, status int, message string) {
+			writeError(w, ErrorFromStatus(status, message))
+		}})
+	if err != nil && p.Logger != nil {
+		p.Logger.Warn("ignoring allowed origins", "error", err)
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key := r.Header.Get("x-api-key")
-		if bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && key == "" {
-			key = bearer
-		}
-		if subtle.ConstantTimeCompare([]byte(key), []byte(p.ClientKey)) != 1 {
+	return h
+}
+
+// authorized lets only requests with ClientKey through, when it is set: as x-api-key
+// (the Anthropic SDKs' ANTHROPIC_API_KEY) or as a bearer token (ANTHROPIC_AUTH_TOKEN),
+// whichever the client sends. Neither header goes upstream (see heldHeaders).
+func (p *Proxy) authorized(h http.HandlerFunc) http.HandlerFunc {
+	if p.ClientKey == "" {
+		return h
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		bearer, _ := frontdoor.Bearer(r)
+		if !frontdoor.Equal(r.Header.Get("x-api-key"), p.ClientKey) && !frontdoor.Equal(bearer, p.ClientKey) {
 			writeError(w, &APIError{Status: http.StatusUnauthorized, Type: Authentication,
 				Message: "invalid x-api-key: send the key this proxy was started with (--token or $TOOLSHED_TOKEN) as the client's API key"})
 			return
 		}
-		mux.ServeHTTP(w, r)
-	})
+		h(w, r)
+	}
 }
 
 // bodies recycles request body buffers: a request with a thousand tools is a megabyte,

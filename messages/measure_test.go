@@ -82,7 +82,7 @@ func TestFirstTurnTokens(t *testing.T) {
 		defer up.Close()
 		p := &messages.Proxy{Upstream: &messages.Anthropic{BaseURL: up.URL}}
 		rec := httptest.NewRecorder()
-		p.Handler().ServeHTTP(rec, httptest.NewRequest("POST", "/v1/messages", bytes.NewReader(requestBody(snap, true))))
+		p.Handler().ServeHTTP(rec, postJSON("/v1/messages", requestBody(snap, true)))
 		if rec.Code != 200 {
 			t.Fatalf("%s: %d %s", name, rec.Code, rec.Body)
 		}
@@ -226,7 +226,7 @@ func BenchmarkProxyAddedLatency(b *testing.B) {
 			h := (&messages.Proxy{Upstream: &instant{replies: c.replies}}).Handler()
 			serve := func() {
 				rec := httptest.NewRecorder()
-				h.ServeHTTP(rec, httptest.NewRequest("POST", "/v1/messages", bytes.NewReader(body)))
+				h.ServeHTTP(rec, postJSON("/v1/messages", body))
 				if rec.Code != 200 {
 					b.Fatalf("%d %s", rec.Code, rec.Body)
 				}
@@ -247,4 +247,11 @@ func BenchmarkProxyAddedLatency(b *testing.B) {
 			b.ReportMetric(float64(times[len(times)*99/100].Microseconds()), "p99-µs")
 		})
 	}
+}
+
+// postJSON is a request as a client sends it: a JSON body.
+func postJSON(path string, body []byte) *http.Request {
+	r := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+	r.Header.Set("Content-Type", "application/json")
+	return r
 }

@@ -35,6 +35,12 @@ type Proxy struct {
 	// upstream key for whoever can reach it. Requests without it get 401
 	// authentication_error. Empty means no check.
 	ClientKey string
+	// AllowHosts lists the Host names accepted, besides loopback ones, on a connection
+	// to a loopback address (see frontdoor.Options.AllowHosts): a reverse proxy's.
+	AllowHosts []string
+	// AllowOrigins lists the browser origins allowed to call the proxy; other
+	// cross-origin requests are refused.
+	AllowOrigins []string
 	// Logger receives one line per request (model, upstream calls, searches, status).
 	// It never sees keys or message content. Nil means no logging.
 	Logger *slog.Logger

@@ -2,14 +2,53 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"time"
 
+	"github.com/toolshed/toolshed/internal/frontdoor"
 	"github.com/toolshed/toolshed/internal/listenaddr"
 )
+
+// doorFlags are the flags of an HTTP front's checks and limits (see frontdoor), the same
+// for serve and proxy.
+type doorFlags struct {
+	origins, hosts listFlag
+	maxConns       int
+	bodyTimeout    time.Duration
+}
+
+func addDoorFlags(fs *flag.FlagSet) *doorFlags {
+	d := &doorFlags{}
+	fs.Var(&d.origins, "allow-origin", "browser `ORIGIN` (scheme://host[:port]) allowed to call the HTTP endpoint (repeatable)")
+	fs.Var(&d.hosts, "allow-host", "`HOST` name accepted in the Host header besides localhost, 127.0.0.1 and [::1], as a reverse proxy on this machine sends it (repeatable; * accepts any, which turns off DNS rebinding protection)")
+	fs.IntVar(&d.maxConns, "max-connections", frontdoor.DefaultMaxConns, "serve at most `N` HTTP connections at once; more wait for one to end")
+	fs.DurationVar(&d.bodyTimeout, "body-timeout", frontdoor.DefaultBodyTimeout, "a request body must arrive within `DURATION` of its headers, or its connection is closed")
+	return d
+}
+
+// check validates the flags, as usage errors.
+func (d *doorFlags) check() error {
+	for _, o := range d.origins {
+		if err := frontdoor.CheckOrigin(o); err != nil {
+			return usageErr("--allow-origin %v", err)
+		}
+	}
+	if d.maxConns < 1 {
+		return usageErr("--max-connections must be at least 1, got %d", d.maxConns)
+	}
+	if d.bodyTimeout <= 0 {
+		return usageErr("--body-timeout must be a positive duration such as 30s, got %s", d.bodyTimeout)
+	}
+	return nil
+}
+
+func (d *doorFlags) limits() frontdoor.Limits {
+	return frontdoor.Limits{MaxConns: d.maxConns, BodyTimeout: d.bodyTimeout}
+}
 
 // listen opens the listener of a listen flag (its name and value), and warns on stderr
 // when it is reachable from other machines with no authentication.
@@ -29,11 +68,12 @@ func listen(flagName, value string, authenticated bool, stderr io.Writer) (net.L
 	return ln, nil
 }
 
-// serveUntil serves h on ln until ctx ends, then stops accepting and lets the requests
-// under way finish for up to drain. Requests still running then are cut, and it
-// reports so.
-func serveUntil(ctx context.Context, ln net.Listener, h http.Handler, drain time.Duration) error {
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+// serveUntil serves h on ln, within lim, until ctx ends, then stops accepting and lets
+// the requests under way finish for up to drain. Requests still running then are cut,
+// and it reports so.
+func serveUntil(ctx context.Context, ln net.Listener, h http.Handler, lim frontdoor.Limits, drain time.Duration) error {
+	srv := lim.Server(h)
+	ln = lim.Listener(ln)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {

@@ -18,6 +18,7 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 	kind := fs.String("upstream-kind", "anthropic", "the upstream's wire format: `anthropic` (Messages API) or openai (Chat Completions)")
 	model := fs.String("model", "", "send every request to this upstream `MODEL` instead of the one the client names")
 	token := fs.String("token", os.Getenv("TOOLSHED_TOKEN"), "`TOKEN` clients must send as their API key (x-api-key or Authorization: Bearer; default $TOOLSHED_TOKEN)")
+	doors := addDoorFlags(fs)
 	maxIter := fs.Int("max-iterations", 0, "most upstream calls per request while the model searches (default 8; then stop_reason pause_turn)")
 	drain := fs.Duration("drain-timeout", gateway.DefaultDrainTimeout, "after SIGINT or SIGTERM, stop accepting and let requests in flight finish for up to `DURATION` (a second signal stops at once)")
 	fs.Usage = func() {
@@ -29,6 +30,9 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 		fs.PrintDefaults()
 	}
 	if err := parseFlagsOnly(fs, args, stderr); err != nil {
+		return err
+	}
+	if err := doors.check(); err != nil {
 		return err
 	}
 	if *drain <= 0 {
@@ -51,7 +55,7 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	p := &messages.Proxy{Upstream: up, MaxIterations: *maxIter, Logger: logger, ClientKey: *token}
+	p := &messages.Proxy{Upstream: up, MaxIterations: *maxIter, Logger: logger, ClientKey: *token, AllowOrigins: doors.origins, AllowHosts: doors.hosts}
 	target := *upstreamURL
 	if target == "" {
 		target = "the default " + *kind + " API"
@@ -60,5 +64,5 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "toolshed: point a client at it, e.g. ANTHROPIC_BASE_URL=http://%s\n", ln.Addr())
 	ctx, stop := onSignals(stderr, *drain, nil)
 	defer stop()
-	return serveUntil(ctx, ln, p.Handler(), *drain)
+	return serveUntil(ctx, ln, p.Handler(), doors.limits(), *drain)
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 
 	"golang.org/x/term"
@@ -30,8 +31,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	maxSessions := fs.Int("max-sessions", gateway.DefaultMaxSessions, "most HTTP sessions open at once, past which new ones get 503 (-1: no cap)")
 	maxPerToken := fs.Int("max-sessions-per-token", gateway.DefaultMaxSessionsPerToken, "most HTTP sessions open at once with one token, or without a token when none is needed (-1: no cap)")
 	drain := fs.Duration("drain-timeout", gateway.DefaultDrainTimeout, "after SIGINT or SIGTERM, stop within `DURATION`: calls in flight are cancelled and servers stopped, then killed (a second signal stops at once)")
-	var origins, catalogs listFlag
-	fs.Var(&origins, "allow-origin", "browser `ORIGIN` allowed to call the HTTP endpoint (repeatable)")
+	doors := addDoorFlags(fs)
+	var catalogs listFlag
 	fs.Var(&catalogs, "catalog", "also serve a catalog `FILE` as definition-only tools (repeatable)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: toolshed serve [--config FILE] [--http ADDR] [--tool-search auto|on|off] [--context-window N] [--profile NAME] [--no-prefix]")
@@ -39,6 +40,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		fs.PrintDefaults()
 	}
 	if err := parseFlagsOnly(fs, args, stderr); err != nil {
+		return err
+	}
+	if err := doors.check(); err != nil {
 		return err
 	}
 	// Over stdio exactly one client comes: the upstreams start when it has said what it
@@ -80,6 +84,22 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		for _, w := range warns {
 			fmt.Fprintf(stderr, "toolshed: warning: %s: %s\n", *configFile, w)
 		}
+	}
+	// Every flag and the config are checked before anything starts: a mistake is
+	// reported at once, not after the upstream servers have started.
+	if err := cfg.CheckProfile(*profile); err != nil {
+		return usageErr("--profile: %v", err)
+	}
+	if *profile != "" && *httpAddr != "" {
+		return usageErr("--profile chooses the profile of the stdio client; over HTTP each client chooses its own, by path (/mcp/NAME) or by the profile's token: leave --profile out")
+	}
+	var ln net.Listener
+	if *httpAddr != "" {
+		var err error
+		if ln, err = listen("--http", *httpAddr, *token != "" || hasProfileTokens(cfg), stderr); err != nil {
+			return err
+		}
+		defer ln.Close()
 	}
 	for _, f := range catalogs {
 		sources, problems := catalog.ReadFile(f)
@@ -123,12 +143,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	ln, err := listen("--http", *httpAddr, *token != "" || hasProfileTokens(cfg), stderr)
-	if err != nil {
-		return err
-	}
 	fmt.Fprintf(stderr, "toolshed: serving MCP over Streamable HTTP at http://%s/mcp (profiles at /mcp/{profile})\n", ln.Addr())
-	return serveUntil(ctx, ln, g.Handler(gateway.HTTPOptions{Token: *token, AllowOrigins: origins, MaxSessions: *maxSessions, MaxSessionsPerToken: *maxPerToken}), *drain)
+	return serveUntil(ctx, ln, g.Handler(gateway.HTTPOptions{Token: *token, AllowOrigins: doors.origins, AllowHosts: doors.hosts, MaxSessions: *maxSessions, MaxSessionsPerToken: *maxPerToken}), doors.limits(), *drain)
 }
 
 func hasProfileTokens(cfg *config.Config) bool {

@@ -5,6 +5,10 @@
 package config
 
 import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/toolshed/toolshed/policy"
@@ -107,3 +111,25 @@ type RateLimit struct {
 
 // Warning reports a setting that was not usable and what was done instead.
 type Warning = policy.Warning
+
+// ErrUnknownProfile is wrapped by the error of a profile name the config does not
+// define.
+var ErrUnknownProfile = errors.New("unknown profile")
+
+// CheckProfile reports an error wrapping ErrUnknownProfile when name is not a profile
+// of the config, saying which profiles there are. "" is the default profile, always
+// there.
+func (c *Config) CheckProfile(name string) error {
+	if _, ok := c.Profiles[name]; ok || name == "" {
+		return nil
+	}
+	if len(c.Profiles) == 0 {
+		return fmt.Errorf("%w %q: no profiles are configured (they are defined under profiles in the config file); leave the profile out to see every tool", ErrUnknownProfile, name)
+	}
+	names := make([]string, 0, len(c.Profiles))
+	for n := range c.Profiles {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return fmt.Errorf("%w %q; the profiles are %s", ErrUnknownProfile, name, strings.Join(names, ", "))
+}

@@ -369,8 +369,13 @@ func kindName(n *yaml.Node) string {
 	case yaml.SequenceNode:
 		return "a list"
 	case yaml.ScalarNode:
-		if n.Tag == "!!null" {
+		switch n.Tag {
+		case "!!null":
 			return "empty"
+		case "!!int", "!!float":
+			return "the number " + n.Value
+		case "!!bool":
+			return "the boolean " + n.Value
 		}
 		return fmt.Sprintf("the value %q", n.Value)
 	}
@@ -438,6 +443,16 @@ func str(n *yaml.Node) (string, bool) {
 		return "", true
 	}
 	return n.Value, true
+}
+
+// text reads a value that must be a string: a YAML or JSON string (null as ""). Unlike
+// str, it refuses numbers and booleans: a command, an address or a directory written
+// as 5 or true is a mistake, and running "5" would only fail later, less clearly.
+func text(n *yaml.Node) (string, bool) {
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" && n.Tag != "!!null" {
+		return "", false
+	}
+	return str(n)
 }
 
 // stringList reads a string or a list of strings.

@@ -426,6 +426,12 @@ func TestServerErrors(t *testing.T) {
 		{"url empty", `{url: ""}`, ".url", []string{"is empty"}},
 		{"command not a string", `{command: [npx, -y]}`, ".command", []string{"not a string", "args"}},
 		{"cwd not a string", `{command: x, cwd: [a]}`, ".cwd", []string{"not a string"}},
+		{"command a number", `{command: 5}`, ".command", []string{"is the number 5, not a string", "program to run", "in quotes"}},
+		{"command a float", `{command: 1.5, args: [x]}`, ".command", []string{"is the number 1.5, not a string"}},
+		{"command a boolean", `{command: true}`, ".command", []string{"is the boolean true, not a string"}},
+		{"url a number", `{url: 8080}`, ".url", []string{"is the number 8080, not a string", "server's address"}},
+		{"cwd a number", `{command: x, cwd: 0}`, ".cwd", []string{"is the number 0, not a string"}},
+		{"args not a list, a number", `{command: x, args: 5}`, ".args", []string{"is the number 5, not a list"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -436,6 +442,25 @@ func TestServerErrors(t *testing.T) {
 			}
 			wantWarning(t, warns, "mcpServers.bad"+tt.key, append(tt.want, `Server "bad" is left out; the other servers still load`)...)
 		})
+	}
+}
+
+// TestNotStringsJSON checks the JSON form of TestServerErrors' numbers and booleans,
+// where a number cannot be a string written without quotes: the server is left out
+// with a warning naming it and the field, and arguments are taken as written.
+func TestNotStringsJSON(t *testing.T) {
+	src := `{"mcpServers": {"five": {"command": 5}, "flag": {"command": "x", "cwd": true}, "ok": {"command": "npx", "args": ["--port", 8080, 1.50, true]}}}`
+	cfg, warns, err := Parse([]byte(src), "test.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := serverNames(cfg); !slices.Equal(got, []string{"ok"}) {
+		t.Fatalf("servers = %v, want [ok]", got)
+	}
+	wantWarning(t, warns, "mcpServers.five.command", "is the number 5, not a string", `Server "five" is left out`)
+	wantWarning(t, warns, "mcpServers.flag.cwd", "is the boolean true, not a string", `Server "flag" is left out`)
+	if got := cfg.Servers[0].Args; !slices.Equal(got, []string{"--port", "8080", "1.50", "true"}) {
+		t.Errorf("args = %q, want them as written", got)
 	}
 }
 
@@ -924,7 +949,7 @@ func TestRateLimit(t *testing.T) {
 		{"float", `{calls_per_minute: 1.5}`, RateLimit{}, "rate_limit.calls_per_minute", []string{"not a whole number"}},
 		{"burst alone", `{burst: 5}`, RateLimit{}, "rate_limit.burst", []string{"no effect without calls_per_minute"}},
 		{"unknown key", `{per_hour: 5}`, RateLimit{}, "rate_limit.per_hour", []string{"rate_limit takes calls_per_minute and burst"}},
-		{"not a mapping", `100`, RateLimit{}, "rate_limit", []string{`is the value "100", not a mapping`}},
+		{"not a mapping", `100`, RateLimit{}, "rate_limit", []string{`is the number 100, not a mapping`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -159,9 +159,9 @@ func (l *loader) server(name string, n *yaml.Node, path string) (Server, *server
 		if v == nil {
 			continue
 		}
-		sv, ok := str(v)
+		sv, ok := text(v)
 		if !ok {
-			return fail(at(f.name), "is %s, not a string; give the %s as one string", kindName(v), f.what)
+			return fail(at(f.name), "is %s, not a string; give the %s as one string, in quotes", kindName(v), f.what)
 		}
 		*f.dst = strings.TrimSpace(l.expand(sv, at(f.name)))
 	}
@@ -224,9 +224,9 @@ func (l *loader) server(name string, n *yaml.Node, path string) (Server, *server
 			l.envFile(&s, v, at("envFile"))
 		}
 		if v := fields["cwd"]; v != nil {
-			c, ok := str(v)
+			c, ok := text(v)
 			if !ok {
-				return fail(at("cwd"), "is %s, not a string; give the directory to start the server in", kindName(v))
+				return fail(at("cwd"), "is %s, not a string; give the directory to start the server in, in quotes", kindName(v))
 			}
 			s.Cwd = l.expand(c, at("cwd"))
 		}

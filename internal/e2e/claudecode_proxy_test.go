@@ -122,11 +122,11 @@ func (w *ccProxyWire) handler(target *url.URL) http.Handler {
 type ccProxySlot struct{}
 
 // startToolshedProxy runs `toolshed proxy` in front of the upstream at upstreamURL, of
-// kind anthropic or openai, on a free loopback port, and returns its base URL and its
-// stderr. It is stopped, by its process id, when the test ends.
-func startToolshedProxy(t *testing.T, kind, upstreamURL string) (string, *testupstream.SyncBuffer) {
+// kind anthropic or openai, on a free loopback port, with more flags args, and returns
+// its base URL and its stderr. It is stopped, by its process id, when the test ends.
+func startToolshedProxy(t *testing.T, kind, upstreamURL string, args ...string) (string, *testupstream.SyncBuffer) {
 	t.Helper()
-	cmd := exec.Command(toolshedBin, "proxy", "--listen", "127.0.0.1:0", "--upstream-kind", kind, "--upstream-url", upstreamURL)
+	cmd := exec.Command(toolshedBin, append([]string{"proxy", "--listen", "127.0.0.1:0", "--upstream-kind", kind, "--upstream-url", upstreamURL}, args...)...)
 	cmd.Env = append(os.Environ(), "ANTHROPIC_API_KEY=upstream-key-e2e", "OPENAI_API_KEY=upstream-key-e2e", "TOOLSHED_TOKEN=")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -188,6 +188,13 @@ type ccResult struct {
 // mcpConfig, with env (KEY=VALUE) added to its environment, and returns its result.
 func runClaudeCode(t *testing.T, baseURL, mcpConfig, prompt string, env, extraArgs []string) ccResult {
 	t.Helper()
+	return runClaudeCodeExit(t, false, baseURL, mcpConfig, prompt, env, extraArgs)
+}
+
+// runClaudeCodeExit is runClaudeCode for a run that may end in an error: with mayFail,
+// only a run without a JSON result fails the test.
+func runClaudeCodeExit(t *testing.T, mayFail bool, baseURL, mcpConfig, prompt string, env, extraArgs []string) ccResult {
+	t.Helper()
 	work := t.TempDir()
 	debug := filepath.Join(work, "claude-debug.log")
 	args := append([]string{"-p", prompt, "--mcp-config", mcpConfig, "--strict-mcp-config",
@@ -212,7 +219,7 @@ func runClaudeCode(t *testing.T, baseURL, mcpConfig, prompt string, env, extraAr
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
 	var res ccResult
-	if jerr := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &res); err != nil || jerr != nil {
+	if jerr := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &res); err != nil && !mayFail || jerr != nil {
 		tail, _ := os.ReadFile(debug)
 		if len(tail) > 6000 {
 			tail = tail[len(tail)-6000:]

@@ -316,7 +316,7 @@ func startServeHTTP(t *testing.T, args ...string) string {
 	for time.Now().Before(deadline) {
 		if m := addr.FindStringSubmatch(stderr.String()); m != nil {
 			base := strings.TrimSuffix(m[1], "/mcp")
-			if resp, err := http.Get(base + "/healthz"); err == nil {
+			if resp, err := http.Get(base + "/status"); err == nil {
 				var h struct {
 					Upstreams []struct {
 						State string `json:"state"`

@@ -1,0 +1,75 @@
+package gateway
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// handleHealth adds the health paths to mux: GET /healthz and GET /readyz, which need
+// no token and tell nothing but ok or not (a load balancer or an orchestrator asks
+// them), and GET /status[/{profile}], which needs what /mcp needs and reports the
+// servers of the caller's profile only.
+func (g *Gateway) handleHealth(mux *http.ServeMux, auth *httpAuth) {
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if g.ready() {
+			writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+			return
+		}
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "starting"})
+	})
+	serveStatus := func(w http.ResponseWriter, r *http.Request) {
+		if profile, ok := auth.profile(w, r); ok {
+			writeJSON(w, http.StatusOK, map[string]any{"upstreams": g.statusOf(profile)})
+		}
+	}
+	mux.HandleFunc("GET /status", serveStatus)
+	mux.HandleFunc("GET /status/{profile}", serveStatus)
+}
+
+// ready reports whether no upstream is still starting: each has been ready (and may be
+// again, or restarting), has failed at least once, or does not run. An upstream that
+// keeps failing thus leaves the gateway ready (it serves every other server, and
+// /status says which failed), while one slow to start for the first time holds it
+// unready, as a first tools/list would miss its tools.
+func (g *Gateway) ready() bool {
+	for _, s := range g.Statuses() {
+		if s.State == Connecting && s.Restarts == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// upstreamStatus is one server in GET /status.
+type upstreamStatus struct {
+	Name  string `json:"name"`
+	State State  `json:"state"`
+	Tools int    `json:"tools"`
+	Error string `json:"error,omitempty"`
+}
+
+// statusOf reports the servers a profile may use.
+func (g *Gateway) statusOf(profile string) []upstreamStatus {
+	scope := g.cfg.Profiles[profile].Scope
+	ups := []upstreamStatus{}
+	for _, s := range g.Statuses() {
+		if !scope.AllowsServer(s.Name) {
+			continue
+		}
+		e := ""
+		if s.Err != nil {
+			e = s.Err.Error()
+		}
+		ups = append(ups, upstreamStatus{s.Name, s.State, s.Tools, e})
+	}
+	return ups
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,76 @@
+package gateway
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/toolshed/toolshed/gateway/config"
+	"github.com/toolshed/toolshed/internal/frontdoor"
+)
+
+// httpAuth decides the profile of an HTTP request from its bearer token and path.
+type httpAuth struct {
+	g        *Gateway
+	token    string            // the gateway's own token, for any profile
+	tokens   map[string]string // profile token -> profile
+	required bool
+}
+
+func (g *Gateway) newHTTPAuth(token string) *httpAuth {
+	a := &httpAuth{g: g, token: token, tokens: map[string]string{}}
+	for name, p := range g.cfg.Profiles {
+		if p.Token != "" {
+			a.tokens[p.Token] = name
+		}
+	}
+	a.required = token != "" || len(a.tokens) > 0
+	return a
+}
+
+// profile finds the profile of a request (see Gateway.Handler), or writes why it has
+// none. The token's scheme is matched in any case, and tokens are compared in constant
+// time.
+func (a *httpAuth) profile(w http.ResponseWriter, r *http.Request) (profile string, ok bool) {
+	pathProfile := r.PathValue("profile")
+	profile = pathProfile
+	if a.required {
+		tok, ok := frontdoor.Bearer(r)
+		switch {
+		case !ok:
+			w.Header().Set("WWW-Authenticate", `Bearer realm="toolshed"`)
+			httpError(w, http.StatusUnauthorized, "missing bearer token: send Authorization: Bearer <token>")
+			return "", false
+		case a.token != "" && frontdoor.Equal(tok, a.token):
+		default:
+			p, found := "", false
+			for t, name := range a.tokens {
+				if frontdoor.Equal(tok, t) {
+					p, found = name, true
+				}
+			}
+			if !found {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="toolshed", error="invalid_token"`)
+				httpError(w, http.StatusUnauthorized, "the bearer token is not valid for this gateway")
+				return "", false
+			}
+			if pathProfile != "" && pathProfile != p {
+				httpError(w, http.StatusForbidden, "this token belongs to another profile than %q", pathProfile)
+				return "", false
+			}
+			profile = p
+		}
+	}
+	// Checked after authentication, so that only an authorized client learns which
+	// profiles exist.
+	if pathProfile != "" {
+		err := a.g.cfg.CheckProfile(pathProfile)
+		if err == nil && !profileName.MatchString(pathProfile) {
+			err = fmt.Errorf("%w %q: a profile's name is made of letters, digits, _ and -", config.ErrUnknownProfile, pathProfile)
+		}
+		if err != nil {
+			httpError(w, http.StatusNotFound, "%v", err)
+			return "", false
+		}
+	}
+	return profile, true
+}

@@ -1,0 +1,102 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolshed/toolshed/bridge"
+	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/policy"
+)
+
+// A server that crashed or closed its connection leaves the catalog until it is back, so
+// that search and tools/list offer nothing that cannot run. Its tools stay known to the
+// call router meanwhile: a call of one gets unavailable with advice to retry, as a call
+// of a tool whose server is down should, rather than "no tool named ...", which tells the
+// model the tool does not exist and sends it looking for another.
+
+// restartingTools builds the catalog of the last known tools of the upstreams that are
+// restarting (see Upstream.restartingSource).
+func (g *Gateway) restartingTools() *catalog.Snapshot {
+	var sources []catalog.Source
+	for _, u := range g.upstreams {
+		if src, ok := u.restartingSource(); ok {
+			sources = append(sources, src)
+		}
+	}
+	snap, _ := catalog.Build(sources) // their problems were reported while they were up
+	return snap
+}
+
+// restartingTool finds, among the tools of the restarting upstreams that profile may
+// use, the one a call names: by qualified name, by bare name when only one has it, or
+// by the shortened name it was listed under (see shortenNames). It returns nil when
+// there is none.
+func (a *assembly) restartingTool(profile, name string) *catalog.Tool {
+	if a.restarting == nil || a.restarting.Len() == 0 {
+		return nil
+	}
+	fixed, deferrable := policy.Split(a.restarting, a.g.serverRules(), a.g.cfg.Profiles[profile].Scope, true)
+	usable := map[*catalog.Tool]bool{}
+	for _, t := range append(fixed, deferrable...) {
+		usable[t] = true
+	}
+	name = strings.TrimSpace(name)
+	if t, err := a.restarting.Lookup(name, func(t *catalog.Tool) bool { return usable[t] }); err == nil {
+		return t
+	}
+	if limit := a.g.opts.MaxNameLen; limit > 0 && len(name) <= limit {
+		for t := range usable {
+			for _, listed := range []string{t.Qualified, t.Name} {
+				if len(listed) > limit && (name == shortName(listed, t.Qualified, limit, 8) || name == shortName(listed, t.Qualified, limit, 16)) {
+					return t
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// callRestarting runs a call of a tool of a restarting upstream as any call is run
+// (hooks, argument validation, the activity log): the upstream has no connection, so the
+// call ends unavailable, unless the server came back meanwhile, when it simply runs.
+// It returns nil when the name is no such tool.
+func (ps *profileServer) callRestarting(ctx context.Context, req *mcp.CallToolRequest, name string, args json.RawMessage, via string) (*mcp.CallToolResult, error) {
+	t := ps.g.current.Load().restartingTool(ps.profile, name)
+	if t == nil {
+		return nil, nil
+	}
+	return ps.g.calls.run(ctx, callSpec{req: req, profile: ps.profile, tool: t, args: args, via: via})
+}
+
+// restartingMiddleware routes a direct call of a tool that is no longer listed because
+// its server is restarting (the SDK would answer "unknown tool") to callRestarting.
+func (ps *profileServer) restartingMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if r, ok := req.(*mcp.CallToolRequest); ok && method == "tools/call" && r.Params != nil && !ps.tools.has(r.Params.Name) {
+			if res, err := ps.callRestarting(ctx, r, r.Params.Name, r.Params.Arguments, "direct"); res != nil || err != nil {
+				return res, err
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// toolCallTarget reads the name and arguments of a tool_call, when they can be read.
+func toolCallTarget(args json.RawMessage) (string, json.RawMessage, bool) {
+	obj, err := bridge.DecodeArguments(args)
+	if err != nil {
+		return "", nil, false
+	}
+	var in struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if json.Unmarshal(obj, &in) != nil || in.Name == "" {
+		return "", nil, false
+	}
+	return in.Name, in.Arguments, true
+}

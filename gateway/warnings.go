@@ -1,0 +1,72 @@
+package gateway
+
+import (
+	"crypto/sha256"
+	"strconv"
+	"sync"
+
+	"github.com/toolshed/toolshed/bridge"
+	"github.com/toolshed/toolshed/catalog"
+)
+
+// catalogWarnings prints what is wrong in the tool lists (a tool that cannot be loaded,
+// a schema that cannot check arguments) once per change of the list it is in. The
+// catalog is reassembled whenever any server starts, stops or relists, and a server
+// that restarts comes back with the same list: printing every list's problems at every
+// reassembly repeated one server's warnings dozens of times an hour.
+type catalogWarnings struct {
+	mu sync.Mutex
+	// printed holds, by origin (see catalog.Source.Origin), the content key of the
+	// tools whose problems were printed last.
+	printed map[string][32]byte
+}
+
+// report prints the problems of snap, built from sources with problems, of each origin
+// whose tools changed since its problems were last printed. Origins that are not in
+// sources (servers that are down) keep their key: coming back with the same tools
+// prints nothing.
+func (w *catalogWarnings) report(g *Gateway, sources []catalog.Source, snap *catalog.Snapshot, problems []catalog.Problem) {
+	keys := map[string][32]byte{}
+	hashes := map[string][]byte{}
+	for _, src := range sources {
+		h := hashes[src.Origin]
+		for _, raw := range src.Tools {
+			h = append(h, raw...)
+			h = append(h, 0)
+		}
+		hashes[src.Origin] = h
+	}
+	for origin, h := range hashes {
+		keys[origin] = sha256.Sum256(h)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.printed == nil {
+		w.printed = map[string][32]byte{}
+	}
+	changed := map[string]bool{}
+	origins := map[string]string{} // server -> origin, for the servers of changed origins
+	for _, src := range sources {
+		if prev, ok := w.printed[src.Origin]; !ok || prev != keys[src.Origin] {
+			changed[src.Origin] = true
+			origins[src.Server] = src.Origin
+		}
+	}
+	for origin := range changed {
+		w.printed[origin] = keys[origin]
+	}
+	for _, p := range problems {
+		if changed[p.Origin] {
+			g.logf("catalog: %v", p)
+		}
+	}
+	for _, t := range snap.Tools() {
+		origin, ok := origins[t.Server]
+		if !ok {
+			continue
+		}
+		if err := bridge.SchemaProblem(t); err != nil {
+			g.logf("catalog: %v", catalog.Problem{Origin: origin, Server: t.Server, Tool: strconv.Quote(t.Name), Err: err})
+		}
+	}
+}
