@@ -98,9 +98,12 @@ type call struct {
 	// waits until its notes are written.
 	notes     chan func()
 	notesDone chan struct{}
-	cancel    context.CancelFunc
-	waiting   map[string]*relayRequest // input id -> relay awaiting the client's answer
-	expiry    *time.Timer
+	// upCtx is the upstream call's context, which cancel ends (with why: nil for
+	// the client cancelling, errStopping for the gateway stopping).
+	upCtx   context.Context
+	cancel  context.CancelCauseFunc
+	waiting map[string]*relayRequest // input id -> relay awaiting the client's answer
+	expiry  *time.Timer
 }
 
 // outcome is how an upstream call ended: the server's result, as the JSON it sent, or
@@ -245,8 +248,8 @@ func (r *callRegistry) start(ctx context.Context, spec callSpec, u *Upstream) *c
 	// The upstream call outlives this handler when the client is asked for input over
 	// multi round-trip requests, so it runs on a context of its own, cancelled
 	// explicitly.
-	callCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	c.cancel = cancel
+	callCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	c.upCtx, c.cancel = callCtx, cancel
 	u.startCall(callCtx, spec.tool.Name, spec.args, meta, func(raw json.RawMessage, err error) {
 		c.done <- outcome{raw, err}
 	})
@@ -266,7 +269,14 @@ func (r *callRegistry) wait(ctx context.Context, c *call, finish func(*mcp.CallT
 			return finish(res, tag)
 		case rr := <-c.inputs:
 			if !c.mrtr {
-				resp, err := askClient(ctx, c.session, rr.params)
+				// Asked on the call's own request: cancelling the call (the gateway
+				// stopping, the session ending) stops waiting for a client that may
+				// never answer, and the call's outcome follows.
+				askCtx, stopAsking := context.WithCancel(ctx)
+				unhook := context.AfterFunc(c.upCtx, stopAsking)
+				resp, err := askClient(askCtx, c.session, rr.params)
+				unhook()
+				stopAsking()
 				rr.reply <- relayReply{resp, err}
 				continue
 			}
@@ -279,7 +289,7 @@ func (r *callRegistry) wait(ctx context.Context, c *call, finish func(*mcp.CallT
 			r.mu.Unlock()
 			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{rr.id: rr.params}, RequestState: c.id}, nil
 		case <-ctx.Done():
-			c.cancel()
+			c.cancel(nil)
 			r.end(c)
 			_, _ = finish(nil, "cancelled")
 			return nil, ctx.Err()
@@ -319,7 +329,7 @@ func (r *callRegistry) expire(c *call) {
 	delete(r.pending, c.id)
 	r.mu.Unlock()
 	if ok {
-		c.cancel()
+		c.cancel(nil)
 		for _, rr := range c.waiting {
 			rr.reply <- relayReply{err: errors.New("the client did not answer in time")}
 		}
@@ -526,6 +536,8 @@ func mapOutcome(ctx context.Context, out outcome) (*mcp.CallToolResult, string) 
 		return errorResult(search.ExecutionTimeExceeded, "%v; the call was cancelled. Retry with backoff, or with a smaller request", out.err), "timeout"
 	case errors.Is(out.err, ErrUnavailable):
 		return errorResult(search.Unavailable, "%v; toolshed restarts it automatically, retry with backoff in a few seconds", out.err), "unavailable"
+	case errors.Is(out.err, errStopping):
+		return errorResult(search.Unavailable, "the call was cancelled because toolshed is shutting down (the server was told); retry once toolshed is back"), "cancelled"
 	case errors.Is(out.err, context.Canceled):
 		return errorResult(search.Unavailable, "the call was cancelled"), "cancelled"
 	}

@@ -149,8 +149,11 @@ func (c *captureConn) start(ctx context.Context, method string, params json.RawM
 			return // answered meanwhile
 		}
 		reason := "the client cancelled the call"
-		if errors.Is(context.Cause(ctx), ErrTimeout) {
+		switch cause := context.Cause(ctx); {
+		case errors.Is(cause, ErrTimeout):
 			reason = "toolshed's call_timeout passed"
+		case errors.Is(cause, errStopping):
+			reason = "toolshed is shutting down"
 		}
 		cancelled, _ := json.Marshal(map[string]any{"requestId": key, "reason": reason})
 		_ = c.Connection.Write(context.Background(), &jsonrpc.Request{Method: "notifications/cancelled", Params: cancelled})

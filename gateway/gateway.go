@@ -56,7 +56,30 @@ type Options struct {
 	// BackoffMin (default 1s), doubles up to BackoffMax (default 1m), and starts over
 	// once an upstream has run for BackoffReset (default 1m).
 	BackoffMin, BackoffMax, BackoffReset time.Duration
+	// DrainTimeout bounds how long Run takes to stop once its context ends (default
+	// DefaultDrainTimeout). It is shared out between the steps of a clean stop: a fifth
+	// for the cancellations of the calls in flight (notifications/cancelled) to reach
+	// their upstreams, then, for each stdio server, a quarter to exit once its stdin is
+	// closed and a quarter more after SIGTERM, before SIGKILL (to its process group
+	// each time). The same steps stop a server that is restarted or replaced.
+	DrainTimeout time.Duration
 }
+
+// DefaultDrainTimeout is Options.DrainTimeout's default: long enough for upstreams to
+// be told of the cancelled calls and for a server to exit on its own, short enough that
+// toolshed has exited before a supervisor gives up waiting and kills it without letting
+// it stop its servers (docker stop waits 10 seconds, Kubernetes 30, systemd 90).
+const DefaultDrainTimeout = 5 * time.Second
+
+func (o *Options) drainTimeout() time.Duration { return orDefault(o.DrainTimeout, DefaultDrainTimeout) }
+
+// cancelGrace is how long a stopping gateway waits for the cancellations of its calls
+// to be written to their upstreams before it closes them.
+func (o *Options) cancelGrace() time.Duration { return o.drainTimeout() / 5 }
+
+// stopStep is how long a stdio server gets to exit after its stdin is closed, and again
+// after SIGTERM, before SIGKILL.
+func (o *Options) stopStep() time.Duration { return o.drainTimeout() / 4 }
 
 func (o *Options) backoffMin() time.Duration   { return orDefault(o.BackoffMin, time.Second) }
 func (o *Options) backoffMax() time.Duration   { return orDefault(o.BackoffMax, time.Minute) }
@@ -77,6 +100,7 @@ type Gateway struct {
 	byName    map[string]*Upstream
 	cache     search.Cache
 	calls     *callRegistry
+	procs     processes // the upstream servers' processes (see Kill)
 	clients   *clients
 	hooks     *hooks
 	limits    *rateLimits
@@ -181,12 +205,21 @@ func (g *Gateway) OnEvent(fn func(Event)) { g.listeners = append(g.listeners, fn
 
 // Run connects every upstream and keeps them running until ctx ends. It returns once all
 // upstreams are stopped.
+//
+// Once ctx ends it stops within Options.DrainTimeout: requests relayed to clients end
+// (endLife), the calls in flight are cancelled (their clients get a cancelled result,
+// their upstreams notifications/cancelled), and only once those cancellations are
+// written, or a fifth of the drain timeout has passed, do the upstreams' connections
+// close and their servers stop (see commandTransport). Whatever process of theirs is
+// left is then killed with its process group.
 func (g *Gateway) Run(ctx context.Context) error {
-	// When ctx ends, requests relayed to clients end (endLife), and so do the calls in
-	// flight: an upstream session closes only once its calls are answered.
+	upCtx, stopUpstreams := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopUpstreams()
 	stop := context.AfterFunc(ctx, func() {
 		g.endLife()
-		g.calls.cancelWhere(func(*call) bool { return true })
+		g.calls.cancelFor(func(*call) bool { return true }, errStopping)
+		poll(context.Background(), g.opts.cancelGrace(), g.upstreamsIdle)
+		stopUpstreams()
 	})
 	defer stop()
 	var wg sync.WaitGroup
@@ -194,18 +227,35 @@ func (g *Gateway) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			u.run(ctx)
+			u.run(upCtx)
 		}()
 	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		g.reassembleLoop(ctx)
+		g.reassembleLoop(upCtx)
 	}()
 	wg.Wait()
+	g.procs.killAll()
 	g.hooks.close()
 	return nil
 }
+
+// upstreamsIdle reports whether no request toolshed sent an upstream waits for its
+// answer: a cancelled call stops waiting once its notifications/cancelled is written.
+func (g *Gateway) upstreamsIdle() bool {
+	for _, u := range g.upstreams {
+		if l := u.currentLink(); l != nil && l.busy.Load() > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Kill ends every upstream server at once, with its whole process group (SIGKILL), and
+// any that starts after it: for a toolshed that must exit now (a second signal, a drain
+// that outlived its timeout) without leaving servers running behind it.
+func (g *Gateway) Kill() { g.procs.killAll() }
 
 // WaitReady waits until every enabled upstream has been ready or failed at least once,
 // or ctx ends, so that a first tools/list sees everything that could start. With

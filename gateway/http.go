@@ -92,6 +92,15 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 			return
 		}
 		ctx := context.WithValue(r.Context(), profileKey{}, profile)
+		if r.Method == http.MethodGet {
+			// A client's standing stream waits for messages as long as its session
+			// lives: it ends when the gateway stops, or it would hold a stopping
+			// server's drain (http.Server.Shutdown) until its timeout.
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithCancel(ctx)
+			defer cancel()
+			defer context.AfterFunc(g.life, cancel)()
+		}
 		coalesced := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { serveCoalesced(mcpHandler, w, r, maxBody) })
 		sessions.serve(coalesced, w, r.WithContext(ctx), credentialOf(r, auth.required), profile)
 	}
@@ -133,7 +142,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, profile string) error {
 	case err := <-ended:
 		return err
 	case <-ctx.Done():
-		g.calls.cancelWhere(func(c *call) bool { return c.session == ss })
+		g.calls.cancelFor(func(c *call) bool { return c.session == ss }, errStopping)
 		ss.Close()
 		<-ended
 		return ctx.Err()

@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -357,10 +356,14 @@ func (t stdioTransport) Connect(context.Context) (mcp.Connection, error) {
 
 // commandTransport starts an upstream server and talks to it over its stdin and stdout,
 // as mcp.CommandTransport does: closing the connection closes its stdin, then, if it
-// has not exited within terminate, sends SIGTERM, then SIGKILL.
+// has not exited within terminate, sends SIGTERM, then SIGKILL. The signals go to its
+// whole process group: a server started through npx or a shell is a child of the
+// process toolshed started, and would otherwise outlive it.
 type commandTransport struct {
 	cmd       *exec.Cmd
 	terminate time.Duration
+	// procs, when set, records the process while it runs (see Gateway.Kill).
+	procs *processes
 }
 
 func (t commandTransport) Connect(context.Context) (mcp.Connection, error) {
@@ -374,6 +377,9 @@ func (t commandTransport) Connect(context.Context) (mcp.Connection, error) {
 	}
 	if err := t.cmd.Start(); err != nil {
 		return nil, err
+	}
+	if t.procs != nil {
+		t.procs.add(t.cmd)
 	}
 	return newLineConn(stdout, stdin, func() error { return t.stop(stdin) }), nil
 }
@@ -395,14 +401,14 @@ func (t commandTransport) stop(stdin io.Closer) error {
 	if err, ok := wait(); ok {
 		return err
 	}
-	if t.cmd.Process.Signal(syscall.SIGTERM) == nil {
+	if terminateProcessGroup(t.cmd) == nil {
 		if err, ok := wait(); ok {
 			return err
 		}
 	}
-	if err := t.cmd.Process.Kill(); err != nil {
-		return err
-	}
+	// The whole group: a server that outlived its launcher holds the pipes that
+	// Wait waits for.
+	killProcessGroup(t.cmd)
 	if err, ok := wait(); ok {
 		return err
 	}

@@ -2,7 +2,10 @@
 
 package gateway
 
-import "os/exec"
+import (
+	"os"
+	"os/exec"
+)
 
 func ownProcessGroup(*exec.Cmd) {}
 
@@ -11,3 +14,5 @@ func killProcessGroup(cmd *exec.Cmd) {
 		_ = cmd.Process.Kill()
 	}
 }
+
+func terminateProcessGroup(cmd *exec.Cmd) error { return cmd.Process.Signal(os.Interrupt) }

@@ -19,3 +19,9 @@ func killProcessGroup(cmd *exec.Cmd) {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
 }
+
+// terminateProcessGroup asks the child's whole process group to stop (SIGTERM): the
+// child may be a shell or launcher that does not pass the signal on to the server.
+func terminateProcessGroup(cmd *exec.Cmd) error {
+	return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+}

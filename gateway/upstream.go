@@ -465,7 +465,7 @@ func (u *Upstream) callOutcome(ctx, callCtx context.Context, timeout time.Durati
 		}
 		return raw, nil
 	case ctx.Err() != nil:
-		return nil, ctx.Err() // the caller cancelled
+		return nil, context.Cause(ctx) // the caller cancelled, or the gateway is stopping
 	case errors.Is(context.Cause(callCtx), ErrTimeout):
 		return nil, fmt.Errorf("%w: %s did not answer within %v (call_timeout)", ErrTimeout, u.cfg.Name, timeout)
 	}
@@ -520,8 +520,8 @@ func (u *Upstream) transport(ctx context.Context, l *link) (mcp.Transport, func(
 	cmd.Dir = u.cfg.Cwd
 	cmd.Stderr = u.stderr
 	ownProcessGroup(cmd)
-	cleanup := func() { killProcessGroup(cmd) }
-	return u.captureTransport(commandTransport{cmd: cmd, terminate: 2 * time.Second}, l), cleanup, nil
+	cleanup := func() { u.g.procs.end(cmd) }
+	return u.captureTransport(commandTransport{cmd: cmd, terminate: u.g.opts.stopStep(), procs: &u.g.procs}, l), cleanup, nil
 }
 
 // captureTransport wraps t so that toolshed sees the upstream's messages on l's

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -69,19 +68,26 @@ func listen(flagName, value string, authenticated bool, stderr io.Writer) (net.L
 	return ln, nil
 }
 
-// serveUntil serves h on ln, within lim, until ctx ends, then lets requests under way
-// finish for up to five seconds.
-func serveUntil(ctx context.Context, ln net.Listener, h http.Handler, lim frontdoor.Limits) error {
+// serveUntil serves h on ln, within lim, until ctx ends, then stops accepting and lets
+// the requests under way finish for up to drain. Requests still running then are cut,
+// and it reports so.
+func serveUntil(ctx context.Context, ln net.Listener, h http.Handler, lim frontdoor.Limits, drain time.Duration) error {
 	srv := lim.Server(h)
 	ln = lim.Listener(ln)
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(shutdown)
-	}()
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return err // never http.ErrServerClosed: only this function shuts srv down
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), drain)
+	defer cancel()
+	err := srv.Shutdown(shutdown)
+	<-served
+	if err != nil {
+		srv.Close()
+		return fmt.Errorf("requests were still running after the drain timeout (%v, --drain-timeout); their connections were closed", drain)
 	}
 	return nil
 }

@@ -56,6 +56,8 @@ func TestCommands(t *testing.T) {
 		{"proxy-bad-listen", "proxy --listen 127.0.0.1:notaport", 2},
 		{"proxy-extra-args", "proxy now", 2},
 		{"proxy-bad-iterations", "proxy --max-iterations -1", 2},
+		{"proxy-bad-drain", "proxy --drain-timeout 0s", 2},
+		{"serve-bad-drain", "serve --drain-timeout -1s", 2},
 		{"serve-bad-http", "serve --config testdata/serve-profiles.yaml --http abc", 2},
 		{"serve-unknown-profile", "serve --config testdata/serve-profiles.yaml --profile nope", 2},
 		{"serve-unknown-profile-no-profiles", "serve --profile nope", 2},

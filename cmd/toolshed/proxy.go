@@ -1,15 +1,13 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
 
+	"github.com/toolshed/toolshed/gateway"
 	"github.com/toolshed/toolshed/messages"
 )
 
@@ -22,6 +20,7 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 	token := fs.String("token", os.Getenv("TOOLSHED_TOKEN"), "`TOKEN` clients must send as their API key (x-api-key or Authorization: Bearer; default $TOOLSHED_TOKEN)")
 	doors := addDoorFlags(fs)
 	maxIter := fs.Int("max-iterations", 0, "most upstream calls per request while the model searches (default 8; then stop_reason pause_turn)")
+	drain := fs.Duration("drain-timeout", gateway.DefaultDrainTimeout, "after SIGINT or SIGTERM, stop accepting and let requests in flight finish for up to `DURATION` (a second signal stops at once)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: toolshed proxy [--listen ADDR] [--upstream-url URL] [--upstream-kind anthropic|openai] [--model MODEL] [--token TOKEN]")
 		fmt.Fprintln(stderr, "Serves POST /v1/messages and /v1/messages/count_tokens with Anthropic's tool search (defer_loading,")
@@ -35,6 +34,9 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := doors.check(); err != nil {
 		return err
+	}
+	if *drain <= 0 {
+		return usageErr("--drain-timeout must be a positive duration, such as 5s, got %v", *drain)
 	}
 	if *maxIter < 0 {
 		return usageErr("--max-iterations must be a positive number, got %d", *maxIter)
@@ -60,7 +62,7 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "toolshed: Messages API with tool search at http://%s/v1/messages, forwarding to %s\n", ln.Addr(), target)
 	fmt.Fprintf(stderr, "toolshed: point a client at it, e.g. ANTHROPIC_BASE_URL=http://%s\n", ln.Addr())
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := onSignals(stderr, *drain, nil)
 	defer stop()
-	return serveUntil(ctx, ln, p.Handler(), doors.limits())
+	return serveUntil(ctx, ln, p.Handler(), doors.limits(), *drain)
 }

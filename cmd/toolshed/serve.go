@@ -8,8 +8,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"golang.org/x/term"
 
@@ -32,6 +30,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	token := fs.String("token", os.Getenv("TOOLSHED_TOKEN"), "bearer `TOKEN` HTTP clients must send (default $TOOLSHED_TOKEN)")
 	maxSessions := fs.Int("max-sessions", gateway.DefaultMaxSessions, "most HTTP sessions open at once, past which new ones get 503 (-1: no cap)")
 	maxPerToken := fs.Int("max-sessions-per-token", gateway.DefaultMaxSessionsPerToken, "most HTTP sessions open at once with one token, or without a token when none is needed (-1: no cap)")
+	drain := fs.Duration("drain-timeout", gateway.DefaultDrainTimeout, "after SIGINT or SIGTERM, stop within `DURATION`: calls in flight are cancelled and servers stopped, then killed (a second signal stops at once)")
 	doors := addDoorFlags(fs)
 	var catalogs listFlag
 	fs.Var(&catalogs, "catalog", "also serve a catalog `FILE` as definition-only tools (repeatable)")
@@ -70,6 +69,10 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 			return usageErr("%s must be a number of sessions above 0, or -1 for no cap; got %d", f.name, f.n)
 		}
 	}
+	if *drain <= 0 {
+		return usageErr("--drain-timeout must be a positive duration, such as 5s, got %v", *drain)
+	}
+	opts.DrainTimeout = *drain
 	cfg := &config.Config{}
 	if *configFile != "" {
 		var warns []config.Warning
@@ -116,14 +119,17 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	progress := newProgress(stderr, len(g.Statuses()), opts.WaitForClient)
 	g.OnEvent(progress.event)
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	// Signals are handled until the upstreams have stopped: a second signal while
+	// they stop kills their process groups before exiting (see onSignals).
+	ctx, stopSignals := onSignals(stderr, *drain, g.Kill)
+	defer stopSignals()
+	runCtx, stopRun := context.WithCancel(ctx)
 	runDone := make(chan struct{})
 	go func() {
-		g.Run(ctx)
+		g.Run(runCtx)
 		close(runDone)
 	}()
-	defer func() { stop(); <-runDone }()
+	defer func() { stopRun(); <-runDone }()
 
 	if *httpAddr == "" {
 		if hint := stdinHint(term.IsTerminal(int(os.Stdin.Fd()))); hint != "" {
@@ -138,7 +144,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	fmt.Fprintf(stderr, "toolshed: serving MCP over Streamable HTTP at http://%s/mcp (profiles at /mcp/{profile})\n", ln.Addr())
-	return serveUntil(ctx, ln, g.Handler(gateway.HTTPOptions{Token: *token, AllowOrigins: doors.origins, AllowHosts: doors.hosts, MaxSessions: *maxSessions, MaxSessionsPerToken: *maxPerToken}), doors.limits())
+	return serveUntil(ctx, ln, g.Handler(gateway.HTTPOptions{Token: *token, AllowOrigins: doors.origins, AllowHosts: doors.hosts, MaxSessions: *maxSessions, MaxSessionsPerToken: *maxPerToken}), doors.limits(), *drain)
 }
 
 func hasProfileTokens(cfg *config.Config) bool {

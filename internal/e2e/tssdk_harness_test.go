@@ -313,7 +313,13 @@ func (g *sdkGateway) runClient(script, transport string, plan map[string]any) sd
 // toolshed, an upstream) is still running a while after it should have stopped, and
 // kills what it finds.
 func (g *sdkGateway) checkNoProcesses(when string) {
-	t := g.t
+	g.t.Helper()
+	checkNoMarkedProcesses(g.t, g.marker, when)
+}
+
+// checkNoMarkedProcesses fails the test if a process that carries marker is still
+// running 15 seconds after when, and kills what it finds.
+func checkNoMarkedProcesses(t *testing.T, marker, when string) {
 	t.Helper()
 	if runtime.GOOS != "linux" {
 		t.Logf("leftover processes are checked only on Linux (/proc)")
@@ -321,7 +327,7 @@ func (g *sdkGateway) checkNoProcesses(when string) {
 	}
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		left := markedProcesses(g.marker)
+		left := markedProcesses(marker)
 		if len(left) == 0 {
 			return
 		}

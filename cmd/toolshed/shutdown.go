@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// How serve and proxy stop. The first SIGINT or SIGTERM starts a clean stop: stop
+// accepting, end what is in flight (serve cancels its calls and tells their upstreams;
+// proxy lets requests finish), stop the upstream servers. That is bounded by
+// --drain-timeout; a second signal, or a clean stop that outlives the bound, ends
+// everything at once, the upstream servers' process groups first, so that no server is
+// left running without toolshed.
+
+// drainMargin is how long past the drain timeout the clean stop may still run: the
+// clean stop bounds itself by the drain timeout, so the margin only covers its last
+// steps, and the forced exit is for a stop that hangs.
+const drainMargin = 500 * time.Millisecond
+
+// Exit statuses of a stop that could not finish cleanly. A clean stop exits 0, or 1 when
+// HTTP requests still running at the drain timeout had their connections closed.
+const (
+	// exitDrainTimeout: the clean stop outlived --drain-timeout; what it had not
+	// stopped was killed.
+	exitDrainTimeout = 1
+	// exitSignal is added to the number of a second signal, as a shell reports a
+	// process a signal ended (130 for SIGINT, 143 for SIGTERM).
+	exitSignal = 128
+)
+
+// onSignals returns a context that ends at the first SIGINT or SIGTERM. From then on, a
+// second signal, or the command still running drain (plus drainMargin) later, runs kill
+// (when set: it must end at once whatever the command started) and exits. stop ends the
+// signal handling; call it once the command has stopped what it started.
+func onSignals(stderr io.Writer, drain time.Duration, kill func()) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	force := func(code int, format string, args ...any) {
+		fmt.Fprintf(stderr, "toolshed: "+format+"\n", args...)
+		if kill != nil {
+			kill()
+		}
+		os.Exit(code)
+	}
+	go func() {
+		select {
+		case <-done:
+			return
+		case sig := <-sigs:
+			fmt.Fprintf(stderr, "toolshed: %v: stopping within %v (--drain-timeout); signal again to stop at once\n", sig, drain)
+			cancel()
+		}
+		deadline := time.NewTimer(drain + drainMargin)
+		defer deadline.Stop()
+		select {
+		case <-done:
+		case sig := <-sigs:
+			force(exitSignal+signalNumber(sig), "%v again: stopping at once", sig)
+		case <-deadline.C:
+			force(exitDrainTimeout, "still stopping after the drain timeout (%v): ending what is left at once", drain)
+		}
+	}()
+	var once bool
+	return ctx, func() {
+		if once {
+			return
+		}
+		once = true
+		signal.Stop(sigs)
+		close(done)
+		cancel()
+	}
+}
+
+// signalNumber is sig's number, for the exit status.
+func signalNumber(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return int(s)
+	}
+	return 1
+}
