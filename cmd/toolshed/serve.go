@@ -28,8 +28,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	noPrefix := fs.Bool("no-prefix", false, "list tools by their bare names when unambiguous")
 	maxName := fs.Int("max-name-length", 0, "list no tool name longer than `N` characters: longer ones are cut and end in a hash (Gemini CLI: 63 minus the length of mcp_SERVER_)")
 	token := fs.String("token", os.Getenv("TOOLSHED_TOKEN"), "bearer `TOKEN` HTTP clients must send (default $TOOLSHED_TOKEN)")
-	maxSessions := fs.Int("max-sessions", gateway.DefaultMaxSessions, "most HTTP sessions open at once, past which new ones get 503 (-1: no cap)")
-	maxPerToken := fs.Int("max-sessions-per-token", gateway.DefaultMaxSessionsPerToken, "most HTTP sessions open at once with one token, or without a token when none is needed (-1: no cap)")
+	maxSessions := fs.Int("max-sessions", gateway.DefaultMaxSessions, "keep at most `N` HTTP sessions open at once; past it, a new one gets 503 (-1: no cap)")
+	maxPerToken := fs.Int("max-sessions-per-token", gateway.DefaultMaxSessionsPerToken, "keep at most `N` HTTP sessions open at once per token (all clients count as one when no token is needed); past it, a new one gets 503 (-1: no cap)")
 	drain := fs.Duration("drain-timeout", gateway.DefaultDrainTimeout, "after SIGINT or SIGTERM, stop within `DURATION`: calls in flight are cancelled and servers stopped, then killed (a second signal stops at once)")
 	doors := addDoorFlags(fs)
 	var catalogs listFlag
