@@ -113,6 +113,21 @@ func (c *coalescingWriter) stop() {
 // Unwrap gives http.ResponseController the SDK's other needs (deadlines).
 func (c *coalescingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
 
+// readBody reads r's body, up to one byte past maxBody (the SDK answers a longer one
+// 413), and puts it back as r.Body for the handlers after. When the body cannot be read,
+// such as one that did not arrive in time, it answers 400 saying so (rather than pass the
+// SDK half a message to call malformed) and reports false.
+func readBody(w http.ResponseWriter, r *http.Request, maxBody int64) ([]byte, bool) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	r.Body.Close()
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		httpError(w, http.StatusBadRequest, "cannot read the request body: %v", err)
+		return nil, false
+	}
+	return body, true
+}
+
 // serveCoalesced serves a POST through h with a coalescingWriter when it carries a single
 // call.
 func serveCoalesced(h http.Handler, w http.ResponseWriter, r *http.Request, maxBody int64) {
@@ -120,13 +135,8 @@ func serveCoalesced(h http.Handler, w http.ResponseWriter, r *http.Request, maxB
 		h.ServeHTTP(w, r)
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
-	r.Body.Close()
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	if err != nil {
-		// Such as a body that did not arrive in time: say so, rather than pass the SDK
-		// half a message to call malformed.
-		httpError(w, http.StatusBadRequest, "cannot read the request body: %v", err)
+	body, ok := readBody(w, r, maxBody)
+	if !ok {
 		return
 	}
 	if int64(len(body)) > maxBody {

@@ -82,6 +82,7 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 		// Resumable streams: a client that loses an SSE stream mid-call reconnects with
 		// Last-Event-ID and gets what it missed (bounded to 10 MiB).
 		EventStore: mcp.NewMemoryEventStore(nil)})
+	opts.MaxBodyBytes = maxBody
 	sessions := newHTTPSessions(g, opts, auth.required, idle)
 
 	mux := http.NewServeMux()

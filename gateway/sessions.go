@@ -59,6 +59,7 @@ type sessionOwner struct {
 type httpSessions struct {
 	g                 *Gateway
 	maxTotal, maxCred int // 0: no cap
+	maxBody           int64
 	auth              bool
 	idle              time.Duration
 
@@ -78,7 +79,7 @@ func newHTTPSessions(g *Gateway, opts HTTPOptions, auth bool, idle time.Duration
 		}
 		return n
 	}
-	s := &httpSessions{g: g, auth: auth, idle: idle,
+	s := &httpSessions{g: g, auth: auth, idle: idle, maxBody: opts.MaxBodyBytes,
 		maxTotal: limit(opts.MaxSessions, DefaultMaxSessions), maxCred: limit(opts.MaxSessionsPerToken, DefaultMaxSessionsPerToken),
 		owners: map[string]sessionOwner{}, perCred: map[credential]int{}}
 	// When the gateway stops, its sessions are no one's any more.
@@ -191,6 +192,11 @@ func (s *httpSessions) serve(next http.Handler, w http.ResponseWriter, r *http.R
 	}
 	if r.Method != http.MethodPost {
 		next.ServeHTTP(w, r) // the SDK refuses it: GET and DELETE need a session
+		return
+	}
+	// The body is read before a slot is taken: a client that sends half a body holds
+	// its connection until the body timeout, but no session slot.
+	if _, ok := readBody(w, r, s.maxBody); !ok {
 		return
 	}
 	if err := s.reserve(cred); err != nil {

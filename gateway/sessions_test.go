@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -279,6 +280,21 @@ func TestHTTPSessionCaps(t *testing.T) {
 		}
 		_, r = openSession(t, url, "tok-a")
 		refusedForCap(t, "a session once the slot is taken again", r, "--max-sessions")
+	})
+
+	t.Run("a half-sent body holds no slot", func(t *testing.T) {
+		url := serveHTTP(t, h, gateway.HTTPOptions{MaxSessionsPerToken: 1}) + "/mcp"
+		c, err := net.Dial("tcp", strings.TrimPrefix(strings.TrimSuffix(url, "/mcp"), "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer tok-a\r\nContent-Type: application/json\r\n"+
+			"Accept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\"")
+		time.Sleep(200 * time.Millisecond) // the stalled request is being served
+		if id, r := openSession(t, url, "tok-a"); id == "" {
+			t.Errorf("a session while another initialize's body is stalled = %d %q", r.status, r.body)
+		}
 	})
 
 	t.Run("idle timeout frees a slot", func(t *testing.T) {
