@@ -45,29 +45,22 @@ type callRegistry struct {
 	byToken  map[string]*call   // upstream progress token -> call
 	inflight map[string][]*call // server -> its calls in flight, oldest first
 	pending  map[string]*call   // request state -> call suspended for input
-	// recent holds, per server, the calls that ended within causeWindow: a server may
+	// used holds, per server, when each principal's last call on it ended: a server may
 	// send a request about a call after answering it (see cause).
-	recent map[string][]endedCall
+	used map[string]map[principal]time.Time
 }
 
-// causeWindow is how long after a call ends it may still be the cause of its server's
-// requests. MCP links no server request to the call it is about, and a request a server
-// sends just before or after its result can be handled after that result: within this
-// window, a request could be about that call, so another principal's call running then
-// is not taken for the cause (see cause). A longer window refuses more requests of
-// principals that take turns on one server; a request sent later than this after its
-// call's result, while another client's call runs on that server, cannot be told from
-// a request of that call.
-const causeWindow = time.Second
-
-// endedCall is a call that ended recently, by its client.
-type endedCall struct {
-	session *mcp.ServerSession
-	at      time.Time
-}
+// principalMemory is how long after a principal's last call on a server ended its
+// clients still count among those the server's requests may be for (see cause). MCP
+// links no server request to the call it is about, and servers do send them after their
+// result: a sampling request raced with it, a log line written last, a background job.
+// A longer memory refuses more requests where principals take turns on one server; a
+// request a server sends later than this after its call, when one other principal
+// uses it, cannot be told from that principal's.
+const principalMemory = time.Minute
 
 func newCallRegistry(g *Gateway) *callRegistry {
-	return &callRegistry{g: g, byToken: map[string]*call{}, inflight: map[string][]*call{}, pending: map[string]*call{}, recent: map[string][]endedCall{}}
+	return &callRegistry{g: g, byToken: map[string]*call{}, inflight: map[string][]*call{}, pending: map[string]*call{}, used: map[string]map[principal]time.Time{}}
 }
 
 // call is one call of a real tool in flight.
@@ -81,9 +74,10 @@ type call struct {
 	id        string
 	server    string
 	session   *mcp.ServerSession
-	downToken any    // the client's progress token, nil if it sent none
-	upToken   string // the token toolshed sent upstream
-	mrtr      bool   // the client speaks multi round-trip requests (protocol >= 2026-07-28)
+	principal principal // the session's, as the call starts (see cause)
+	downToken any       // the client's progress token, nil if it sent none
+	upToken   string    // the token toolshed sent upstream
+	mrtr      bool      // the client speaks multi round-trip requests (protocol >= 2026-07-28)
 
 	inputs chan *relayRequest
 	done   chan outcome
@@ -214,12 +208,14 @@ func (r *callRegistry) approval(spec callSpec) (*mcp.CallToolResult, bool) {
 
 // start registers a call and sends it upstream.
 func (r *callRegistry) start(ctx context.Context, spec callSpec, u *Upstream) *call {
+	who := r.g.clients.principalOf(spec.req.Session)
 	r.mu.Lock()
 	r.seq++
 	c := &call{
 		id:        "toolshed-" + strconv.FormatUint(r.seq, 36) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36),
 		server:    u.cfg.Name,
 		session:   spec.req.Session,
+		principal: who,
 		mrtr:      speaksMRTR(spec.req.Session),
 		inputs:    make(chan *relayRequest),
 		ended:     make(chan struct{}),
@@ -359,24 +355,32 @@ func (r *callRegistry) end(c *call) {
 	if len(r.inflight[c.server]) == 0 {
 		delete(r.inflight, c.server)
 	}
-	r.recent[c.server] = append(r.recentlyEnded(c.server), endedCall{c.session, time.Now()})
+	if c.session != nil {
+		m := r.used[c.server]
+		if m == nil {
+			m = map[principal]time.Time{}
+			r.used[c.server] = m
+		}
+		m[c.principal] = time.Now()
+	}
 }
 
-// recentlyEnded returns the calls on server that ended within causeWindow, and forgets
-// older ones. r.mu must be held.
-func (r *callRegistry) recentlyEnded(server string) []endedCall {
-	ended := r.recent[server]
-	cut := time.Now().Add(-causeWindow)
-	i := 0
-	for i < len(ended) && ended[i].at.Before(cut) {
-		i++
+// recentPrincipals returns the principals whose calls on server ended within
+// principalMemory, and forgets older ones. r.mu must be held.
+func (r *callRegistry) recentPrincipals(server string) []principal {
+	var out []principal
+	cut := time.Now().Add(-principalMemory)
+	for p, at := range r.used[server] {
+		if at.Before(cut) {
+			delete(r.used[server], p)
+		} else {
+			out = append(out, p)
+		}
 	}
-	if ended = ended[i:]; len(ended) == 0 {
-		delete(r.recent, server)
-		return nil
+	if len(r.used[server]) == 0 {
+		delete(r.used, server)
 	}
-	r.recent[server] = ended
-	return ended
+	return out
 }
 
 func (c *call) setContext(ctx context.Context) {

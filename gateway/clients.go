@@ -328,18 +328,19 @@ func errUnknownCause(format string, args ...any) error {
 }
 
 // cause finds the client an upstream's request (sampling, elicitation, roots/list) is
-// for. MCP gives such a request no link to the client request that caused it, so it is
-// the session whose requests are in flight on that server when only one session has
-// any (and no other principal's call on it ended within causeWindow), else, when none
-// has, the only session whose call on it ended within causeWindow, else the only client
-// connected that may use the server. Otherwise toolshed cannot know,
-// and the request is refused rather than sent to a client that may not be the one.
+// for. MCP gives such a request no link to the client request that caused it, so toolshed
+// passes it on only when it cannot be for another principal (see principals): then it is
+// the session whose requests are in flight on that server when only one session has any,
+// else the only client connected that may use the server. Otherwise toolshed cannot
+// know, and the request is refused rather than sent to a client that may not be the one.
 // When the session's cause is a tool call, the call is returned too: the request goes
 // to the client as part of that call.
 func (r *callRegistry) cause(server string) (*call, *mcp.ServerSession, error) {
+	if n := r.principals(server); n > 1 {
+		return nil, nil, errUnknownCause("clients of %d profiles or tokens use %s, so toolshed cannot tell which client this request is for (MCP does not link it to the request that caused it); it passes a server's requests on only while one profile and token uses that server (its calls in the last %s included)", n, server, principalMemory)
+	}
 	r.mu.Lock()
 	calls := slices.Clone(r.inflight[server])
-	ended := slices.Clone(r.recentlyEnded(server))
 	r.mu.Unlock()
 	c := r.g.clients
 	c.mu.Lock()
@@ -351,24 +352,6 @@ func (r *callRegistry) cause(server string) (*call, *mcp.ServerSession, error) {
 	for _, call := range calls {
 		if !slices.Contains(sessions, call.session) {
 			sessions = append(sessions, call.session)
-		}
-	}
-	// A call that ended a moment ago may be the cause too. When no request is running,
-	// its client is a candidate; when one is, its client is a candidate only if it is
-	// another principal (see samePrincipal) than the running request's: a request is
-	// never given to another principal's client on a guess, while clients of one
-	// principal that take turns on a server (MCP's conformance suite does) keep theirs.
-	if len(sessions) == 0 {
-		for _, e := range ended {
-			if !slices.Contains(sessions, e.session) {
-				sessions = append(sessions, e.session)
-			}
-		}
-	} else {
-		for _, e := range ended {
-			if !slices.Contains(sessions, e.session) && !c.samePrincipal(e.session, sessions[0]) {
-				sessions = append(sessions, e.session)
-			}
 		}
 	}
 	switch len(sessions) {
@@ -399,13 +382,52 @@ func (r *callRegistry) cause(server string) (*call, *mcp.ServerSession, error) {
 	return nil, nil, errUnknownCause("requests of %d clients are running on %s, so toolshed cannot tell which client this request is for (MCP does not link it to the request that caused it); retry when only one client's request is running", len(sessions), server)
 }
 
-// samePrincipal reports whether sessions a and b are served as one profile to one
-// credential (the same bearer token, or none): the same party, which may see what the
-// other asked.
-func (c *clients) samePrincipal(a, b *mcp.ServerSession) bool {
+// principal is who a session acts for: the profile it is served as and the credential
+// (the bearer token, or none) that created it. Sessions of one principal are one party,
+// which may see what the other asked; a server's request is never passed to another
+// principal's client on a guess.
+type principal struct {
+	profile string
+	cred    credential
+}
+
+// principalOf returns the principal of session ss.
+func (c *clients) principalOf(ss *mcp.ServerSession) principal {
+	if ss == nil {
+		return principal{}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.profiles[a] == c.profiles[b] && c.creds[a.ID()] == c.creds[b.ID()]
+	return principal{c.profiles[ss], c.creds[ss.ID()]}
+}
+
+// principals counts the principals a request or log message of server may be for:
+// those of the clients connected that may use it, of the clients with requests in
+// flight on it, and of the calls on it that ended within principalMemory (their
+// clients may have left).
+func (r *callRegistry) principals(server string) int {
+	r.mu.Lock()
+	seen := map[principal]bool{}
+	for _, p := range r.recentPrincipals(server) {
+		seen[p] = true
+	}
+	var sessions []*mcp.ServerSession
+	for _, call := range r.inflight[server] {
+		sessions = append(sessions, call.session)
+	}
+	r.mu.Unlock()
+	c := r.g.clients
+	c.mu.Lock()
+	for ss := range c.forwards[server] {
+		sessions = append(sessions, ss)
+	}
+	c.mu.Unlock()
+	for _, ss := range append(sessions, r.g.liveSessions(server)...) {
+		if ss != nil {
+			seen[r.g.clients.principalOf(ss)] = true
+		}
+	}
+	return len(seen)
 }
 
 // setCredential records (or, with ok false, forgets) the credential that created HTTP

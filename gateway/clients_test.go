@@ -212,20 +212,19 @@ func TestRedeclareOnClientChange(t *testing.T) {
 	eventually(t, lists(true))
 }
 
-// The upstream's requests go to the client whose request caused them, and are refused
-// when toolshed cannot tell which client that is: never to the client that called last.
+// The upstream's requests go to the client whose request caused them, among the
+// clients of one principal (one profile and token), and are refused when toolshed cannot
+// tell which client that is: never to the client that called last. While clients of
+// another principal may use the server, they are refused (TestConcurrentSamplingNeverMisrouted).
 func TestRelayToCause(t *testing.T) {
 	cfg := &config.Config{Servers: []config.Server{testServer("alpha", "basic")}, Profiles: map[string]config.Profile{"other": {}}}
 	h := startGateway(t, cfg, gateway.Options{Mode: policy.Off})
 	a := h.client("", &mcp.ClientOptions{CreateMessageHandler: sampleAs("model-a")})
-	b := h.client("other", &mcp.ClientOptions{CreateMessageHandler: sampleAs("model-b")})
+	b := h.client("", &mcp.ClientOptions{CreateMessageHandler: sampleAs("model-b")})
 
 	if got := resultText(call(t, a, "alpha__sample_later", map[string]any{"ms": 0})); got != "model model-a" {
 		t.Errorf("a's sampling request went to %q", got)
 	}
-	// A call that ended within the last second may still be its server's requests'
-	// cause (see TestSamplingAfterCallEndsNeverToAnotherSession): b calls after that.
-	time.Sleep(1500 * time.Millisecond)
 	if got := resultText(call(t, b, "alpha__sample_later", map[string]any{"ms": 0})); got != "model model-b" {
 		t.Errorf("b's sampling request went to %q", got)
 	}
@@ -241,6 +240,12 @@ func TestRelayToCause(t *testing.T) {
 		t.Errorf("a sampling request while two clients' calls run = %q, want a refusal", resultText(got))
 	}
 	<-slow
+
+	// A client of another profile connects: a's requests could now be its.
+	h.client("other", &mcp.ClientOptions{CreateMessageHandler: sampleAs("model-other")})
+	if got := resultText(call(t, a, "alpha__sample_later", map[string]any{"ms": 0})); !strings.Contains(got, "clients of 2 profiles or tokens") {
+		t.Errorf("a's sampling request while another profile's client may use alpha = %q, want a refusal", got)
+	}
 }
 
 // An upstream's request that comes as the call that caused it ends still reaches that

@@ -537,17 +537,18 @@ func (g *Gateway) resourceUpdated(ctx context.Context, p *mcp.ResourceUpdatedNot
 
 // logMessage relays an upstream's log message to a client only when it cannot be
 // another client's: a log message carries no link to the call it is about, and may come
-// after that call ended, while another client's call runs. So it goes to a client only
-// when that client's session is the only live one that may use the server (see
-// liveSessions), as part of its call on that server; otherwise, and when no call of that
-// session is running, to toolshed's log.
+// after that call ended, while another client's call runs, or after its client left. So
+// it goes to a client only when that client's session is the only live one that may use
+// the server (see liveSessions) and no other principal used it lately (see principals),
+// as part of its call on that server; otherwise, and when no call of that session is
+// running, to toolshed's log.
 func (r *callRegistry) logMessage(ctx context.Context, server string, p *mcp.LoggingMessageParams) {
 	toLog := func() {
 		data, _ := json.Marshal(p.Data)
 		r.g.logf("upstream %s: %s: %s", server, p.Level, data)
 	}
 	live := r.g.liveSessions(server)
-	if len(live) != 1 {
+	if len(live) != 1 || r.principals(server) > 1 {
 		toLog()
 		return
 	}

@@ -179,3 +179,53 @@ func TestSamplingAfterCallEndsNeverToAnotherSession(t *testing.T) {
 		t.Errorf("a's sampling request while b's call runs got %q, want a refusal", got)
 	}
 }
+
+// A server's request about a call whose client has left, sent when the only client
+// connected is of another profile, does not reach that client: a used the server within
+// the last minute, so the request could be a's.
+func TestSamplingAfterCallerLeftNeverToAnotherProfile(t *testing.T) {
+	t.Parallel()
+	cfg := &config.Config{Servers: []config.Server{testServer("alpha", "basic")},
+		Profiles: map[string]config.Profile{"p1": {}, "p2": {}}}
+	h := startGateway(t, cfg, gateway.Options{Mode: policy.Off})
+	a := h.client("p1", &mcp.ClientOptions{CreateMessageHandler: sampleAs("model-a")})
+	asked := make(chan struct{}, 1)
+	h.client("p2", &mcp.ClientOptions{CreateMessageHandler: func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+		return sampleAs("model-b")(ctx, req)
+	}})
+	if got := resultText(call(t, a, "alpha__sample_detached", map[string]any{"ms": 1500})); got != "asked" {
+		t.Fatalf("sample_detached = %q", got)
+	}
+	a.Close()
+	select {
+	case <-asked:
+		t.Fatal("the client of profile p2 got the sampling request of a's call (profile p1), sent after a left")
+	case <-time.After(4 * time.Second):
+	}
+}
+
+// The same for a log message: a leaves, and its server's log message about a's call
+// comes while b, of another profile, has a call running there.
+func TestLogAfterCallerLeftNeverToAnotherProfile(t *testing.T) {
+	t.Parallel()
+	cfg := &config.Config{Servers: []config.Server{testServer("alpha", "logs")},
+		Profiles: map[string]config.Profile{"a": {}, "b": {}}}
+	h := startGateway(t, cfg, gateway.Options{Mode: policy.Off})
+	a, _ := loggingClient(t, h, "a", nil)
+	b, bLogs := loggingClient(t, h, "b", nil)
+	if got := resultText(call(t, a, "alpha__log_later", map[string]any{"text": "a's secret", "ms": 1500})); got != "will log" {
+		t.Fatalf("log_later = %q", got)
+	}
+	a.Close()
+	call(t, b, "alpha__slow", map[string]any{"steps": 60})
+	if bLogs.has("a's secret") {
+		t.Fatalf("b (profile b) got the log message of a's call (profile a): %q", bLogs.all())
+	}
+	if !strings.Contains(h.log.String(), "a's secret") {
+		t.Errorf("a's log message is not in toolshed's log either:\n%s", h.log.String())
+	}
+}
