@@ -107,7 +107,7 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 	}
 	mux.HandleFunc("/mcp", serveMCP)
 	mux.HandleFunc("/mcp/{profile}", serveMCP)
-	h, err := frontdoor.Guard(mux, frontdoor.Options{AllowHosts: opts.AllowHosts, AllowOrigins: opts.AllowOrigins, RequireJSON: true,
+	h, err := frontdoor.Guard(mux, frontdoor.Options{AllowHosts: opts.AllowHosts, AllowOrigins: opts.AllowOrigins, RequireJSON: true, Open: !auth.required,
 		Deny: func(w http.ResponseWriter, _ *http.Request, status int, message string) {
 			httpError(w, status, "%s", message)
 		}})

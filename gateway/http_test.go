@@ -255,6 +255,9 @@ func TestHTTPTokens(t *testing.T) {
 				if r.status == http.StatusUnauthorized && strings.Contains(r.body, "alpha-only") {
 					t.Errorf("an unauthorized client is told the profiles: %q", r.body)
 				}
+				if r.status == http.StatusUnauthorized && r.header.Get("Connection") != "close" {
+					t.Errorf("an unauthorized client keeps its connection: %v", r.header)
+				}
 				if _, closeFn, err := dialHTTP(url+tc.path, headers, nil, ""); err == nil {
 					closeFn()
 					t.Errorf("a client connected to %s with %q", tc.path, tc.auth)

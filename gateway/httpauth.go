@@ -38,6 +38,7 @@ func (a *httpAuth) profile(w http.ResponseWriter, r *http.Request) (profile stri
 		switch {
 		case !ok:
 			w.Header().Set("WWW-Authenticate", `Bearer realm="toolshed"`)
+			w.Header().Set("Connection", "close") // a refused client keeps no connection
 			httpError(w, http.StatusUnauthorized, "missing bearer token: send Authorization: Bearer <token>")
 			return "", false
 		case a.token != "" && frontdoor.Equal(tok, a.token):
@@ -50,6 +51,7 @@ func (a *httpAuth) profile(w http.ResponseWriter, r *http.Request) (profile stri
 			}
 			if !found {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="toolshed", error="invalid_token"`)
+				w.Header().Set("Connection", "close")
 				httpError(w, http.StatusUnauthorized, "the bearer token is not valid for this gateway")
 				return "", false
 			}

@@ -60,7 +60,7 @@ func (p *Proxy) Handler() http.Handler {
 		writeError(w, &APIError{Status: http.StatusNotFound, Type: NotFound,
 			Message: fmt.Sprintf("%s %s is not served here; toolshed proxy serves POST /v1/messages and POST /v1/messages/count_tokens", r.Method, r.URL.Path)})
 	}))
-	h, err := frontdoor.Guard(mux, frontdoor.Options{AllowHosts: p.AllowHosts, AllowOrigins: p.AllowOrigins, RequireJSON: true,
+	h, err := frontdoor.Guard(mux, frontdoor.Options{AllowHosts: p.AllowHosts, AllowOrigins: p.AllowOrigins, RequireJSON: true, Open: p.ClientKey == "",
 		Deny: func(w http.ResponseWriter, _ *http.Request, status int, message string) {
 			writeError(w, ErrorFromStatus(status, message))
 		}})
@@ -80,6 +80,7 @@ func (p *Proxy) authorized(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		bearer, _ := frontdoor.Bearer(r)
 		if !frontdoor.Equal(r.Header.Get("x-api-key"), p.ClientKey) && !frontdoor.Equal(bearer, p.ClientKey) {
+			w.Header().Set("Connection", "close") // a refused client keeps no connection
 			writeError(w, &APIError{Status: http.StatusUnauthorized, Type: Authentication,
 				Message: "invalid x-api-key: send the key this proxy was started with (--token or $TOOLSHED_TOKEN) as the client's API key"})
 			return

@@ -27,8 +27,15 @@ type Options struct {
 	// rebinding protection off.
 	AllowHosts []string
 	// AllowOrigins lists the browser origins (scheme://host[:port]) allowed besides
-	// same-origin requests.
+	// same-origin requests. A browser app of one of them is answered as CORS asks: its
+	// preflight (OPTIONS) gets the methods and headers the fronts use, and the answers
+	// name it in Access-Control-Allow-Origin and expose Mcp-Session-Id.
 	AllowOrigins []string
+	// Open says that the front needs no token. A front reachable beyond loopback without
+	// one then takes only a Host header that is an IP address, a loopback name or one of
+	// AllowHosts: a web page that rebinds its own name to the machine's address sends
+	// that name, and with no token nothing else would stop it.
+	Open bool
 	// RequireJSON refuses a POST, PUT or PATCH whose Content-Type is not
 	// application/json (parameters such as charset allowed) with 415. A web page can
 	// send a cross-site POST without asking the server first (a CORS "simple request")
@@ -71,36 +78,70 @@ func Guard(h http.Handler, opts Options) (http.Handler, error) {
 	}
 	hosts := map[string]bool{}
 	for _, name := range opts.AllowHosts {
-		hosts[strings.ToLower(name)] = true
+		hosts[strings.ToLower(hostname(name))] = true // as the Host header is compared
+	}
+	origins := map[string]bool{}
+	for _, o := range opts.AllowOrigins {
+		origins[o] = true
+	}
+	// A refused request's connection is closed after the answer, so that a client that
+	// is refused cannot keep one of the connections (see Limits.MaxConns) idle.
+	refuse := func(w http.ResponseWriter, r *http.Request, status int, message string) {
+		w.Header().Set("Connection", "close")
+		deny(w, r, status, message)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !hostAllowed(r, hosts) {
-			deny(w, r, http.StatusForbidden, fmt.Sprintf("invalid Host header %q: a request to a loopback address must name a loopback host (localhost, 127.0.0.1, [::1]), which protects against DNS rebinding; allow the name with --allow-host if a reverse proxy forwards it", r.Host))
+		if !hostAllowed(r, hosts, opts.Open) {
+			refuse(w, r, http.StatusForbidden, fmt.Sprintf("invalid Host header %q: a request to a loopback address must name a loopback host (localhost, 127.0.0.1, [::1]), and one to another address with no token configured an IP address; this protects against DNS rebinding; allow the name with --allow-host if a reverse proxy or DNS name forwards it", r.Host))
 			return
 		}
+		if o := r.Header.Get("Origin"); origins[o] {
+			w.Header().Set("Access-Control-Allow-Origin", o)
+			w.Header().Add("Vary", "Origin")
+			if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+				w.Header().Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
+				w.Header().Set("Access-Control-Allow-Headers", corsHeaders)
+				w.Header().Set("Access-Control-Max-Age", "600")
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+			w.Header().Set("Access-Control-Expose-Headers", "Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate")
+		}
 		if err := protect.Check(r); err != nil {
-			deny(w, r, http.StatusForbidden, fmt.Sprintf("cross-origin request refused: origin %q is not allowed; add it with --allow-origin if a browser app must reach toolshed", r.Header.Get("Origin")))
+			refuse(w, r, http.StatusForbidden, fmt.Sprintf("cross-origin request refused: origin %q is not allowed; add it with --allow-origin if a browser app must reach toolshed", r.Header.Get("Origin")))
 			return
 		}
 		if opts.RequireJSON && hasBody(r.Method) && !isJSON(r.Header.Get("Content-Type")) {
-			deny(w, r, http.StatusUnsupportedMediaType, fmt.Sprintf("unsupported Content-Type %q: send the body as JSON with Content-Type: application/json", r.Header.Get("Content-Type")))
+			refuse(w, r, http.StatusUnsupportedMediaType, fmt.Sprintf("unsupported Content-Type %q: send the body as JSON with Content-Type: application/json", r.Header.Get("Content-Type")))
 			return
 		}
 		h.ServeHTTP(w, r)
 	}), errors.Join(errs...)
 }
 
+// corsHeaders are the request headers a browser app may send: those of MCP's Streamable
+// HTTP transport and of the Messages API.
+const corsHeaders = "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID, X-Api-Key, Anthropic-Version, Anthropic-Beta"
+
 // hostAllowed is the go-sdk's DNS rebinding protection (mcp.StreamableHTTPHandler,
 // DisableLocalhostProtection), for every path: a request that came to a loopback
 // address, whatever address the server listens on, must name a loopback host in its
 // Host header, or one of hosts. A web page that rebinds its own name to 127.0.0.1
-// still sends that name.
-func hostAllowed(r *http.Request, hosts map[string]bool) bool {
-	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if !ok || local == nil || !IsLoopback(local.String()) || IsLoopback(r.Host) || hosts["*"] {
+// still sends that name. On another address, an open front (one without a token) takes
+// an IP address or a loopback name too, or one of hosts.
+func hostAllowed(r *http.Request, hosts map[string]bool, open bool) bool {
+	if IsLoopback(r.Host) || hosts["*"] || hosts[strings.ToLower(hostname(r.Host))] {
 		return true
 	}
-	return hosts[strings.ToLower(hostname(r.Host))]
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok || local == nil {
+		return true
+	}
+	if IsLoopback(local.String()) {
+		return false
+	}
+	_, err := netip.ParseAddr(hostname(r.Host))
+	return !open || err == nil
 }
 
 // IsLoopback reports whether addr (a host, or host:port) is localhost or a loopback IP

@@ -46,6 +46,14 @@ func TestGuard(t *testing.T) {
 		{name: "another host than the allowed", opts: Options{AllowHosts: []string{"toolshed.internal"}}, local: "127.0.0.1:8787", host: "evil.example", status: 403},
 		{name: "any host allowed", opts: Options{AllowHosts: []string{"*"}}, local: "127.0.0.1:8787", host: "evil.example", status: 200},
 		{name: "not a loopback connection", local: "10.0.0.5:8787", host: "toolshed.example.com", status: 200},
+		{name: "allowed host given with a port", opts: Options{AllowHosts: []string{"proxy.local:8443"}}, local: "127.0.0.1:8787", host: "proxy.local:8443", status: 200},
+		{name: "allowed host given in brackets", opts: Options{AllowHosts: []string{"[fd00::1]"}}, local: "127.0.0.1:8787", host: "[fd00::1]:8787", status: 200},
+		// Beyond loopback with no token, a name is a rebound name unless allowed.
+		{name: "open, beyond loopback, a name", opts: Options{Open: true}, local: "10.0.0.5:8787", host: "evil.example:8787", status: 403, says: "DNS rebinding"},
+		{name: "open, beyond loopback, the address", opts: Options{Open: true}, local: "10.0.0.5:8787", host: "10.0.0.5:8787", status: 200},
+		{name: "open, beyond loopback, an IPv6 address", opts: Options{Open: true}, local: "[fd00::5]:8787", host: "[fd00::5]:8787", status: 200},
+		{name: "open, beyond loopback, localhost", opts: Options{Open: true}, local: "10.0.0.5:8787", host: "localhost:8787", status: 200},
+		{name: "open, beyond loopback, an allowed name", opts: Options{Open: true, AllowHosts: []string{"toolshed.lan"}}, local: "10.0.0.5:8787", host: "toolshed.lan:8787", status: 200},
 
 		// Cross-origin protection.
 		{name: "cross-site fetch", local: "127.0.0.1:8787", host: "localhost:8787", method: "POST",
@@ -103,6 +111,54 @@ func TestGuard(t *testing.T) {
 				t.Errorf("%s %s (Host %q) = %d %q, want %d %q", method, r.URL, tc.host, w.Code, body, tc.status, tc.says)
 			}
 		})
+	}
+}
+
+// A browser app of an allowed origin gets its preflight answered and the answers name
+// it; another origin's preflight is refused; a refused request's connection closes.
+func TestGuardCORS(t *testing.T) {
+	h, err := Guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "reached") }),
+		Options{AllowOrigins: []string{"http://app.example"}, RequireJSON: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	serve := func(method, origin string, headers map[string]string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(method, "/mcp", strings.NewReader("{}"))
+		r.Host = "localhost:8080"
+		r.Header.Set("Origin", origin)
+		for k, v := range headers {
+			r.Header.Set(k, v)
+		}
+		r = r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, net.Addr(addr("127.0.0.1:8080"))))
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	preflight := map[string]string{"Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "content-type, mcp-session-id"}
+	w := serve(http.MethodOptions, "http://app.example", preflight)
+	if w.Code != http.StatusNoContent || w.Header().Get("Access-Control-Allow-Origin") != "http://app.example" ||
+		!strings.Contains(w.Header().Get("Access-Control-Allow-Methods"), "POST") ||
+		!strings.Contains(w.Header().Get("Access-Control-Allow-Headers"), "Mcp-Session-Id") {
+		t.Errorf("an allowed origin's preflight = %d %v", w.Code, w.Header())
+	}
+	w = serve(http.MethodPost, "http://app.example", map[string]string{"Content-Type": "application/json"})
+	if w.Code != 200 || w.Header().Get("Access-Control-Allow-Origin") != "http://app.example" ||
+		!strings.Contains(w.Header().Get("Access-Control-Expose-Headers"), "Mcp-Session-Id") {
+		t.Errorf("an allowed origin's POST = %d %v", w.Code, w.Header())
+	}
+	// Another origin's preflight is not answered for CORS (it goes on to the handler, as
+	// an OPTIONS request): without Access-Control-Allow-Origin, the browser sends nothing.
+	w = serve(http.MethodOptions, "http://evil.example", preflight)
+	if w.Header().Get("Access-Control-Allow-Origin") != "" || w.Header().Get("Access-Control-Allow-Methods") != "" {
+		t.Errorf("another origin's preflight = %d %v, want no CORS answer", w.Code, w.Header())
+	}
+	w = serve(http.MethodPost, "http://evil.example", map[string]string{"Content-Type": "application/json"})
+	if w.Code != http.StatusForbidden || w.Header().Get("Connection") != "close" {
+		t.Errorf("another origin's POST = %d %v, want 403 closing the connection", w.Code, w.Header())
+	}
+	w = serve(http.MethodPost, "http://app.example", map[string]string{"Content-Type": "text/plain"})
+	if w.Code != http.StatusUnsupportedMediaType || w.Header().Get("Connection") != "close" {
+		t.Errorf("a text/plain POST = %d %v, want 415 closing the connection", w.Code, w.Header())
 	}
 }
 
