@@ -50,15 +50,6 @@ type callRegistry struct {
 	used map[string]map[principal]time.Time
 }
 
-// principalMemory is how long after a principal's last call on a server ended its
-// clients still count among those the server's requests may be for (see cause). MCP
-// links no server request to the call it is about, and servers do send them after their
-// result: a sampling request raced with it, a log line written last, a background job.
-// A longer memory refuses more requests where principals take turns on one server; a
-// request a server sends later than this after its call, when one other principal
-// uses it, cannot be told from that principal's.
-const principalMemory = time.Minute
-
 func newCallRegistry(g *Gateway) *callRegistry {
 	return &callRegistry{g: g, byToken: map[string]*call{}, inflight: map[string][]*call{}, pending: map[string]*call{}, used: map[string]map[principal]time.Time{}}
 }
@@ -363,24 +354,6 @@ func (r *callRegistry) end(c *call) {
 		}
 		m[c.principal] = time.Now()
 	}
-}
-
-// recentPrincipals returns the principals whose calls on server ended within
-// principalMemory, and forgets older ones. r.mu must be held.
-func (r *callRegistry) recentPrincipals(server string) []principal {
-	var out []principal
-	cut := time.Now().Add(-principalMemory)
-	for p, at := range r.used[server] {
-		if at.Before(cut) {
-			delete(r.used[server], p)
-		} else {
-			out = append(out, p)
-		}
-	}
-	if len(r.used[server]) == 0 {
-		delete(r.used, server)
-	}
-	return out
 }
 
 func (c *call) setContext(ctx context.Context) {
