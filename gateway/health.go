@@ -21,7 +21,7 @@ func (g *Gateway) handleHealth(mux *http.ServeMux, auth *httpAuth) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "starting"})
 	})
 	serveStatus := func(w http.ResponseWriter, r *http.Request) {
-		if profile, ok := auth.profile(w, r); ok {
+		if profile, _, ok := auth.profile(w, r); ok {
 			writeJSON(w, http.StatusOK, map[string]any{"upstreams": g.statusOf(profile)})
 		}
 	}

@@ -88,7 +88,7 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 	mux := http.NewServeMux()
 	g.handleHealth(mux, auth)
 	serveMCP := func(w http.ResponseWriter, r *http.Request) {
-		profile, ok := auth.profile(w, r)
+		profile, cred, ok := auth.profile(w, r)
 		if !ok {
 			return
 		}
@@ -103,7 +103,7 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 			defer context.AfterFunc(g.life, cancel)()
 		}
 		coalesced := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { serveCoalesced(mcpHandler, w, r, maxBody) })
-		sessions.serve(coalesced, w, r.WithContext(ctx), credentialOf(r, auth.required), profile)
+		sessions.serve(coalesced, w, r.WithContext(ctx), cred, profile)
 	}
 	mux.HandleFunc("/mcp", serveMCP)
 	mux.HandleFunc("/mcp/{profile}", serveMCP)

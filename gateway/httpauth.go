@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"net/http"
 
@@ -27,20 +28,22 @@ func (g *Gateway) newHTTPAuth(token string) *httpAuth {
 	return a
 }
 
-// profile finds the profile of a request (see Gateway.Handler), or writes why it has
-// none. The token's scheme is matched in any case, and tokens are compared in constant
-// time.
-func (a *httpAuth) profile(w http.ResponseWriter, r *http.Request) (profile string, ok bool) {
+// profile finds the profile of a request (see Gateway.Handler) and the credential it
+// was accepted with (see credential), or writes why it has none. The token's scheme is
+// matched in any case, and tokens are compared in constant time.
+func (a *httpAuth) profile(w http.ResponseWriter, r *http.Request) (profile string, cred credential, ok bool) {
 	pathProfile := r.PathValue("profile")
 	profile = pathProfile
+	cred = sha256.Sum256(nil)
 	if a.required {
 		tok, ok := frontdoor.Bearer(r)
+		cred = sha256.Sum256([]byte(tok))
 		switch {
 		case !ok:
 			w.Header().Set("WWW-Authenticate", `Bearer realm="toolshed"`)
 			w.Header().Set("Connection", "close") // a refused client keeps no connection
 			httpError(w, http.StatusUnauthorized, "missing bearer token: send Authorization: Bearer <token>")
-			return "", false
+			return "", credential{}, false
 		case a.token != "" && frontdoor.Equal(tok, a.token):
 		default:
 			p, found := "", false
@@ -53,11 +56,11 @@ func (a *httpAuth) profile(w http.ResponseWriter, r *http.Request) (profile stri
 				w.Header().Set("WWW-Authenticate", `Bearer realm="toolshed", error="invalid_token"`)
 				w.Header().Set("Connection", "close")
 				httpError(w, http.StatusUnauthorized, "the bearer token is not valid for this gateway")
-				return "", false
+				return "", credential{}, false
 			}
 			if pathProfile != "" && pathProfile != p {
 				httpError(w, http.StatusForbidden, "this token belongs to another profile than %q", pathProfile)
-				return "", false
+				return "", credential{}, false
 			}
 			profile = p
 		}
@@ -71,8 +74,8 @@ func (a *httpAuth) profile(w http.ResponseWriter, r *http.Request) (profile stri
 		}
 		if err != nil {
 			httpError(w, http.StatusNotFound, "%v", err)
-			return "", false
+			return "", credential{}, false
 		}
 	}
-	return profile, true
+	return profile, cred, true
 }

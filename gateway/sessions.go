@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"sync"
 	"time"
-
-	"github.com/toolshed/toolshed/internal/frontdoor"
 )
 
 // A Streamable HTTP session id is a capability: whoever sends it speaks as that session,
@@ -40,15 +38,6 @@ const noSuchSession = "toolshed-no-such-session"
 // the empty string when the front needs no token (all clients are then one credential).
 // Only the hash is kept, so that the table holds no token.
 type credential [sha256.Size]byte
-
-// credentialOf returns the credential of an authenticated request.
-func credentialOf(r *http.Request, authRequired bool) credential {
-	if !authRequired {
-		return sha256.Sum256(nil)
-	}
-	tok, _ := frontdoor.Bearer(r)
-	return sha256.Sum256([]byte(tok))
-}
 
 type sessionOwner struct {
 	cred    credential
