@@ -69,20 +69,18 @@ func Guard(h http.Handler, opts Options) (http.Handler, error) {
 	}
 	var errs []error
 	protect := http.NewCrossOriginProtection()
+	origins := map[string]bool{}
 	for _, o := range opts.AllowOrigins {
 		if err := CheckOrigin(o); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		protect.AddTrustedOrigin(o)
+		origins[o] = true
 	}
 	hosts := map[string]bool{}
 	for _, name := range opts.AllowHosts {
 		hosts[strings.ToLower(hostname(name))] = true // as the Host header is compared
-	}
-	origins := map[string]bool{}
-	for _, o := range opts.AllowOrigins {
-		origins[o] = true
 	}
 	// A refused request's connection is closed after the answer, so that a client that
 	// is refused cannot keep one of the connections (see Limits.MaxConns) idle.
