@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -67,16 +68,11 @@ func onSignals(stderr io.Writer, drain time.Duration, kill func()) (ctx context.
 			force(exitDrainTimeout, "still stopping after the drain timeout (%v): ending what is left at once", drain)
 		}
 	}()
-	var once bool
-	return ctx, func() {
-		if once {
-			return
-		}
-		once = true
+	return ctx, sync.OnceFunc(func() {
 		signal.Stop(sigs)
 		close(done)
 		cancel()
-	}
+	})
 }
 
 // signalNumber is sig's number, for the exit status.
