@@ -24,7 +24,7 @@ type doorFlags struct {
 func addDoorFlags(fs *flag.FlagSet) *doorFlags {
 	d := &doorFlags{}
 	fs.Var(&d.origins, "allow-origin", "browser `ORIGIN` (scheme://host[:port]) allowed to call the HTTP endpoint (repeatable)")
-	fs.Var(&d.hosts, "allow-host", "`HOST` name accepted in the Host header besides localhost, 127.0.0.1 and [::1], as a reverse proxy on this machine sends it (repeatable; * accepts any, which turns off DNS rebinding protection)")
+	fs.Var(&d.hosts, "allow-host", "`HOST` name accepted in the Host header besides localhost, 127.0.0.1 and [::1] (and IP addresses beyond loopback): a reverse proxy's, or the DNS name of a listener beyond loopback without a token (repeatable; * accepts any, which turns off DNS rebinding protection)")
 	fs.IntVar(&d.maxConns, "max-connections", frontdoor.DefaultMaxConns, "serve at most `N` HTTP connections at once; more wait for one to end")
 	fs.DurationVar(&d.bodyTimeout, "body-timeout", frontdoor.DefaultBodyTimeout, "a request body must arrive within `DURATION` of its headers, or its connection is closed")
 	return d
