@@ -1,0 +1,86 @@
+// Package searchlog records what agents search for and what they then call, so that
+// toolshed can tell which tools its search fails to surface and learn from the searches
+// that worked. A Log writes in batches off the request path, to an embedded SQLite
+// database by default or to PostgreSQL, which several gateway replicas share.
+//
+// Argument values are never recorded; query text can be turned off or hashed.
+package searchlog
+
+import "time"
+
+// Search is one search a client ran: through the gateway's tool_search, the proxy's
+// search tools or the toolsearch library.
+type Search struct {
+	Time time.Time
+	// Source says which front ran it: "gateway", "proxy" or "library".
+	Source string
+	// Profile is the gateway profile ("" for the default or outside the gateway).
+	Profile string
+	// Session is an opaque, non-reversible name of the client session (never a raw
+	// session id), "" when there is none.
+	Session string
+	// Query is the query as sent, "" when query logging is off, or "sha256:" followed
+	// by 64 hex digits when queries are hashed.
+	Query string
+	// Mode is the search mode: "bm25", "regex" or "named".
+	Mode string
+	// Results are the tools returned, best first.
+	Results []Hit
+	// Latency is how long the search took inside toolshed.
+	Latency time.Duration
+	// Error is the error code of a search that failed, "" when it succeeded.
+	Error string
+	// CatalogTokens is what the definitions of every deferred tool would have cost the
+	// client, and ResultTokens what the definitions returned cost: the difference is
+	// what deferral saved on this turn.
+	CatalogTokens, ResultTokens int
+}
+
+// Hit is one tool a search returned.
+type Hit struct {
+	// Tool is the qualified name (server__tool).
+	Tool string
+	// Rank is the 1-based position in the results.
+	Rank int
+}
+
+// Call outcomes.
+const (
+	OutcomeOK          = "ok"          // the tool ran and did not report an error
+	OutcomeToolError   = "tool_error"  // the tool ran and reported isError
+	OutcomeFailed      = "failed"      // the call failed: unknown tool, bad arguments, protocol error
+	OutcomeTimeout     = "timeout"     // the server did not answer in time
+	OutcomeCancelled   = "cancelled"   // the client cancelled it, or toolshed stopped
+	OutcomeUnavailable = "unavailable" // the server was down or restarting
+)
+
+// Call is one tool call that went through toolshed. Its arguments are never recorded.
+type Call struct {
+	Time    time.Time
+	Source  string
+	Profile string
+	Session string
+	// Tool is the qualified name (server__tool), Server the server's name.
+	Tool, Server string
+	// Outcome is one of the Outcome constants.
+	Outcome string
+	// Duration is how long the call took.
+	Duration time.Duration
+	// Rank is the best rank at which one of this session's searches returned the tool
+	// (1-based), 0 when none did.
+	Rank int
+	// Query is the query (as recorded in Search.Query) of the session's latest search
+	// that returned the tool, "" when none did. With Outcome ok it is the evidence the
+	// learned field is built from.
+	Query string
+}
+
+// Evidence is a query that found a tool its session then called with success: the
+// learned field indexes these queries as words of that tool.
+type Evidence struct {
+	Tool  string
+	Query string
+	// Count is how many calls the query led to, and Last the newest of them.
+	Count int
+	Last  time.Time
+}
