@@ -23,6 +23,7 @@ import (
 	"github.com/toolshed/toolshed/gateway/config"
 	"github.com/toolshed/toolshed/policy"
 	"github.com/toolshed/toolshed/search"
+	"github.com/toolshed/toolshed/searchlog"
 )
 
 // Version is toolshed's version, reported to clients and upstreams.
@@ -63,6 +64,9 @@ type Options struct {
 	// closed and a quarter more after SIGTERM, before SIGKILL (to its process group
 	// each time). The same steps stop a server that is restarted or replaced.
 	DrainTimeout time.Duration
+	// SearchLog, when set, records every tool_search and every call of a real tool
+	// (see searchlog). The gateway does not close it.
+	SearchLog *searchlog.Log
 }
 
 // DefaultDrainTimeout is Options.DrainTimeout's default: long enough for upstreams to
@@ -103,6 +107,7 @@ type Gateway struct {
 	procs     processes // the upstream servers' processes (see Kill)
 	clients   *clients
 	hooks     *hooks
+	rec       *recorder
 	limits    *rateLimits
 	logMu     sync.Mutex
 
@@ -162,6 +167,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	g := &Gateway{cfg: cfg, opts: opts, byName: map[string]*Upstream{}, servers: map[string]*profileServer{}, changes: make(chan struct{}, 1)}
 	g.calls = newCallRegistry(g)
+	g.rec = newRecorder(opts.SearchLog)
 	g.clients = newClients(opts.WaitForClient)
 	g.life, g.endLife = context.WithCancel(context.Background())
 	h, err := newHooks(cfg.Hooks, g.logOut())

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -246,6 +247,12 @@ func (ps *profileServer) bridged(name string) mcp.ToolHandler {
 			if res := ps.describeRestarting(b.Plan, req.Params.Arguments); res != nil {
 				return res, nil
 			}
+		}
+		if name == bridge.SearchTool {
+			start := time.Now()
+			res := b.Search(req.Params.Arguments)
+			ps.g.rec.search(req.Session, ps.profile, b.Plan, req.Params.Arguments, res, time.Since(start))
+			return fromBridge(res), nil
 		}
 		if name != bridge.CallTool {
 			return fromBridge(b.Handle(name, req.Params.Arguments)), nil
