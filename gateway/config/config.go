@@ -44,6 +44,8 @@ type Config struct {
 	Hooks Hooks
 	// RateLimit bounds each session's calls; the zero value means no limit.
 	RateLimit RateLimit
+	// SearchLog configures the search log.
+	SearchLog SearchLog
 }
 
 // Server is one upstream MCP server.
