@@ -142,6 +142,20 @@ func (r *recorder) call(a activity, tool *catalog.Tool, d time.Duration) {
 	})
 }
 
+// refused records a tool_call that named a tool but did not reach it: an unknown tool,
+// or arguments its schema refuses.
+func (r *recorder) refused(ss *mcp.ServerSession, profile string, plan *policy.Plan, name string, d time.Duration) {
+	if r.log == nil {
+		return
+	}
+	c := searchlog.Call{Time: time.Now().Add(-d), Source: "gateway", Profile: profile, Session: sessionTag(ss), Tool: name, Outcome: searchlog.OutcomeFailed, Duration: d}
+	if t, err := plan.Lookup(name); err == nil {
+		c.Tool, c.Server = t.Qualified, t.Server
+	}
+	c.Rank, c.Query = r.found(c.Session, c.Tool)
+	r.log.Call(c)
+}
+
 // callOutcome maps an activity log outcome to the search log's.
 func callOutcome(activity string) string {
 	switch activity {

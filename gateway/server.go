@@ -257,14 +257,19 @@ func (ps *profileServer) bridged(name string) mcp.ToolHandler {
 		if name != bridge.CallTool {
 			return fromBridge(b.Handle(name, req.Params.Arguments)), nil
 		}
+		start := time.Now()
 		t, args, res := b.ResolveCall(req.Params.Arguments)
 		if t == nil {
 			// Not a tool the catalog has now: perhaps one of a server that is
 			// restarting.
-			if name, args, ok := toolCallTarget(req.Params.Arguments); ok && isUnknown(b.Plan, name) {
+			name, args, ok := toolCallTarget(req.Params.Arguments)
+			if ok && isUnknown(b.Plan, name) {
 				if res, err := ps.callRestarting(ctx, req, name, args, "tool_call"); res != nil || err != nil {
 					return res, err
 				}
+			}
+			if ok {
+				ps.g.rec.refused(req.Session, ps.profile, b.Plan, name, time.Since(start))
 			}
 			return fromBridge(res), nil
 		}
