@@ -44,7 +44,7 @@ func TestSearchLogRecords(t *testing.T) {
 	call(t, a, "tool_call", map[string]any{"name": "alpha__add", "arguments": map[string]any{"a": 40, "b": 2}})
 	call(t, a, "tool_call", map[string]any{"name": "alpha__fail", "arguments": map[string]any{}})
 	call(t, b, "tool_call", map[string]any{"name": "alpha__add", "arguments": map[string]any{"a": "x"}}) // bad arguments
-	call(t, b, "tool_search", map[string]any{"query": ""})                                            // an error
+	call(t, b, "tool_search", map[string]any{"query": ""})                                               // an error
 
 	if err := log.Flush(ctx); err != nil {
 		t.Fatal(err)
