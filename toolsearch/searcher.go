@@ -41,7 +41,6 @@ var indexes search.Cache
 type Searcher struct {
 	plan  *plan
 	index *search.Index
-	snap  *catalog.Snapshot
 	log   *searchlog.Log
 	// catalogTokens is what the deferred tools' definitions cost, when logging.
 	catalogTokens int
@@ -55,7 +54,7 @@ func NewSearcher(snap *catalog.Snapshot, opts Options) (*Searcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Searcher{plan: p, index: indexes.Index(snap), snap: snap, log: opts.Log}
+	s := &Searcher{plan: p, index: indexes.Index(snap), log: opts.Log}
 	if s.log != nil {
 		for _, t := range p.deferred {
 			s.catalogTokens += snap.ToolTokens(t)
@@ -147,7 +146,8 @@ func (s *Searcher) record(query string, tools []*catalog.Tool, err error, latenc
 	rec.Results = make([]searchlog.Hit, len(tools))
 	for i, t := range tools {
 		rec.Results[i] = searchlog.Hit{Tool: t.Qualified, Rank: i + 1}
-		rec.ResultTokens += s.snap.ToolTokens(t)
+		// The tools are the cached index's, whose snapshot may be another copy of s.snap.
+		rec.ResultTokens += s.index.Snapshot().ToolTokens(t)
 	}
 	s.log.Search(rec)
 }
