@@ -51,7 +51,7 @@ func newProfileServer(g *Gateway, profile string) *profileServer {
 	})
 	// Held until the upstreams are up (sessionMiddleware) before the raw results are
 	// swapped in (tools.middleware).
-	ps.server.AddReceivingMiddleware(g.sessionMiddleware(profile), checkLogLevel, ps.tools.middleware, ps.restartingMiddleware)
+	ps.server.AddReceivingMiddleware(relatedStream, g.sessionMiddleware(profile), checkLogLevel, ps.tools.middleware, ps.restartingMiddleware)
 	return ps
 }
 
