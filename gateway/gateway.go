@@ -275,6 +275,11 @@ func (g *Gateway) Connect(ctx context.Context, t mcp.Transport, profile string) 
 	return g.mcpServerFor(profile).Connect(ctx, &directFront{Transport: t}, nil)
 }
 
+// Catalog returns the current catalog: the tools of the upstreams that are up, with the
+// config's overrides applied (hidden tools left out), as every profile's plan starts
+// from it.
+func (g *Gateway) Catalog() *catalog.Snapshot { return g.current.Load().snap }
+
 // Statuses reports every upstream's state, in config order.
 func (g *Gateway) Statuses() []Status {
 	out := make([]Status, len(g.upstreams))
