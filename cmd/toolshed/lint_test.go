@@ -26,14 +26,7 @@ func TestLintConfig(t *testing.T) {
 			map[string]any{"tools": "everything__get-sum", "description": "Sum."},
 		},
 	})
-	path := filepath.Join(t.TempDir(), "mcp.json")
-	if err := os.WriteFile(path, cfg, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var stdout, stderr bytes.Buffer
-	if code := run([]string{"lint", "--config", path, "--json"}, &stdout, &stderr); code != 0 {
-		t.Fatalf("exit %d\nstderr: %s", code, stderr.String())
-	}
+	stdout, stderr := lintConfig(t, cfg)
 	var report struct {
 		Tools    int
 		Findings []struct{ Check, Tool, Message string }
@@ -64,17 +57,24 @@ func TestLintConfig(t *testing.T) {
 func lintedTools(t *testing.T, server string, command string, args []string) int {
 	t.Helper()
 	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{server: map[string]any{"command": command, "args": args}}})
-	path := filepath.Join(t.TempDir(), "plain.json")
-	if err := os.WriteFile(path, cfg, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	var stdout, stderr bytes.Buffer
-	if code := run([]string{"lint", "--config", path, "--json"}, &stdout, &stderr); code != 0 {
-		t.Fatalf("lint: exit %d: %s", code, stderr.String())
-	}
+	stdout, _ := lintConfig(t, cfg)
 	var out struct{ Tools int }
 	if err := json.Unmarshal(stdout.Bytes(), &out); err != nil || out.Tools == 0 {
 		t.Fatalf("lint of %s: %v %s", server, err, stdout.String())
 	}
 	return out.Tools
+}
+
+// lintConfig runs lint --config --json on the config cfg, which must succeed.
+func lintConfig(t *testing.T, cfg []byte) (stdout, stderr *bytes.Buffer) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	if err := os.WriteFile(path, cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr = &bytes.Buffer{}, &bytes.Buffer{}
+	if code := run([]string{"lint", "--config", path, "--json"}, stdout, stderr); code != 0 {
+		t.Fatalf("lint --config: exit %d\nstderr: %s", code, stderr.String())
+	}
+	return stdout, stderr
 }
