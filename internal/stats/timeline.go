@@ -1,0 +1,57 @@
+package stats
+
+import (
+	"time"
+
+	"github.com/toolshed/toolshed/searchlog"
+)
+
+// timeline buckets the searches and calls of [since, until] by hour, day or week (UTC),
+// whichever keeps a window readable as bars: at most 48 hours, 180 days, or more.
+func timeline(since, until time.Time, searches []searchlog.Search, calls []searchlog.Call, verdicts []verdict) Timeline {
+	if since.IsZero() || until.Before(since) {
+		return Timeline{Bucket: "day", Points: []Point{}}
+	}
+	span := until.Sub(since)
+	tl := Timeline{Bucket: "week"}
+	step := 7 * 24 * time.Hour
+	switch {
+	case span <= 48*time.Hour:
+		tl.Bucket, step = "hour", time.Hour
+	case span <= 180*24*time.Hour:
+		tl.Bucket, step = "day", 24*time.Hour
+	}
+	// Durations truncate from the zero time, a Monday, so weeks start on Mondays.
+	start := since.UTC().Truncate(step)
+	n := int(until.UTC().Sub(start)/step) + 1
+	tl.Points = make([]Point, n)
+	for i := range tl.Points {
+		tl.Points[i].Start = start.Add(time.Duration(i) * step)
+	}
+	at := func(t time.Time) *Point {
+		i := int(t.UTC().Sub(start) / step)
+		if i < 0 || i >= n {
+			return nil
+		}
+		return &tl.Points[i]
+	}
+	for i, s := range searches {
+		p := at(s.Time)
+		if p == nil {
+			continue
+		}
+		p.Searches++
+		if s.Error == "" && len(s.Results) == 0 {
+			p.Empty++
+		}
+		if verdicts[i] == missed {
+			p.Misses++
+		}
+	}
+	for _, c := range calls {
+		if p := at(c.Time); p != nil {
+			p.Calls++
+		}
+	}
+	return tl
+}
