@@ -59,11 +59,13 @@ type Report struct {
 	EmptyPct       float64 `json:"empty_pct"`
 	Misses         Misses  `json:"misses"`
 
-	Calls      int         `json:"calls"`
-	LowRank    RankedCalls `json:"low_rank_calls"`
-	Unsurfaced RankedCalls `json:"unsurfaced_calls"`
-	TopTools   []ToolCalls `json:"top_tools"`
-	Servers    []Server    `json:"servers"`
+	Calls int `json:"calls"`
+	// ToolsCalled counts the distinct tools called.
+	ToolsCalled int         `json:"tools_called"`
+	LowRank     RankedCalls `json:"low_rank_calls"`
+	Unsurfaced  RankedCalls `json:"unsurfaced_calls"`
+	TopTools    []ToolCalls `json:"top_tools"`
+	Servers     []Server    `json:"servers"`
 
 	NeverSurfaced NeverSurfaced `json:"never_surfaced"`
 
@@ -391,6 +393,7 @@ func (r *Report) callFigures(calls []searchlog.Call, top int) {
 		serverLat[c.Server] = append(serverLat[c.Server], c.Duration)
 	}
 	r.CallLatency = latency(lat)
+	r.ToolsCalled = len(all.tools)
 	r.TopTools = all.top(top)
 	r.LowRank = RankedCalls{low.calls, pct(low.calls, r.Calls), low.top(top)}
 	r.Unsurfaced = RankedCalls{unsurfaced.calls, pct(unsurfaced.calls, r.Calls), unsurfaced.top(top)}

@@ -23,13 +23,17 @@ func timeline(since, until time.Time, searches []searchlog.Search, calls []searc
 	}
 	// Durations truncate from the zero time, a Monday, so weeks start on Mondays.
 	start := since.UTC().Truncate(step)
-	n := int(until.UTC().Sub(start)/step) + 1
+	// A window that ends on a bucket's start (midnight, for days) does not draw it.
+	n := max(1, int((until.UTC().Sub(start)+step-1)/step))
 	tl.Points = make([]Point, n)
 	for i := range tl.Points {
 		tl.Points[i].Start = start.Add(time.Duration(i) * step)
 	}
 	at := func(t time.Time) *Point {
 		i := int(t.UTC().Sub(start) / step)
+		if i == n && !t.After(until) {
+			i-- // a record at the very end of the window
+		}
 		if i < 0 || i >= n {
 			return nil
 		}
