@@ -1,13 +1,18 @@
 package stats
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/toolshed/toolshed/searchlog"
 )
 
+// maxPoints bounds the buckets of a timeline.
+const maxPoints = 200
+
 // timeline buckets the searches and calls of [since, until] by hour, day or week (UTC),
-// whichever keeps a window readable as bars: at most 48 hours, 180 days, or more.
+// whichever keeps a window readable as bars: at most 48 hours, 180 days, or more (in
+// buckets of several weeks past maxPoints weeks).
 func timeline(since, until time.Time, searches []searchlog.Search, calls []searchlog.Call, verdicts []verdict) Timeline {
 	if since.IsZero() || until.Before(since) {
 		return Timeline{Bucket: "day", Points: []Point{}}
@@ -20,6 +25,10 @@ func timeline(since, until time.Time, searches []searchlog.Search, calls []searc
 		tl.Bucket, step = "hour", time.Hour
 	case span <= 180*24*time.Hour:
 		tl.Bucket, step = "day", 24*time.Hour
+	case span > maxPoints*step:
+		// Years of records: buckets of several weeks, so the chart keeps a bar per bucket.
+		weeks := int(span/(maxPoints*step)) + 1
+		tl.Bucket, step = fmt.Sprintf("%d weeks", weeks), time.Duration(weeks)*step
 	}
 	// Durations truncate from the zero time, a Monday, so weeks start on Mondays.
 	start := since.UTC().Truncate(step)
