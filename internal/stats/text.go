@@ -98,7 +98,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	case r.HashedQueries+r.UnrecordedQuery == r.Searches:
 		b.WriteString(": none, the log holds no query text (queries are hashed or not recorded)\n")
 	default:
-		b.WriteString(": none, no query missed a tool its session then called\n")
+		b.WriteString(": none, no query that missed a tool its session then called has words the tool lacks\n")
 	}
 	_, err := w.Write(b.Bytes())
 	return err
@@ -156,6 +156,8 @@ func spanText(d time.Duration) string {
 		return fmt.Sprintf("%.3g days", d.Hours()/24)
 	case d >= 2*time.Hour:
 		return fmt.Sprintf("%.3g hours", d.Hours())
+	case d >= 2*time.Minute:
+		return fmt.Sprintf("%.3g minutes", d.Minutes())
 	default:
 		return d.Round(time.Second).String()
 	}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/toolshed/toolshed/internal/golden"
+)
+
+const (
+	statsLog     = "../../internal/stats/testdata/log.jsonl"
+	statsCatalog = "../../internal/stats/testdata/catalog.json"
+	statsUntil   = "--until 2026-12-01T00:00:00Z"
+)
+
+func TestStatsCommand(t *testing.T) {
+	tests := []struct {
+		name string
+		args string
+		code int
+	}{
+		{"stats-from", "stats --from " + statsLog + " --catalog " + statsCatalog + " " + statsUntil, 0},
+		{"stats-from-nocatalog-top3", "stats --from " + statsLog + " --top 3 " + statsUntil, 0},
+		{"stats-since-1d", "stats --since 1d --from " + statsLog + " --catalog " + statsCatalog + " " + statsUntil, 0},
+		{"stats-since-36h-json", "stats --since 36h --json --from " + statsLog + " " + statsUntil, 0},
+		{"stats-empty-window", "stats --since 1h --from " + statsLog + " --until 2020-01-01T00:00:00Z", 0},
+		{"stats-hashed", "stats --from testdata/stats-hashed.jsonl " + statsUntil, 0},
+		{"stats-bad-since", "stats --since 7x --from " + statsLog, 2},
+		{"stats-negative-since", "stats --since -7d --from " + statsLog, 2},
+		{"stats-bad-until", "stats --until yesterday --from " + statsLog, 2},
+		{"stats-bad-top", "stats --top 0 --from " + statsLog, 2},
+		{"stats-db-and-from", "stats --db /tmp/x.db --from " + statsLog, 2},
+		{"stats-extra-args", "stats last week", 2},
+		{"stats-bad-records", "stats --from testdata/stats-bad.jsonl", 1},
+		{"stats-missing-records", "stats --from testdata/no-such-log.jsonl", 1},
+		{"stats-missing-catalog", "stats --from " + statsLog + " --catalog testdata/missing.json", 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(strings.Fields(tc.args), &stdout, &stderr)
+			if code != tc.code {
+				t.Errorf("toolshed %s: exit %d, want %d\nstderr: %s", tc.args, code, tc.code, stderr.String())
+			}
+			got := fmt.Sprintf("$ toolshed %s\n# exit %d\n# stdout\n%s# stderr\n%s", tc.args, code, stdout.String(), stderr.String())
+			golden.Check(t, filepath.Join("testdata", tc.name+".golden"), []byte(got))
+		})
+	}
+}
+
+// TestStatsJSON checks that the command's --json is the report package stats computes
+// of the same records, whose golden file holds it.
+func TestStatsJSON(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	args := "stats --json --from " + statsLog + " --catalog " + statsCatalog + " " + statsUntil
+	if code := run(strings.Fields(args), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	want, err := os.ReadFile("../../internal/stats/testdata/recorded.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(stdout.Bytes(), want) {
+		t.Errorf("toolshed %s differs from internal/stats/testdata/recorded.json:\n%s", args, stdout.String())
+	}
+}
+
+func TestStatsHTML(t *testing.T) {
+	dir := t.TempDir()
+	page := filepath.Join(dir, "report.html")
+	var stdout, stderr bytes.Buffer
+	args := []string{"stats", "--from", statsLog, "--html", page, "--until", "2026-12-01T00:00:00Z"}
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	data, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(data, []byte(`data-metric="searches">22<`)) || !bytes.HasPrefix(data, []byte("<!doctype html>")) {
+		t.Errorf("the page lacks the search count:\n%.400s", data)
+	}
+	if stdout.Len() != 0 || !strings.Contains(stderr.String(), "wrote "+page+" (22 searches, 17 calls)") {
+		t.Errorf("stdout %q, stderr %q: want the page only, and a line saying so", stdout.String(), stderr.String())
+	}
+
+	// A page that cannot be written is an error that leaves nothing behind.
+	stdout.Reset()
+	stderr.Reset()
+	args = []string{"stats", "--from", statsLog, "--html", filepath.Join(dir, "no-such-dir", "report.html")}
+	if code := run(args, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "no-such-dir") {
+		t.Errorf("writing into a missing directory: exit %d, stderr %q", code, stderr.String())
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("a failed write left files: %v", entries)
+	}
+}
