@@ -35,11 +35,12 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 	from := fs.String("from", "", "read the records from `FILE` (JSON lines of searches and calls) instead of the search log")
 	var catalogs listFlag
 	fs.Var(&catalogs, "catalog", "catalog `FILE` of the tools served (repeatable): lists the tools never surfaced, and checks suggested keywords against descriptions")
+	configFile := fs.String("config", os.Getenv("TOOLSHED_CONFIG"), "the gateway's config `FILE` (default $TOOLSHED_CONFIG): its servers are started to list their tools, as --catalog does")
 	asJSON := fs.Bool("json", false, "print JSON")
 	htmlFile := fs.String("html", "", "write the report as one self-contained web page to `FILE`")
 	top := fs.Int("top", stats.DefaultTop, "keep `N` rows in each ranked list")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: toolshed stats [--since 7d] [--db DSN | --from FILE] [--catalog FILE]... [--json] [--html FILE]")
+		fmt.Fprintln(stderr, "usage: toolshed stats [--since 7d] [--db DSN | --from FILE] [--config FILE] [--catalog FILE]... [--json] [--html FILE]")
 		fmt.Fprintln(stderr, "How tool search served: searches, empty results, likely misses, badly ranked and unsurfaced calls,")
 		fmt.Fprintln(stderr, "server errors, latency, tokens saved, and suggested keyword overrides for the tools it missed.")
 		fs.PrintDefaults()
@@ -63,13 +64,6 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 	if *from != "" && *dsn != "" {
 		return usageErr("--db and --from both name the records; give one")
 	}
-	var snap *catalog.Snapshot
-	if len(catalogs) > 0 {
-		if snap, err = loadCatalog(catalogs, stderr); err != nil {
-			return err
-		}
-	}
-
 	since := until.Add(-window)
 	read := readFile(*from)
 	if *from == "" {
@@ -83,6 +77,19 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// The catalog comes after the records: a config's servers start only for a log that reads.
+	var snap *catalog.Snapshot
+	switch {
+	case *configFile != "":
+		if snap, err = configCatalog(context.Background(), *configFile, catalogs, stderr); err != nil {
+			return err
+		}
+	case len(catalogs) > 0:
+		if snap, err = loadCatalog(catalogs, stderr); err != nil {
+			return err
+		}
+	}
+
 	r := stats.Compute(searches, calls, stats.Options{Since: since, Until: until, Catalog: snap, Top: *top})
 
 	if *htmlFile != "" {

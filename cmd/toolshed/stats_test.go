@@ -2,13 +2,17 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/toolshed/toolshed/internal/golden"
+	"github.com/toolshed/toolshed/internal/stats"
+	"github.com/toolshed/toolshed/internal/testupstream"
 )
 
 const (
@@ -97,5 +101,62 @@ func TestStatsHTML(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
 		t.Errorf("a failed write left files: %v", entries)
+	}
+}
+
+// TestStatsConfig lists the tools never surfaced of a real server (the npm memory
+// server) started from a gateway config, and checks suggestions against its real
+// descriptions.
+func TestStatsConfig(t *testing.T) {
+	mcmd, margs := testupstream.Memory(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "mcp.json")
+	servers := map[string]any{"mcpServers": map[string]any{
+		"memory": map[string]any{"command": mcmd, "args": margs},
+		"broken": map[string]any{"command": filepath.Join(dir, "no-such-server")},
+	}}
+	data, _ := json.Marshal(servers)
+	if err := os.WriteFile(cfg, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	records := filepath.Join(dir, "log.jsonl")
+	log := `{"type": "search", "time": "2026-11-30T09:00:00Z", "session": "s1", "query": "remember that alice works at acme", "results": [{"tool": "memory__search_nodes", "rank": 1}], "latency_ms": 0.2}
+{"type": "search", "time": "2026-11-30T09:00:05Z", "session": "s1", "query": "store a new person", "results": [{"tool": "memory__create_entities", "rank": 1}], "latency_ms": 0.2}
+{"type": "call", "time": "2026-11-30T09:00:09Z", "session": "s1", "tool": "memory__create_entities", "outcome": "ok", "duration_ms": 20, "rank": 1}
+`
+	if err := os.WriteFile(records, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	args := []string{"stats", "--json", "--from", records, "--config", cfg, "--until", "2026-12-01T00:00:00Z"}
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var r stats.Report
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		t.Fatal(err)
+	}
+	ns := r.NeverSurfaced
+	if !ns.Catalog || ns.CatalogTools < 5 || ns.Count != ns.CatalogTools-2 ||
+		!slices.Contains(ns.Tools, "memory__read_graph") || slices.Contains(ns.Tools, "memory__create_entities") {
+		t.Errorf("never surfaced %+v: want every memory tool but the two searches returned", ns)
+	}
+	if !strings.Contains(stderr.String(), `server "broken" did not start`) {
+		t.Errorf("stderr does not warn of the server that did not start:\n%s", stderr.String())
+	}
+	// The memory server describes create_entities as creating "entities in the
+	// knowledge graph": "store", "person", "remember", "alice"… are missing, "new" may not be.
+	if len(r.Suggestions) != 1 || r.Suggestions[0].Tool != "memory__create_entities" ||
+		!slices.Contains(r.Suggestions[0].Keywords, "remember") || slices.Contains(r.Suggestions[0].Keywords, "entities") {
+		t.Errorf("suggestions %+v", r.Suggestions)
+	}
+
+	// A config none of whose servers starts lists no tool: an error, not an empty catalog.
+	only := filepath.Join(dir, "broken.json")
+	os.WriteFile(only, []byte(`{"mcpServers": {"broken": {"command": "`+filepath.Join(dir, "no-such-server")+`"}}}`), 0o644)
+	stdout.Reset()
+	stderr.Reset()
+	if code := run([]string{"stats", "--from", records, "--config", only}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "no server of "+only+" listed a tool") {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr.String())
 	}
 }

@@ -74,7 +74,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	ns := r.NeverSurfaced
 	switch {
 	case !ns.Catalog:
-		b.WriteString("\nTools never surfaced: not listed, no catalog was given (pass --catalog FILE)\n")
+		b.WriteString("\nTools never surfaced: not listed, no catalog was given (pass --config FILE or --catalog FILE)\n")
 	case ns.Count == 0:
 		fmt.Fprintf(&b, "\nTools never surfaced: none; searches returned every one of the catalog's %s tools\n", count(ns.CatalogTools))
 	default:
