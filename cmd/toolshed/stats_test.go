@@ -3,14 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/toolshed/toolshed/internal/golden"
 	"github.com/toolshed/toolshed/internal/stats"
 	"github.com/toolshed/toolshed/internal/testupstream"
 )
@@ -44,15 +42,7 @@ func TestStatsCommand(t *testing.T) {
 		{"stats-missing-catalog", "stats --from " + statsLog + " --catalog testdata/missing.json", 1},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := run(strings.Fields(tc.args), &stdout, &stderr)
-			if code != tc.code {
-				t.Errorf("toolshed %s: exit %d, want %d\nstderr: %s", tc.args, code, tc.code, stderr.String())
-			}
-			got := fmt.Sprintf("$ toolshed %s\n# exit %d\n# stdout\n%s# stderr\n%s", tc.args, code, stdout.String(), stderr.String())
-			golden.Check(t, filepath.Join("testdata", tc.name+".golden"), []byte(got))
-		})
+		t.Run(tc.name, func(t *testing.T) { checkCommand(t, tc.name, tc.args, tc.code) })
 	}
 }
 

@@ -3,6 +3,7 @@ package stats
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -413,5 +414,19 @@ func TestOverridesYAML(t *testing.T) {
 `
 	if got != want {
 		t.Errorf("Overrides:\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestNeverSurfacedTextBounded(t *testing.T) {
+	r := Report{Searches: 1, NeverSurfaced: NeverSurfaced{Catalog: true, CatalogTools: 40, Count: 40}}
+	for i := range 40 {
+		r.NeverSurfaced.Tools = append(r.NeverSurfaced.Tools, fmt.Sprintf("s__t%02d", i))
+	}
+	var b bytes.Buffer
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "s__t29\n  … and 10 more (--json and --html list them all)\n") || strings.Contains(b.String(), "s__t30") {
+		t.Errorf("text of 40 tools never surfaced:\n%s", b.String())
 	}
 }

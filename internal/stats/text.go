@@ -10,6 +10,10 @@ import (
 	"time"
 )
 
+// maxNeverSurfacedText bounds the tools never surfaced that the text lists: a large
+// catalog can have hundreds, which would bury the rest of the report.
+const maxNeverSurfacedText = 30
+
 // WriteText writes the report as text for a terminal.
 func (r *Report) WriteText(w io.Writer) error {
 	var b bytes.Buffer
@@ -79,8 +83,11 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "\nTools never surfaced: none; searches returned every one of the catalog's %s tools\n", count(ns.CatalogTools))
 	default:
 		fmt.Fprintf(&b, "\nTools never surfaced: %s of the catalog's %s\n", count(ns.Count), count(ns.CatalogTools))
-		for _, t := range ns.Tools {
+		for _, t := range ns.Tools[:min(len(ns.Tools), maxNeverSurfacedText)] {
 			fmt.Fprintf(&b, "  %s\n", t)
+		}
+		if more := len(ns.Tools) - maxNeverSurfacedText; more > 0 {
+			fmt.Fprintf(&b, "  … and %s more (--json and --html list them all)\n", count(more))
 		}
 	}
 
