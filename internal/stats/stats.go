@@ -75,10 +75,10 @@ type Report struct {
 	Timeline      Timeline `json:"timeline"`
 
 	Suggestions []Suggestion `json:"suggestions"`
-	// HashedQueries counts the searches whose query was hashed and EmptyQueries those
+	// HashedQueries counts the searches whose query was hashed and UnrecordedQueries those
 	// whose query was not recorded: neither can suggest keywords.
-	HashedQueries   int `json:"hashed_queries"`
-	UnrecordedQuery int `json:"unrecorded_queries"`
+	HashedQueries     int `json:"hashed_queries"`
+	UnrecordedQueries int `json:"unrecorded_queries"`
 }
 
 // Misses are the likely misses: searches that succeeded, in a session, after which the
@@ -306,7 +306,7 @@ func (r *Report) searchFigures(searches []searchlog.Search, verdicts []verdict, 
 		}
 		switch {
 		case s.Query == "":
-			r.UnrecordedQuery++
+			r.UnrecordedQueries++
 		case isHashed(s.Query):
 			r.HashedQueries++
 		}

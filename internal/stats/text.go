@@ -102,7 +102,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		}
 		b.WriteString(". Check them, then paste into the config:\n\n")
 		b.WriteString(Overrides(r.Suggestions))
-	case r.HashedQueries+r.UnrecordedQuery == r.Searches:
+	case r.HashedQueries+r.UnrecordedQueries == r.Searches:
 		b.WriteString(": none, the log holds no query text (queries are hashed or not recorded)\n")
 	default:
 		b.WriteString(": none, no query that missed a tool its session then called has words the tool lacks\n")
