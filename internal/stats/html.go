@@ -29,6 +29,7 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{
 		return strconv.FormatFloat(100*float64(n)/float64(of), 'f', 1, 64) + "%"
 	},
 	"lowRank": func() int { return LowRank },
+	"plural":  plural,
 	"add":     func(a, b int) int { return a + b },
 }).Parse(pageSource))
 
@@ -135,11 +136,10 @@ func pointLabel(bucket string, t time.Time, full bool) string {
 // niceScale returns the top of an axis that holds peak, and a step that draws three to
 // five grid lines, both round numbers.
 func niceScale(peak int) (top, step int) {
-	step = 1
 	for _, m := range []int{1, 2, 5} {
 		for p := 1; ; p *= 10 {
 			if s := m * p; s*4 >= peak {
-				if step == 1 || s < step {
+				if step == 0 || s < step {
 					step = s
 				}
 				break

@@ -430,3 +430,18 @@ func TestNeverSurfacedTextBounded(t *testing.T) {
 		t.Errorf("text of 40 tools never surfaced:\n%s", b.String())
 	}
 }
+
+func TestNiceScale(t *testing.T) {
+	tests := []struct{ peak, top, step int }{
+		{1, 1, 1}, {2, 2, 1}, {4, 4, 1}, {5, 6, 2}, {6, 6, 2}, {9, 10, 5}, {17, 20, 5}, {100, 100, 50}, {101, 150, 50}, {1234, 1500, 500},
+	}
+	for _, tc := range tests {
+		top, step := niceScale(tc.peak)
+		if top != tc.top || step != tc.step {
+			t.Errorf("niceScale(%d) = %d, %d; want %d, %d", tc.peak, top, step, tc.top, tc.step)
+		}
+		if lines := top/step + 1; lines < 2 || lines > 6 {
+			t.Errorf("niceScale(%d) draws %d grid lines", tc.peak, lines)
+		}
+	}
+}

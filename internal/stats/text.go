@@ -27,7 +27,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	line := func(name, n, what string) {
 		fmt.Fprintln(&b, strings.TrimRight(fmt.Sprintf("%-16s %8s  %s", name, n, what), " "))
 	}
-	what := "in " + count(r.Sessions) + " sessions"
+	what := "in " + count(r.Sessions) + " " + plural(r.Sessions, "session", "sessions")
 	if r.FailedSearches > 0 {
 		what += ", " + count(r.FailedSearches) + " failed"
 	}
