@@ -20,6 +20,7 @@ const (
 )
 
 func TestStatsCommand(t *testing.T) {
+	t.Setenv("TOOLSHED_CONFIG", "") // the default of --config
 	tests := []struct {
 		name string
 		args string
@@ -49,6 +50,7 @@ func TestStatsCommand(t *testing.T) {
 // TestStatsJSON checks that the command's --json is the report package stats computes
 // of the same records, whose golden file holds it.
 func TestStatsJSON(t *testing.T) {
+	t.Setenv("TOOLSHED_CONFIG", "") // the default of --config
 	var stdout, stderr bytes.Buffer
 	args := "stats --json --from " + statsLog + " --catalog " + statsCatalog + " " + statsUntil
 	if code := run(strings.Fields(args), &stdout, &stderr); code != 0 {
@@ -64,6 +66,7 @@ func TestStatsJSON(t *testing.T) {
 }
 
 func TestStatsHTML(t *testing.T) {
+	t.Setenv("TOOLSHED_CONFIG", "") // the default of --config
 	dir := t.TempDir()
 	page := filepath.Join(dir, "report.html")
 	var stdout, stderr bytes.Buffer

@@ -49,8 +49,8 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		Report:      r,
 		Window:      r.windowText(),
 		TimelineSVG: timelineSVG(r.Timeline),
-		SearchHist:  histogramSVG(r.SearchLatency, "#3b6fd8"),
-		CallHist:    histogramSVG(r.CallLatency, "#7a5af5"),
+		SearchHist:  histogramSVG(r.SearchLatency, colorFound),
+		CallHist:    histogramSVG(r.CallLatency, colorCalls),
 		MaxToolCalls: func() int {
 			if len(r.TopTools) == 0 {
 				return 0
@@ -65,10 +65,11 @@ func (r *Report) WriteHTML(w io.Writer) error {
 	return err
 }
 
-// Chart colors: searches acted on, likely misses.
+// Chart colors: searches (acted on), likely misses, calls.
 const (
 	colorFound = "#3b6fd8"
 	colorMiss  = "#e8a33d"
+	colorCalls = "#7a5af5"
 	colorGrid  = "#e4e7eb"
 	colorText  = "#616e7c"
 )
