@@ -6,11 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/toolshed/toolshed/catalog"
-	"github.com/toolshed/toolshed/gateway"
-	"github.com/toolshed/toolshed/gateway/config"
 	"github.com/toolshed/toolshed/internal/builtin"
 	"github.com/toolshed/toolshed/internal/lint"
 )
@@ -48,7 +45,7 @@ func runLint(args []string, stdout, stderr io.Writer) error {
 	)
 	switch {
 	case *configFile != "":
-		snap, problems, err = configCatalog(context.Background(), *configFile, stderr)
+		snap, problems, err = configCatalog(context.Background(), *configFile, "linted", stderr)
 	case len(catalogs) > 0:
 		snap, problems, err = lintFiles(catalogs)
 	default:
@@ -94,56 +91,4 @@ func lintFiles(files []string) (*catalog.Snapshot, []catalog.Problem, error) {
 	}
 	snap, ps := catalog.Build(sources)
 	return snap, append(problems, ps...), nil
-}
-
-// configCatalog starts the servers of a gateway config, waits until each has listed its
-// tools or failed, and returns the catalog a gateway would serve, overrides applied.
-// Servers that fail are reported on stderr, and the others are linted.
-func configCatalog(ctx context.Context, file string, stderr io.Writer) (*catalog.Snapshot, []catalog.Problem, error) {
-	cfg, warns, err := config.Load(file)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, w := range warns {
-		fmt.Fprintf(stderr, "toolshed: warning: %s: %s\n", file, w)
-	}
-	if len(cfg.Servers) == 0 {
-		return nil, nil, fmt.Errorf("%s lists no servers to lint; list them under mcpServers, or lint a catalog file with --catalog", file)
-	}
-	g, err := gateway.New(cfg, gateway.Options{Log: stderr})
-	if err != nil {
-		return nil, nil, err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		g.Run(ctx)
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
-	wait := config.DefaultConnectTimeout
-	for _, s := range cfg.Servers {
-		wait = max(wait, s.ConnectTimeout)
-	}
-	readyCtx, cancelReady := context.WithTimeout(ctx, wait+5*time.Second)
-	defer cancelReady()
-	g.WaitReady(readyCtx)
-	up := 0
-	for _, st := range g.Statuses() {
-		switch {
-		case st.State == gateway.Ready:
-			up++
-		case st.Err != nil:
-			fmt.Fprintf(stderr, "toolshed: warning: server %s is %s, so its tools are not linted: %v\n", st.Name, st.State, st.Err)
-		default:
-			fmt.Fprintf(stderr, "toolshed: warning: server %s is %s, so its tools are not linted\n", st.Name, st.State)
-		}
-	}
-	if up == 0 {
-		return nil, nil, fmt.Errorf("no server of %s started, so there is nothing to lint; see the warnings above", file)
-	}
-	return g.Catalog(), nil, nil
 }

@@ -75,15 +75,20 @@ func TestCommands(t *testing.T) {
 		{"serve-profile-with-http", "serve --config testdata/serve-profiles.yaml --profile admin --http 127.0.0.1:0", 2},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := run(strings.Fields(tc.args), &stdout, &stderr)
-			if code != tc.code {
-				t.Errorf("toolshed %s: exit %d, want %d\nstderr: %s", tc.args, code, tc.code, stderr.String())
-			}
-			got := fmt.Sprintf("$ toolshed %s\n# exit %d\n# stdout\n%s# stderr\n%s", tc.args, code, stdout.String(), stderr.String())
-			got = timing.ReplaceAllString(got, "${1}<time>")
-			golden.Check(t, filepath.Join("testdata", tc.name+".golden"), []byte(got))
-		})
+		t.Run(tc.name, func(t *testing.T) { checkCommand(t, tc.name, tc.args, tc.code) })
 	}
+}
+
+// checkCommand runs the command line args (split at spaces), checks its exit status, and
+// compares what it printed with testdata/NAME.golden, timings masked.
+func checkCommand(t *testing.T, name, args string, want int) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(strings.Fields(args), &stdout, &stderr)
+	if code != want {
+		t.Errorf("toolshed %s: exit %d, want %d\nstderr: %s", args, code, want, stderr.String())
+	}
+	got := fmt.Sprintf("$ toolshed %s\n# exit %d\n# stdout\n%s# stderr\n%s", args, code, stdout.String(), stderr.String())
+	got = timing.ReplaceAllString(got, "${1}<time>")
+	golden.Check(t, filepath.Join("testdata", name+".golden"), []byte(got))
 }
