@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"time"
 
 	"github.com/toolshed/toolshed/gateway/config"
@@ -24,10 +26,10 @@ func (f searchLogFlags) check() error {
 	return usageErr("--log-queries must be plain, hash or off, got %q", *f.queries)
 }
 
-// openSearchLog opens the search log the flags and the config name: nil for off. A
+// openServeLog opens the search log the flags and the config name: nil for off. A
 // database named explicitly that cannot be opened is an error; the default file, when
 // it cannot be (a read-only home, say), costs a warning and the log, not the gateway.
-func openSearchLog(cfg config.SearchLog, f searchLogFlags, stderr io.Writer) (*searchlog.Log, error) {
+func openServeLog(cfg config.SearchLog, f searchLogFlags, stderr io.Writer) (*searchlog.Log, error) {
 	dsn, explicit := cfg.DB, cfg.DB != ""
 	if *f.db != "" {
 		dsn, explicit = *f.db, true
@@ -53,6 +55,31 @@ func openSearchLog(cfg config.SearchLog, f searchLogFlags, stderr io.Writer) (*s
 		return nil, nil
 	}
 	return log, nil
+}
+
+func init() {
+	// toolshed stats reads the store through openSearchLog (see stats.go).
+	openSearchLog = openLogForReading
+}
+
+// openLogForReading opens the search log at dsn ("" for the default file) to read it.
+// It prunes nothing (the gateway's retention settings are not known here), and does not
+// create the default file when there is none yet.
+func openLogForReading(ctx context.Context, dsn string) (readLog, func() error, error) {
+	if dsn == "" {
+		path, err := searchlog.DefaultPath()
+		if err != nil {
+			return nil, nil, err
+		}
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, fmt.Errorf("there is no search log at %s yet: toolshed serve records one as it serves (or name it with --db)", path)
+		}
+	}
+	log, err := searchlog.Open(ctx, dsn, searchlog.Options{MaxAge: -1, MaxRows: -1, Logf: func(string, ...any) {}})
+	if err != nil {
+		return nil, nil, err
+	}
+	return log.Read, func() error { return log.Close(context.Background()) }, nil
 }
 
 // closeSearchLog writes what the log still holds, for a few seconds at most.

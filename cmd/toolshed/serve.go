@@ -119,7 +119,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		opts.Catalogs, _ = builtin.Sources()
 		fmt.Fprintln(stderr, "toolshed: no --config: serving the built-in catalog (tool definitions of 21 real MCP servers; a call explains how to configure the real server)")
 	}
-	searchLog, err := openSearchLog(cfg.SearchLog, logFlags, stderr)
+	searchLog, err := openServeLog(cfg.SearchLog, logFlags, stderr)
 	if err != nil {
 		return err
 	}
