@@ -4,10 +4,13 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"io"
 	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolshed/toolshed/gateway"
 	"github.com/toolshed/toolshed/gateway/config"
@@ -151,4 +154,59 @@ func TestSearchLogDirectCall(t *testing.T) {
 	if c := calls[0]; c.Tool != "alpha__add" || c.Server != "alpha" || c.Outcome != searchlog.OutcomeOK || c.Rank != 0 || c.Query != "" {
 		t.Errorf("call = %+v", c)
 	}
+}
+
+// BenchmarkSearchLogged measures what the search log adds to a tool_search: each
+// iteration searches once through a gateway without a log and once through one that
+// records to a SQLite file, interleaved so both see the same machine (the SDK's client
+// on OS pipes, in the benchmark's process). The added latency is the difference of
+// the medians.
+func BenchmarkSearchLogged(b *testing.B) {
+	log, err := searchlog.Open(context.Background(), filepath.Join(b.TempDir(), "log.db"), searchlog.Options{Logf: func(string, ...any) {}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer log.Close(context.Background())
+	start := func(l *searchlog.Log) *gateway.Gateway {
+		g, err := gateway.New(&config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.On, SearchLog: l, Log: io.Discard})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { g.Run(ctx); close(done) }()
+		b.Cleanup(func() { cancel(); <-done })
+		ready, stop := context.WithTimeout(ctx, 30*time.Second)
+		defer stop()
+		g.WaitReady(ready)
+		return g
+	}
+	plain, logged := pipeClient(b, start(nil), ""), pipeClient(b, start(log), "")
+	ctx := context.Background()
+	params := &mcp.CallToolParams{Name: "tool_search", Arguments: map[string]any{"query": "add two numbers"}}
+	for range 50 {
+		plain.CallTool(ctx, params)
+		logged.CallTool(ctx, params)
+	}
+	var pLat, lLat []time.Duration
+	b.ResetTimer()
+	for range b.N {
+		t0 := time.Now()
+		if _, err := plain.CallTool(ctx, params); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if _, err := logged.CallTool(ctx, params); err != nil {
+			b.Fatal(err)
+		}
+		pLat, lLat = append(pLat, t1.Sub(t0)), append(lLat, time.Since(t1))
+	}
+	b.StopTimer()
+	p50, p99 := percentiles(pLat)
+	l50, l99 := percentiles(lLat)
+	b.ReportMetric(p50, "nolog-p50-µs")
+	b.ReportMetric(p99, "nolog-p99-µs")
+	b.ReportMetric(l50, "logged-p50-µs")
+	b.ReportMetric(l99, "logged-p99-µs")
+	b.ReportMetric(l50-p50, "added-p50-µs")
 }

@@ -161,6 +161,10 @@ func TestPostgresBroken(t *testing.T) {
 	exec(t, st, `ALTER TABLE searches RENAME TO searches_away`)
 	failingFlushes(t, l, 3)
 	recordMany(l, 2*DefaultQueueSize)
+	// The queue, full now, is taken in by a write that fails.
+	if err := l.Flush(context.Background()); err == nil {
+		t.Fatal("Flush succeeded on a broken store")
+	}
 	if n := w.count(cannotWrite); n != 1 {
 		t.Fatalf("%d warnings about the broken store, want 1:\n%s", n, &w)
 	}
