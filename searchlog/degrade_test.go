@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toolshed/toolshed/internal/pgtest"
 )
 
 const cannotWrite = "cannot write to"
@@ -152,8 +154,7 @@ func TestSQLiteDeleted(t *testing.T) {
 // TestPostgresBroken: a table gone (renamed by an operator) fails every write with
 // one warning; once it is back, the log writes again.
 func TestPostgresBroken(t *testing.T) {
-	pg := backends(t)[1]
-	dsn := pg.dsn(t)
+	dsn := pgtest.Start(t).Database(t)
 	var w warnings
 	l := open(t, dsn, Options{Logf: w.logf})
 	st := rawStore(t, dsn)

@@ -35,9 +35,18 @@ func Required() bool {
 	return os.Getenv("CI") != "" || os.Getenv("TOOLSHED_REQUIRE_PG") != ""
 }
 
+// Installed reports whether PostgreSQL's binaries are there to start.
+func Installed() bool {
+	_, err := binDir()
+	return err == nil
+}
+
 // binDir finds the newest installed PostgreSQL's binaries (TOOLSHED_PG_BIN overrides).
 func binDir() (string, error) {
 	if d := os.Getenv("TOOLSHED_PG_BIN"); d != "" {
+		if _, err := os.Stat(filepath.Join(d, "initdb")); err != nil {
+			return "", fmt.Errorf("TOOLSHED_PG_BIN=%s has no initdb: %v", d, err)
+		}
 		return d, nil
 	}
 	found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb")
