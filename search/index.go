@@ -58,11 +58,15 @@ type Params struct {
 	Questions float64
 
 	// Learned is the weight of the learned field: the queries that led to successful
-	// calls of a tool (see Index.WithEvidence). 0 (or less) turns the field off.
+	// calls of a tool (see Index.WithEvidence). 0 (or less) turns the field off. A
+	// query describes the user's task, its data and names as well as the tool, so its
+	// words count half what the description's do: at 1 the field began to pull tools
+	// that earlier, similar requests had called above the right one (bench/README.md).
 	Learned float64
-	// LearnedB is the learned field's length normalization (0 none, 1 full): a tool
-	// that many different queries led to has a longer field, and each of its words
-	// should say less about it.
+	// LearnedB is the learned field's length normalization (0 none, 1 full), applied
+	// to each query against the average query: a long request says less about the tool
+	// with each of its words. How many queries led to a tool is not normalized away:
+	// more of them are more evidence.
 	LearnedB float64
 	// LearnedPerTool is the most distinct queries a tool's learned field keeps, the
 	// weightiest (see LearnedHalfLife); 0 means no bound.
@@ -87,7 +91,7 @@ var DefaultParams = Params{
 	PathVerbs: 1,
 	Questions: 0.3,
 
-	Learned:         1,
+	Learned:         0.5,
 	LearnedB:        0.75,
 	LearnedPerTool:  32,
 	LearnedHalfLife: 30 * 24 * time.Hour,

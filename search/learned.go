@@ -123,8 +123,9 @@ type learnedPosting struct {
 }
 
 // withLearned makes the index with the learned fields of byTool: the queries are
-// analyzed as a query is, each distinct term of a query adding the query's weight to
-// the term's frequency in the field; words no tool uses become new terms.
+// analyzed as a query is, each distinct term of a query adding the query's weight,
+// normalized for the query's length, to the term's frequency in the field; words no
+// tool uses become new terms.
 func (ix *Index) withLearned(byTool [][]learnedQuery) *Index {
 	p := &ix.params
 	terms := ix.terms.clone()
@@ -147,25 +148,18 @@ func (ix *Index) withLearned(byTool [][]learnedQuery) *Index {
 		return slot.id, termText[slot.id] == st.text
 	}
 
+	// First each query's distinct terms, all queries' terms in one list.
 	var (
-		learned []learnedPosting
-		lens    = make([]float64, len(byTool)) // per tool, its field's length
-		fields  = 0                            // tools with a field
-		buf     []byte
-		ids     []int32 // the distinct terms of the query being analyzed
-		tf      = map[int32]float64{}
+		qterms []int32 // the terms of every query, one query after another
+		qend   []int   // per query, where its terms end in qterms
+		buf    []byte
 	)
-	for d, qs := range byTool {
-		if len(qs) == 0 {
-			continue
-		}
-		clear(tf)
-		length := 0.0
+	for _, qs := range byTool {
 		for _, q := range qs {
-			ids = ids[:0]
+			from := len(qterms)
 			emit := func(tok []byte, h uint64) {
-				if id, ok := termOf(tok, h); ok && !slices.Contains(ids, id) {
-					ids = append(ids, id)
+				if id, ok := termOf(tok, h); ok && !slices.Contains(qterms[from:], id) {
+					qterms = append(qterms, id)
 				}
 			}
 			buf = tokenize(q.text, buf, emit)
@@ -173,33 +167,34 @@ func (ix *Index) withLearned(byTool [][]learnedQuery) *Index {
 			if gl := gloss.Append(nil, q.text); len(gl) > 0 {
 				buf = tokenize(string(gl), buf, emit)
 			}
+			qend = append(qend, len(qterms))
+		}
+	}
+	if len(qterms) == 0 {
+		return ix
+	}
+	// Length normalization is per query, against the average query: a long request
+	// says less about the tool with each of its words. The number of queries is not
+	// normalized away: more queries that led to a tool are more evidence, and BM25's
+	// saturation already keeps a word said by many of them from counting without end.
+	avg := float64(len(qterms)) / float64(len(qend))
+	var learned []learnedPosting
+	tf := map[int32]float64{}
+	qi, from := 0, 0
+	for d, qs := range byTool {
+		clear(tf)
+		for _, q := range qs {
+			ids := qterms[from:qend[qi]]
+			from = qend[qi]
+			qi++
+			f := q.weight * p.Learned / (1 - p.LearnedB + p.LearnedB*float64(len(ids))/avg)
 			for _, id := range ids {
-				tf[id] += q.weight
+				tf[id] += f
 			}
-			length += q.weight * float64(len(ids))
 		}
-		if length == 0 {
-			continue
-		}
-		lens[d] = length
-		fields++
 		for id, f := range tf {
 			learned = append(learned, learnedPosting{term: id, doc: int32(d), tf: f})
 		}
-	}
-	if len(learned) == 0 {
-		return ix
-	}
-	// The field's length normalization is against the average of the tools that have
-	// one: how many tools have none says nothing about how long a field is.
-	avg := 0.0
-	for _, l := range lens {
-		avg += l
-	}
-	avg /= float64(fields)
-	for i := range learned {
-		e := &learned[i]
-		e.tf *= p.Learned / (1 - p.LearnedB + p.LearnedB*lens[e.doc]/avg)
 	}
 	slices.SortFunc(learned, func(a, b learnedPosting) int {
 		return cmp.Or(cmp.Compare(a.term, b.term), cmp.Compare(a.doc, b.doc))
