@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/internal/eval"
+	"github.com/toolshed/toolshed/internal/evalsearch"
 	"github.com/toolshed/toolshed/search"
 )
 
@@ -51,9 +51,9 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	ix := search.NewIndex(snap)
 	build := time.Since(start)
 	if learn {
-		return runLearned(stdout, snap, ix, qs, *learnSplit, *asJSON)
+		return runLearned(stdout, ix, qs, *learnSplit, *asJSON)
 	}
-	r := eval.Run(qs, snap.Len(), build, searchFunc(ix))
+	r := eval.Run(qs, snap.Len(), build, evalsearch.Search(ix))
 	if !*misses {
 		r.Misses = nil
 	}
@@ -73,38 +73,9 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// searchFunc is the search eval measures: ix's first eval.Depth results, with queries
-// longer than tool search accepts shortened the way a client should (search.Shorten),
-// rather than counted as failures.
-func searchFunc(ix *search.Index) eval.SearchFunc {
-	return func(q string) ([]*catalog.Tool, error) {
-		found, err := ix.Search(search.Shorten(q, search.MaxQueryLen), search.Options{Limit: eval.Depth})
-		tools := make([]*catalog.Tool, len(found))
-		for i, f := range found {
-			tools[i] = f.Tool
-		}
-		return tools, err
-	}
-}
-
-// runLearned prints eval.RunLearned's figures: each log query with one relevant name
-// becomes one piece of evidence (a search, then one successful call) for every tool of
-// that name, all of them used just now.
-func runLearned(w io.Writer, snap *catalog.Snapshot, ix *search.Index, qs []eval.Query, share float64, asJSON bool) error {
-	byName := map[string][]string{}
-	for _, t := range snap.Tools() {
-		byName[t.Name] = append(byName[t.Name], t.Qualified)
-	}
-	now := time.Now()
-	r, err := eval.RunLearned(qs, snap.Len(), share, eval.LearnSeeds, func(log []eval.Query) eval.SearchFunc {
-		var ev []search.Evidence
-		for _, q := range log {
-			for _, tool := range byName[q.Relevant[0]] {
-				ev = append(ev, search.Evidence{Tool: tool, Query: q.Query, Count: 1, Last: now})
-			}
-		}
-		return searchFunc(ix.WithEvidence(ev, now))
-	})
+// runLearned prints eval.RunLearned's figures (see evalsearch.Learned).
+func runLearned(w io.Writer, ix *search.Index, qs []eval.Query, share float64, asJSON bool) error {
+	r, err := eval.RunLearned(qs, ix.Snapshot().Len(), share, eval.LearnSeeds, evalsearch.Learned(ix, time.Now()))
 	if err != nil {
 		return err
 	}
