@@ -6,9 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/internal/catalogtest"
-	"github.com/toolshed/toolshed/internal/eval"
 	"github.com/toolshed/toolshed/search"
 )
 
@@ -136,14 +134,7 @@ func TestWithEvidencePerToolBound(t *testing.T) {
 // the field off, or whose evidence only has words no query uses, to the index of
 // today: the same results with the same scores for every query of a benchmark set.
 func TestWithEvidenceNoneIsToday(t *testing.T) {
-	snap, problems := catalog.LoadFiles("../bench/livemcpbench/catalog.json")
-	if len(problems) != 0 {
-		t.Fatal(problems)
-	}
-	qs, err := eval.ReadQueries("../bench/livemcpbench/queries.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
+	qs, snap := benchSet(t, "livemcpbench")
 	base := search.NewIndex(snap)
 	off := search.DefaultParams
 	off.Learned = 0

@@ -22,14 +22,7 @@ func TestRetrievalRegression(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.set, func(t *testing.T) {
-			qs, err := eval.ReadQueries("../bench/" + tc.set + "/queries.jsonl")
-			if err != nil {
-				t.Fatal(err)
-			}
-			snap, problems := catalog.LoadFiles("../bench/" + tc.set + "/catalog.json")
-			if len(problems) != 0 {
-				t.Fatal(problems)
-			}
+			qs, snap := benchSet(t, tc.set)
 			ix := search.NewIndex(snap)
 			r := eval.Run(qs, snap.Len(), time.Duration(0), evalsearch.Search(ix))
 			t.Logf("%s: %d queries over %d tools: recall@1 %.3f recall@5 %.3f recall@10 %.3f nDCG@10 %.3f MRR %.3f",
@@ -66,14 +59,7 @@ func TestLearnedReplay(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.set, func(t *testing.T) {
-			qs, err := eval.ReadQueries("../bench/" + tc.set + "/queries.jsonl")
-			if err != nil {
-				t.Fatal(err)
-			}
-			snap, problems := catalog.LoadFiles("../bench/" + tc.set + "/catalog.json")
-			if len(problems) != 0 {
-				t.Fatal(problems)
-			}
+			qs, snap := benchSet(t, tc.set)
 			ix := search.NewIndex(snap)
 			r, err := eval.RunLearned(qs, snap.Len(), 0.5, eval.LearnSeeds, evalsearch.Learned(ix, time.Now()))
 			if err != nil {
@@ -85,4 +71,18 @@ func TestLearnedReplay(t *testing.T) {
 			}
 		})
 	}
+}
+
+// benchSet loads the queries and catalog of a benchmark set of ../bench.
+func benchSet(t *testing.T, set string) ([]eval.Query, *catalog.Snapshot) {
+	t.Helper()
+	qs, err := eval.ReadQueries("../bench/" + set + "/queries.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, problems := catalog.LoadFiles("../bench/" + set + "/catalog.json")
+	if len(problems) != 0 {
+		t.Fatal(problems)
+	}
+	return qs, snap
 }
