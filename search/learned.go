@@ -178,7 +178,7 @@ func (ix *Index) withLearned(byTool [][]learnedQuery) *Index {
 	// normalized away: more queries that led to a tool are more evidence, and BM25's
 	// saturation already keeps a word said by many of them from counting without end.
 	avg := float64(len(qterms)) / float64(len(qend))
-	var learned []learnedPosting
+	learned := make([]learnedPosting, 0, len(qterms)) // at most one a query term
 	tf := map[int32]float64{}
 	qi, from := 0, 0
 	for d, qs := range byTool {
@@ -196,14 +196,11 @@ func (ix *Index) withLearned(byTool [][]learnedQuery) *Index {
 			learned = append(learned, learnedPosting{term: id, doc: int32(d), tf: f})
 		}
 	}
-	slices.SortFunc(learned, func(a, b learnedPosting) int {
-		return cmp.Or(cmp.Compare(a.term, b.term), cmp.Compare(a.doc, b.doc))
-	})
 	return ix.merged(learned, terms, termText)
 }
 
-// merged returns a new index: ix's posting lists with the learned postings, sorted by
-// term and tool, merged in. A (term, tool) pair that the tool's own text already has
+// merged returns a new index: ix's posting lists with the learned postings, which
+// come in tool order, merged in. A (term, tool) pair that the tool's own text already has
 // gets BM25F's score of the two frequencies added, recovered from the saturated score
 // the build stored; the other pairs are copied as they are. Terms whose number of
 // tools changed get their idf and largest score again.
@@ -222,7 +219,8 @@ func (ix *Index) merged(learned []learnedPosting, terms *termTable, termText []s
 		}
 		return ix.postDoc[ix.postStart[t]:ix.postStart[t+1]]
 	}
-	// The learned postings of term t are learned[at[t]:at[t+1]].
+	// The learned postings of term t are byTerm[at[t]:at[t+1]]: learned, which comes
+	// in tool order, put in order of term by counting, so each term's stay in tool order.
 	at := make([]int32, nt+1)
 	for _, e := range learned {
 		at[e.term+1]++
@@ -230,6 +228,13 @@ func (ix *Index) merged(learned []learnedPosting, terms *termTable, termText []s
 	for t := range nt {
 		at[t+1] += at[t]
 	}
+	byTerm := make([]learnedPosting, len(learned))
+	next := slices.Clone(at[:nt])
+	for _, e := range learned {
+		byTerm[next[e.term]] = e
+		next[e.term]++
+	}
+	learned = byTerm
 	// New lengths: the old list plus the learned tools it lacks.
 	postStart := make([]int32, nt+1)
 	for t := range nt {
