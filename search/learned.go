@@ -36,7 +36,9 @@ type Evidence struct {
 // Evidence for tools the catalog no longer has, and empty or hashed queries, are
 // skipped. Without usable evidence, or with Params.Learned 0, it returns ix itself: the
 // field costs nothing until the log has data. Rebuilding costs about a copy of the
-// index's posting lists; do it when the index or the evidence changes, not per search.
+// index's posting lists; do it when the index or the evidence changes, not per search,
+// and on an index built from the catalog (NewIndex, Cache.Index): on one that already
+// has evidence, the two fields would add up.
 func (ix *Index) WithEvidence(evidence []Evidence, now time.Time) *Index {
 	p := &ix.params
 	if p.Learned <= 0 || len(evidence) == 0 {
