@@ -25,6 +25,11 @@ type Source struct {
 	Tools []json.RawMessage
 	// Origin says where the list came from, for error messages.
 	Origin string
+	// Search holds, by the tool's own name, what search indexes for some of the tools
+	// besides their definitions (see SearchText): an operator's keywords, aliases or
+	// replacement text. Tools it does not name are indexed as their server describes
+	// them.
+	Search map[string]SearchText
 }
 
 // Snapshot is an immutable catalog: every tool of every source, in source order, with a
@@ -82,6 +87,9 @@ func Build(sources []Source) (*Snapshot, []Problem) {
 				continue
 			}
 			t.Pinned = t.Pinned || src.AlwaysLoad
+			if st, ok := src.Search[t.Name]; ok {
+				t.Search = st
+			}
 			var changed bool
 			t.Qualified, changed = qualify(server, t.Name)
 			byServer[server] = append(byServer[server], decoded{t, raw, src.Origin, changed})
@@ -121,6 +129,11 @@ func Build(sources []Source) (*Snapshot, []Problem) {
 			summary.Tools++
 			fmt.Fprintf(h, "%s\x00%t\x00%d\x00", t.Server, t.Pinned, len(d.raw))
 			h.Write(d.raw)
+			if !t.Search.IsZero() {
+				// What search indexes is part of the content: an index cached by the
+				// hash must not be one built without the override.
+				fmt.Fprintf(h, "\x01%q\x00%q\x00%q\x00%q\x00", t.Search.Title, t.Search.Description, t.Search.Keywords, t.Search.Aliases)
+			}
 		}
 		s.servers = append(s.servers, summary)
 	}

@@ -48,6 +48,10 @@ type Tool struct {
 	// Raw is the whole definition as received.
 	Raw json.RawMessage
 
+	// Search is what an operator's override changes in what search indexes for the tool
+	// (see Source.Search). Nothing but search reads it: it never reaches a model.
+	Search SearchText
+
 	// Pinned reports that the tool must never be deferred: its server is marked
 	// alwaysLoad, or its _meta carries "anthropic/alwaysLoad": true.
 	Pinned bool
@@ -69,6 +73,41 @@ type Param struct {
 	Enum     []string
 	Required bool
 	Depth    int
+}
+
+// SearchText is what search indexes for a tool besides its definition, so that an
+// operator can make a tool findable without changing what its server sends. The zero
+// value indexes the tool as its server describes it.
+type SearchText struct {
+	// Title and Description, when not empty, replace the tool's own for search.
+	Title       string
+	Description string
+	// Keywords are words search finds the tool by, weighted as its title is.
+	Keywords []string
+	// Aliases are other names of the tool, weighted as its name is.
+	Aliases []string
+}
+
+// IsZero reports whether s changes nothing.
+func (s SearchText) IsZero() bool {
+	return s.Title == "" && s.Description == "" && len(s.Keywords) == 0 && len(s.Aliases) == 0
+}
+
+// SearchTitle is the title search indexes: the override's (see SearchText), else Title.
+func (t *Tool) SearchTitle() string {
+	if t.Search.Title != "" {
+		return t.Search.Title
+	}
+	return t.Title
+}
+
+// SearchDescription is the description search indexes: the override's (see
+// SearchText), else Description.
+func (t *Tool) SearchDescription() string {
+	if t.Search.Description != "" {
+		return t.Search.Description
+	}
+	return t.Description
 }
 
 // MaxEnumValues is the most enum values a Param keeps; longer lists (every country, every

@@ -140,6 +140,7 @@ type clients struct {
 	profiles map[*mcp.ServerSession]string // the profile each session is served as
 	ids      map[string]*mcp.ServerSession // the sessions that have an id (Streamable HTTP)
 	creds    map[string]credential         // HTTP session id -> the credential that created it
+	tags     map[*mcp.ServerSession]string // the name each session has in the logs (see sessionTag)
 	support  clientSupport                 // what upstreams are told
 	gen      uint64                        // counts changes of support
 	known    chan struct{}                 // closed once support is known (see Options.WaitForClient)
@@ -151,7 +152,7 @@ type clients struct {
 }
 
 func newClients(waitForClient bool) *clients {
-	c := &clients{sessions: map[*mcp.ServerSession]clientSupport{}, profiles: map[*mcp.ServerSession]string{}, ids: map[string]*mcp.ServerSession{}, creds: map[string]credential{}, known: make(chan struct{}),
+	c := &clients{sessions: map[*mcp.ServerSession]clientSupport{}, profiles: map[*mcp.ServerSession]string{}, tags: map[*mcp.ServerSession]string{}, ids: map[string]*mcp.ServerSession{}, creds: map[string]credential{}, known: make(chan struct{}),
 		forwards: map[string]map[*mcp.ServerSession]int{}, elicitations: map[[2]string]*mcp.ServerSession{}}
 	if !waitForClient {
 		c.isKnown = true
@@ -182,6 +183,7 @@ func (g *Gateway) join(ss *mcp.ServerSession, profile string) {
 	}
 	c.sessions[ss] = supportOf(p)
 	c.profiles[ss] = profile
+	c.tags[ss] = sessionTag(ss)
 	if id := ss.ID(); id != "" {
 		c.ids[id] = ss
 	}
@@ -204,11 +206,24 @@ func (c *clients) byID(id string) *mcp.ServerSession {
 	return c.ids[id]
 }
 
+// tagOf returns the name session ss has in the logs: computed once when it joined (an
+// HMAC on every call was a twentieth of a call's CPU), or now for a session that has not.
+func (c *clients) tagOf(ss *mcp.ServerSession) string {
+	c.mu.Lock()
+	tag, ok := c.tags[ss]
+	c.mu.Unlock()
+	if !ok {
+		tag = sessionTag(ss)
+	}
+	return tag
+}
+
 func (g *Gateway) leave(ss *mcp.ServerSession) {
 	c := g.clients
 	c.mu.Lock()
 	delete(c.sessions, ss)
 	delete(c.profiles, ss)
+	delete(c.tags, ss)
 	if id := ss.ID(); id != "" && c.ids[id] == ss {
 		delete(c.ids, id)
 	}

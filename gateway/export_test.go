@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"io"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -12,4 +13,11 @@ import (
 // r and w.
 func LineTransport(r io.Reader, w io.Writer, closeIO func() error) mcp.Transport {
 	return stdioTransport{r: r, w: w, closeIO: closeIO}
+}
+
+// SetPrimeDelay sets how long a POST with one request waits for its response before it
+// answers with an event stream, and returns what restores it.
+func SetPrimeDelay(d time.Duration) func() {
+	old := primeDelay.Swap(int64(d))
+	return func() { primeDelay.Store(old) }
 }

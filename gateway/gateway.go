@@ -122,6 +122,8 @@ type Gateway struct {
 	subs subscriptions
 	// warnings prints the catalog's problems once per change (see catalogWarnings).
 	warnings catalogWarnings
+	// unmatched reports overrides that select no tool, once each.
+	unmatched unmatchedOverrides
 }
 
 // Event reports a change the serve command shows on stderr.
@@ -273,6 +275,11 @@ func (g *Gateway) Connect(ctx context.Context, t mcp.Transport, profile string) 
 	return g.mcpServerFor(profile).Connect(ctx, &directFront{Transport: t}, nil)
 }
 
+// Catalog returns the current catalog: the tools of the upstreams that are up, with the
+// config's overrides applied (hidden tools left out), as every profile's plan starts
+// from it.
+func (g *Gateway) Catalog() *catalog.Snapshot { return g.current.Load().snap }
+
 // Statuses reports every upstream's state, in config order.
 func (g *Gateway) Statuses() []Status {
 	out := make([]Status, len(g.upstreams))
@@ -314,7 +321,7 @@ func (g *Gateway) reassemble() {
 	defer g.serversMu.Unlock()
 	a := g.assemble()
 	old := g.current.Load()
-	changed := old == nil || old.snap.Hash() != a.snap.Hash() || old.upHash != a.upHash || old.restarting.Hash() != a.restarting.Hash()
+	changed := old == nil || old.snap.Hash() != a.snap.Hash() || old.hidden.Hash() != a.hidden.Hash() || old.upHash != a.upHash || old.restarting.Hash() != a.restarting.Hash()
 	if changed {
 		g.current.Store(a)
 		for _, ps := range g.servers {
@@ -350,9 +357,11 @@ func (g *Gateway) assemble() *assembly {
 			u.mu.Unlock()
 		}
 	}
-	snap, problems := catalog.Build(sources)
-	g.warnings.report(g, sources, snap, problems)
-	return &assembly{g: g, snap: snap, restarting: g.restartingTools(), upHash: up, features: feats, included: included, plans: map[string]*policy.Plan{}}
+	applied := g.applyOverrides(sources, g.settled(g.upstreams))
+	snap, problems := catalog.Build(applied.Sources)
+	g.warnings.report(g, applied.Sources, snap, problems)
+	hidden, _ := catalog.Build(applied.Hidden)
+	return &assembly{g: g, snap: snap, hidden: hidden, restarting: g.restartingTools(), upHash: up, features: feats, included: included, plans: map[string]*policy.Plan{}}
 }
 
 func (g *Gateway) summary(a *assembly) Summary {
@@ -403,7 +412,10 @@ type assembly struct {
 	// restarting has the last known tools of the upstreams that are restarting: not
 	// listed, searched or described, only recognised by calls (see restartingCall).
 	restarting *catalog.Snapshot
-	upHash     string // which upstreams are up: a change relists even if the tools did not change
+	// hidden has the tools the config's overrides hide: only recognised by calls, to
+	// refuse them (see hiddenTool).
+	hidden *catalog.Snapshot
+	upHash string // which upstreams are up: a change relists even if the tools did not change
 	// features holds each ready upstream's prompts, resources and templates.
 	features map[string]features
 	// included has the upstreams whose tools are in snap.

@@ -7,8 +7,6 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/toolshed/toolshed/internal/frontdoor"
 )
 
@@ -45,8 +43,6 @@ type HTTPOptions struct {
 // DefaultIdleTimeout is HTTPOptions.IdleTimeout's default.
 const DefaultIdleTimeout = 30 * time.Minute
 
-type profileKey struct{}
-
 var profileName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // Handler returns the HTTP handler of the gateway's Streamable HTTP front.
@@ -71,19 +67,9 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 	case idle == 0:
 		idle = DefaultIdleTimeout
 	case idle < 0:
-		idle = 0 // the SDK's "never"
+		idle = 0 // never
 	}
-	mcpHandler := mcp.NewStreamableHTTPHandler(func(r *http.Request) *mcp.Server {
-		profile, _ := r.Context().Value(profileKey{}).(string)
-		return g.mcpServerFor(profile)
-	}, &mcp.StreamableHTTPOptions{Logger: g.slogger(), MaxRequestBodyBytes: maxBody, SessionTimeout: idle,
-		// frontdoor.Guard applies the same rule to every path, with AllowHosts.
-		DisableLocalhostProtection: true,
-		// Resumable streams: a client that loses an SSE stream mid-call reconnects with
-		// Last-Event-ID and gets what it missed (bounded to 10 MiB).
-		EventStore: mcp.NewMemoryEventStore(nil)})
-	opts.MaxBodyBytes = maxBody
-	sessions := newHTTPSessions(g, opts, auth.required, idle)
+	front := newStreamableFront(g, newHTTPSessions(g, opts, auth.required, idle), maxBody, idle)
 
 	mux := http.NewServeMux()
 	g.handleHealth(mux, auth)
@@ -92,18 +78,7 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 		if !ok {
 			return
 		}
-		ctx := context.WithValue(r.Context(), profileKey{}, profile)
-		if r.Method == http.MethodGet {
-			// A client's standing stream waits for messages as long as its session
-			// lives: it ends when the gateway stops, or it would hold a stopping
-			// server's drain (http.Server.Shutdown) until its timeout.
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithCancel(ctx)
-			defer cancel()
-			defer context.AfterFunc(g.life, cancel)()
-		}
-		coalesced := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { serveCoalesced(mcpHandler, w, r, maxBody) })
-		sessions.serve(coalesced, w, r.WithContext(ctx), cred, profile)
+		front.serve(w, r, cred, profile)
 	}
 	mux.HandleFunc("/mcp", serveMCP)
 	mux.HandleFunc("/mcp/{profile}", serveMCP)

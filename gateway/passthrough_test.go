@@ -154,7 +154,7 @@ func TestListBytesAfterFailedReconnect(t *testing.T) {
 	up.Env["TOOLSHED_TEST_LOCK"] = filepath.Join(t.TempDir(), "lock")
 	h := startGateway(t, &config.Config{Servers: []config.Server{up}}, gateway.Options{Mode: policy.Off})
 	// A client that can sample: the upstream is to be reconnected, and cannot be.
-	post := rawSessionWith(t, serveHTTP(t, h, gateway.HTTPOptions{})+"/mcp", `{"sampling":{}}`)
+	post := rawSessionWith(t, serveHTTP(t, h, gateway.HTTPOptions{})+"/mcp", `{"sampling":{}}`, new(string))
 	eventually(t, func() string {
 		if !strings.Contains(h.log.String(), "could not reconnect") {
 			return "the upstream was not reconnected yet"

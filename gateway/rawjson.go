@@ -15,10 +15,7 @@ import (
 // already known to be valid.
 
 // member is one member of a JSON object: its key and the bytes of its value.
-type member struct {
-	Key   string
-	Value json.RawMessage
-}
+type member = jsonscan.Member
 
 // listedDefinition renders a tool definition as the gateway lists it: raw, the
 // definition exactly as the upstream sent it, under the listed name, with the members of
@@ -94,87 +91,12 @@ func withMeta(obj []byte, members ...member) []byte {
 	return setMembers(obj, member{Key: "_meta", Value: setMembers(meta, members...)})
 }
 
-// setMembers returns the object obj with each of members set: a member obj already has
-// gets the new value in its place (every occurrence, if the key is repeated); the others
-// are appended in order. All other bytes stay as they are. obj must be a valid JSON
-// object.
-func setMembers(obj []byte, members ...member) []byte {
-	out := make([]byte, 0, len(obj)+64)
-	found := make([]bool, len(members))
-	prev, count := 0, 0
-	memberSpans(obj, func(key string, start, end int) {
-		count++
-		for i, m := range members {
-			if m.Key == key {
-				out = append(out, obj[prev:start]...)
-				out = append(out, m.Value...)
-				prev, found[i] = end, true
-				break
-			}
-		}
-	})
-	closing := bytes.LastIndexByte(obj, '}')
-	if closing < prev {
-		return obj // not an object: leave it alone
-	}
-	// Added members go right after the last member (or the opening brace), before
-	// any space in front of the closing brace.
-	tail := closing
-	for tail > prev && isSpace(obj[tail-1]) {
-		tail--
-	}
-	out = append(out, obj[prev:tail]...)
-	for i, m := range members {
-		if found[i] {
-			continue
-		}
-		if count > 0 {
-			out = append(out, ',')
-		}
-		key, _ := json.Marshal(m.Key)
-		out = append(out, key...)
-		out = append(out, ':')
-		out = append(out, m.Value...)
-		count++
-	}
-	return append(out, obj[tail:]...)
-}
+// setMembers is jsonscan.SetMembers: obj with each of members set, every other byte as
+// it is.
+func setMembers(obj []byte, members ...member) []byte { return jsonscan.SetMembers(obj, members...) }
 
-// memberSpans calls fn with the key of each member of the object obj and the offsets
-// of its value, in document order.
-func memberSpans(obj []byte, fn func(key string, start, end int)) {
-	i := jsonscan.SkipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return
-	}
-	i++
-	for {
-		i = jsonscan.SkipSpace(obj, i)
-		if i >= len(obj) || obj[i] == '}' {
-			return
-		}
-		if obj[i] == ',' {
-			i++
-			continue
-		}
-		kend := jsonscan.SkipValue(obj, i)
-		if kend <= i {
-			return
-		}
-		key := jsonscan.Unquote(obj[i:kend])
-		i = jsonscan.SkipSpace(obj, kend)
-		if i < len(obj) && obj[i] == ':' {
-			i++
-		}
-		i = jsonscan.SkipSpace(obj, i)
-		vend := jsonscan.SkipValue(obj, i)
-		if vend <= i {
-			return
-		}
-		fn(key, i, vend)
-		i = vend
-	}
-}
+// memberSpans is jsonscan.MemberSpans.
+func memberSpans(obj []byte, fn func(key string, start, end int)) { jsonscan.MemberSpans(obj, fn) }
 
 // memberValue returns the value of the first member key of obj, or nil.
 func memberValue(obj []byte, key string) []byte {

@@ -34,19 +34,19 @@ func TestListedDefinition(t *testing.T) {
 			`{"name":"a","inputSchema":{"type":"object"},"outputSchema":{"type":"object","properties":{"x":{}}}}`},
 		{"meta added to the server's",
 			`{"name":"a","inputSchema":{"type":"object"},"_meta":{"k":1}}`, "a",
-			[]member{{"anthropic/alwaysLoad", json.RawMessage("true")}},
+			[]member{{Key: "anthropic/alwaysLoad", Value: json.RawMessage("true")}},
 			`{"name":"a","inputSchema":{"type":"object"},"_meta":{"k":1,"anthropic/alwaysLoad":true}}`},
 		{"meta replaces the same key",
 			`{"name":"a","inputSchema":{"type":"object"},"_meta":{"anthropic/alwaysLoad":false,"k":1}}`, "a",
-			[]member{{"anthropic/alwaysLoad", json.RawMessage("true")}},
+			[]member{{Key: "anthropic/alwaysLoad", Value: json.RawMessage("true")}},
 			`{"name":"a","inputSchema":{"type":"object"},"_meta":{"anthropic/alwaysLoad":true,"k":1}}`},
 		{"meta created",
 			`{"name":"a","inputSchema":{"type":"object"}}`, "a",
-			[]member{{"anthropic/alwaysLoad", json.RawMessage("true")}},
+			[]member{{Key: "anthropic/alwaysLoad", Value: json.RawMessage("true")}},
 			`{"name":"a","inputSchema":{"type":"object"},"_meta":{"anthropic/alwaysLoad":true}}`},
 		{"null meta replaced",
 			`{"name":"a","inputSchema":{"type":"object"},"_meta":null}`, "a",
-			[]member{{"x", json.RawMessage(`"y"`)}},
+			[]member{{Key: "x", Value: json.RawMessage(`"y"`)}},
 			`{"name":"a","inputSchema":{"type":"object"},"_meta":{"x":"y"}}`},
 		{"name with characters to escape",
 			`{"name":"a","inputSchema":{"type":"object"}}`, `a"b`, nil,
@@ -64,25 +64,6 @@ func TestListedDefinition(t *testing.T) {
 	}
 }
 
-func TestSetMembers(t *testing.T) {
-	for _, tc := range []struct {
-		obj  string
-		set  []member
-		want string
-	}{
-		{`{}`, []member{{"a", json.RawMessage("1")}}, `{"a":1}`},
-		{`{ }`, []member{{"a", json.RawMessage("1")}}, `{"a":1 }`},
-		{`{"a":1,"a":2}`, []member{{"a", json.RawMessage("3")}}, `{"a":3,"a":3}`},
-		{"{\"b\":\"}\"\n}", []member{{"a", json.RawMessage("1")}}, "{\"b\":\"}\",\"a\":1\n}"},
-		{`{"b":{"a":1}}`, []member{{"a", json.RawMessage("2")}}, `{"b":{"a":1},"a":2}`},
-		{`[1]`, []member{{"a", json.RawMessage("2")}}, `[1]`},
-	} {
-		if got := setMembers([]byte(tc.obj), tc.set...); string(got) != tc.want {
-			t.Errorf("setMembers(%s) = %s, want %s", tc.obj, got, tc.want)
-		}
-	}
-}
-
 func FuzzListedDefinition(f *testing.F) {
 	f.Add(`{"name":"a","inputSchema":{"properties":{}},"_meta":{"k":[1,2]}}`, "s__a")
 	f.Add(`{"name":"a"}`, "b")
@@ -92,7 +73,7 @@ func FuzzListedDefinition(f *testing.F) {
 		if json.Unmarshal([]byte(raw), &obj) != nil || !utf8.ValidString(name) {
 			return // names come from decoded JSON strings: always valid UTF-8
 		}
-		got := listedDefinition(json.RawMessage(raw), name, member{"m", json.RawMessage("true")})
+		got := listedDefinition(json.RawMessage(raw), name, member{Key: "m", Value: json.RawMessage("true")})
 		var out map[string]json.RawMessage
 		if err := json.Unmarshal(got, &out); err != nil {
 			t.Fatalf("listedDefinition(%s) = %s: %v", raw, got, err)

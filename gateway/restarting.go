@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolshed/toolshed/bridge"
 	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/override"
 	"github.com/toolshed/toolshed/policy"
 	"github.com/toolshed/toolshed/search"
 )
@@ -28,7 +29,8 @@ func (g *Gateway) restartingTools() *catalog.Snapshot {
 			sources = append(sources, src)
 		}
 	}
-	snap, _ := catalog.Build(sources) // their problems were reported while they were up
+	// Tools an override hides stay hidden while their server restarts.
+	snap, _ := catalog.Build(override.Apply(g.cfg.Overrides, sources).Sources) // their problems were reported while they were up
 	return snap
 }
 

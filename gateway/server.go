@@ -51,7 +51,7 @@ func newProfileServer(g *Gateway, profile string) *profileServer {
 	})
 	// Held until the upstreams are up (sessionMiddleware) before the raw results are
 	// swapped in (tools.middleware).
-	ps.server.AddReceivingMiddleware(g.sessionMiddleware(profile), checkLogLevel, ps.tools.middleware, ps.restartingMiddleware)
+	ps.server.AddReceivingMiddleware(relatedStream, g.sessionMiddleware(profile), checkLogLevel, ps.tools.middleware, ps.restartingMiddleware, ps.hiddenMiddleware)
 	return ps
 }
 
@@ -242,6 +242,13 @@ func (ps *profileServer) bridged(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		a := ps.g.current.Load()
 		b := &bridge.Bridge{Plan: a.plan(ps.profile), Index: a.index()}
+		if name == bridge.DescribeTool || name == bridge.CallTool {
+			if target, ok := bridgedTarget(req.Params.Arguments); ok && isUnknown(b.Plan, target) {
+				if res := ps.refuseHidden(target); res != nil {
+					return res, nil
+				}
+			}
+		}
 		if name == bridge.DescribeTool {
 			if res := ps.describeRestarting(b.Plan, req.Params.Arguments); res != nil {
 				return res, nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"net/http"
 	"sync"
 	"time"
 )
@@ -29,11 +28,6 @@ const (
 // session frees its slot when its client ends it or after the idle timeout.
 const sessionRetryAfter = "30"
 
-// noSuchSession is a session id the SDK never gives out (its ids are base32): a request
-// with an id that is not its own is served with it, so that the SDK answers exactly as it
-// does for an unknown session, whatever the method, headers and body.
-const noSuchSession = "toolshed-no-such-session"
-
 // credential identifies who created a session: the SHA-256 of its bearer token, or of
 // the empty string when the front needs no token (all clients are then one credential).
 // Only the hash is kept, so that the table holds no token.
@@ -48,7 +42,6 @@ type sessionOwner struct {
 type httpSessions struct {
 	g                 *Gateway
 	maxTotal, maxCred int // 0: no cap
-	maxBody           int64
 	auth              bool
 	idle              time.Duration
 
@@ -68,7 +61,7 @@ func newHTTPSessions(g *Gateway, opts HTTPOptions, auth bool, idle time.Duration
 		}
 		return n
 	}
-	s := &httpSessions{g: g, auth: auth, idle: idle, maxBody: opts.MaxBodyBytes,
+	s := &httpSessions{g: g, auth: auth, idle: idle,
 		maxTotal: limit(opts.MaxSessions, DefaultMaxSessions), maxCred: limit(opts.MaxSessionsPerToken, DefaultMaxSessionsPerToken),
 		owners: map[string]sessionOwner{}, perCred: map[credential]int{}}
 	// When the gateway stops, its sessions are no one's any more.
@@ -152,104 +145,3 @@ func (s *httpSessions) clear() {
 		s.g.clients.setCredential(id, o.cred, false)
 	}
 }
-
-// serve serves r, which carries credential cred as profile, through next: a request
-// naming a session that is not cred's and profile's is answered as if the session did not
-// exist, and one that creates a session takes a slot under the caps.
-func (s *httpSessions) serve(next http.Handler, w http.ResponseWriter, r *http.Request, cred credential, profile string) {
-	owner := sessionOwner{cred, profile}
-	if id := r.Header.Get("Mcp-Session-Id"); id != "" {
-		if !s.owns(id, cred, profile) {
-			r = r.Clone(r.Context())
-			r.Header.Set("Mcp-Session-Id", noSuchSession)
-			next.ServeHTTP(w, r)
-			return
-		}
-		if r.Method != http.MethodDelete {
-			next.ServeHTTP(w, r)
-			return
-		}
-		// The SDK ends a session only once its requests in flight are answered: a
-		// client that ends its session would wait for every call it gave up on.
-		s.g.calls.cancelWhere(func(c *call) bool { return c.session != nil && c.session.ID() == id })
-		rec := &sessionRecorder{ResponseWriter: w}
-		next.ServeHTTP(rec, r)
-		if rec.status == http.StatusNoContent {
-			s.forget(id) // at once: the slot is free for the client's next session
-		}
-		return
-	}
-	if r.Method != http.MethodPost {
-		next.ServeHTTP(w, r) // the SDK refuses it: GET and DELETE need a session
-		return
-	}
-	// The body is read before a slot is taken: a client that sends half a body holds
-	// its connection until the body timeout, but no session slot.
-	if _, ok := readBody(w, r, s.maxBody); !ok {
-		return
-	}
-	if err := s.reserve(cred); err != nil {
-		w.Header().Set("Retry-After", sessionRetryAfter)
-		httpError(w, http.StatusServiceUnavailable, "%v", err)
-		return
-	}
-	rec := &sessionRecorder{ResponseWriter: w, bind: func(id string) { s.bind(id, owner) }}
-	next.ServeHTTP(rec, r)
-	if rec.id == "" {
-		s.release(cred)
-		return
-	}
-	// The session ends when its client ends it, when it has been idle for the idle
-	// timeout, or at once when it failed to initialize.
-	ss := s.g.clients.byID(rec.id)
-	if ss == nil {
-		s.forget(rec.id)
-		return
-	}
-	go func() {
-		ss.Wait()
-		s.forget(rec.id)
-	}()
-}
-
-// sessionRecorder records the status of a response and the session id it gives out,
-// binding the id before the client can read it.
-type sessionRecorder struct {
-	http.ResponseWriter
-	bind   func(id string)
-	once   sync.Once
-	status int
-	id     string
-}
-
-func (w *sessionRecorder) record(status int) {
-	w.once.Do(func() {
-		w.status = status
-		if w.bind != nil {
-			if id := w.Header().Get("Mcp-Session-Id"); id != "" {
-				w.id = id
-				w.bind(id)
-			}
-		}
-	})
-}
-
-func (w *sessionRecorder) WriteHeader(code int) {
-	w.record(code)
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *sessionRecorder) Write(p []byte) (int, error) {
-	w.record(http.StatusOK)
-	return w.ResponseWriter.Write(p)
-}
-
-func (w *sessionRecorder) FlushError() error {
-	w.record(http.StatusOK)
-	return http.NewResponseController(w.ResponseWriter).Flush()
-}
-
-func (w *sessionRecorder) Flush() { _ = w.FlushError() }
-
-// Unwrap gives http.ResponseController the SDK's other needs (deadlines).
-func (w *sessionRecorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }

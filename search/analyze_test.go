@@ -737,3 +737,14 @@ func checkPorter2Shortcuts(t *testing.T, w string) (kept, plural int) {
 	}
 	return kept, plural
 }
+
+func TestWords(t *testing.T) {
+	var got []string
+	Words("Creating GitHub issues for the bugs", func(word, term string) {
+		got = append(got, word+"="+term)
+	})
+	want := []string{"creating=creat", "git=git", "hub=hub", "github=github", "issues=issu", "for=", "the=", "bugs=bug"}
+	if !slices.Equal(got, want) {
+		t.Errorf("Words = %q, want %q", got, want)
+	}
+}

@@ -345,7 +345,13 @@ func putBlock(b []posting) { blockPool.Put(&b) }
 
 // textSize is the length of the text of t that a build analyzes.
 func textSize(t *catalog.Tool) int {
-	size := len(t.Name) + len(t.Title) + len(t.Description) + len(t.Server)
+	size := len(t.Name) + len(t.SearchTitle()) + len(t.SearchDescription()) + len(t.Server)
+	for _, w := range t.Search.Keywords {
+		size += len(w) + 1
+	}
+	for _, w := range t.Search.Aliases {
+		size += len(w) + 1
+	}
 	for i := range t.Params {
 		size += len(t.Params[i].Name) + len(t.Params[i].Description)
 		for _, v := range t.Params[i].Enum {
@@ -418,11 +424,20 @@ func (w *worker) tool(d int, t *catalog.Tool) {
 	w.start = w.base + first
 	w.docLen = [numFields]uint32{}
 	w.text(fieldName, t.Name)
-	w.text(fieldTitle, t.Title)
+	// An operator's aliases are other names, and keywords words as telling as a title
+	// (see catalog.SearchText).
+	for _, a := range t.Search.Aliases {
+		w.text(fieldName, a)
+	}
+	w.text(fieldTitle, t.SearchTitle())
+	for _, k := range t.Search.Keywords {
+		w.text(fieldTitle, k)
+	}
 	w.chinese = false
-	w.text(fieldDesc, t.Description)
+	desc := t.SearchDescription()
+	w.text(fieldDesc, desc)
 	if w.chinese {
-		w.glosses(t.Description)
+		w.glosses(desc)
 	}
 	for _, p := range t.Params {
 		w.text(fieldParamName, p.Name)

@@ -102,9 +102,9 @@ func matchField(re *regexp.Regexp, t *catalog.Tool, f int) bool {
 	case 0:
 		return re.MatchString(t.Name) || re.MatchString(t.Qualified)
 	case 1:
-		return t.Title != "" && re.MatchString(t.Title)
+		return t.SearchTitle() != "" && re.MatchString(t.SearchTitle())
 	case 2:
-		return re.MatchString(t.Description)
+		return re.MatchString(t.SearchDescription())
 	case 3:
 		for _, p := range t.Params {
 			if re.MatchString(p.Name) || p.Description != "" && re.MatchString(p.Description) {

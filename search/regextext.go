@@ -91,7 +91,7 @@ const numRegexFields = len(regexFields)
 func newRegexText(tools []*catalog.Tool) *regexText {
 	size := 0
 	for _, t := range tools {
-		size += len(t.Qualified) + len(t.Name) + len(t.Title) + len(t.Description) + len(t.Server) + 5
+		size += len(t.Qualified) + len(t.Name) + len(t.SearchTitle()) + len(t.SearchDescription()) + len(t.Server) + 5
 		for _, p := range t.Params {
 			size += len(p.Name) + len(p.Description) + 2
 			for _, v := range p.Enum {
@@ -115,9 +115,9 @@ func newRegexText(tools []*catalog.Tool) *regexText {
 		add(t.Qualified)
 		add(t.Name)
 		fieldAt = append(fieldAt, int32(b.Len()))
-		add(t.Title)
+		add(t.SearchTitle())
 		fieldAt = append(fieldAt, int32(b.Len()))
-		add(t.Description)
+		add(t.SearchDescription())
 		fieldAt = append(fieldAt, int32(b.Len()))
 		for _, p := range t.Params {
 			add(p.Name)

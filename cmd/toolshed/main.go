@@ -24,6 +24,8 @@ var commands = []command{
 	{"describe", "print one tool's full definition", runDescribe},
 	{"tokens", "what the catalog costs a model, with and without tool search", runTokens},
 	{"eval", "measure retrieval quality and speed on a benchmark set", runEval},
+	{"lint", "how findable and usable each tool is, and how to fix it", runLint},
+	{"stats", "how tool search served, from the search log: misses, ranking, errors, suggested overrides", runStats},
 }
 
 // errUsage marks errors whose message is a usage problem: exit status 2.

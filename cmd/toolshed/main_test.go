@@ -54,6 +54,17 @@ func TestCommands(t *testing.T) {
 		{"eval-learn-json", "eval --catalog testdata/learn.json --queries testdata/learn-queries.jsonl --learn-split 0.5 --json", 0},
 		{"eval-learn-bad-split", "eval --catalog testdata/learn.json --queries testdata/learn-queries.jsonl --learn-split 1", 2},
 		{"eval-learn-misses", "eval --catalog testdata/learn.json --queries testdata/learn-queries.jsonl --learn-split 0.5 --misses", 2},
+		{"lint", "lint", 0},
+		{"lint-reference", "lint --catalog ../../internal/builtin/catalogs/reference-servers.json", 0},
+		{"lint-reference-json", "lint --json --catalog ../../internal/builtin/catalogs/reference-servers.json", 0},
+		{"lint-reference-strict", "lint --strict --top-tokens 0 --catalog ../../internal/builtin/catalogs/reference-servers.json --json", 0},
+		{"lint-bad", "lint --catalog testdata/lint-bad.json --catalog testdata/small.json", 0},
+		{"lint-bad-strict", "lint --strict --json --catalog testdata/lint-bad.json", 1},
+		{"lint-missing-catalog", "lint --catalog testdata/missing.json", 1},
+		{"lint-not-json-catalog", "lint --catalog testdata/small.json --catalog testdata/notjson.json", 1},
+		{"lint-catalog-and-config", "lint --catalog testdata/small.json --config testdata/serve-profiles.yaml", 2},
+		{"lint-extra-args", "lint github", 2},
+		{"lint-missing-config", "lint --config testdata/missing.yaml", 1},
 		{"serve-bad-max-sessions", "serve --max-sessions 0", 2},
 		{"serve-bad-max-sessions-per-token", "serve --max-sessions-per-token -2", 2},
 		{"proxy-bad-kind", "proxy --upstream-kind gemini", 2},
@@ -68,15 +79,20 @@ func TestCommands(t *testing.T) {
 		{"serve-profile-with-http", "serve --config testdata/serve-profiles.yaml --profile admin --http 127.0.0.1:0", 2},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := run(strings.Fields(tc.args), &stdout, &stderr)
-			if code != tc.code {
-				t.Errorf("toolshed %s: exit %d, want %d\nstderr: %s", tc.args, code, tc.code, stderr.String())
-			}
-			got := fmt.Sprintf("$ toolshed %s\n# exit %d\n# stdout\n%s# stderr\n%s", tc.args, code, stdout.String(), stderr.String())
-			got = timing.ReplaceAllString(got, "${1}<time>")
-			golden.Check(t, filepath.Join("testdata", tc.name+".golden"), []byte(got))
-		})
+		t.Run(tc.name, func(t *testing.T) { checkCommand(t, tc.name, tc.args, tc.code) })
 	}
+}
+
+// checkCommand runs the command line args (split at spaces), checks its exit status, and
+// compares what it printed with testdata/NAME.golden, timings masked.
+func checkCommand(t *testing.T, name, args string, want int) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(strings.Fields(args), &stdout, &stderr)
+	if code != want {
+		t.Errorf("toolshed %s: exit %d, want %d\nstderr: %s", args, code, want, stderr.String())
+	}
+	got := fmt.Sprintf("$ toolshed %s\n# exit %d\n# stdout\n%s# stderr\n%s", args, code, stdout.String(), stderr.String())
+	got = timing.ReplaceAllString(got, "${1}<time>")
+	golden.Check(t, filepath.Join("testdata", name+".golden"), []byte(got))
 }

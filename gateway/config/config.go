@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolshed/toolshed/override"
 	"github.com/toolshed/toolshed/policy"
 )
 
@@ -44,6 +45,9 @@ type Config struct {
 	Hooks Hooks
 	// RateLimit bounds each session's calls; the zero value means no limit.
 	RateLimit RateLimit
+	// Overrides change how tools are found (keywords, aliases, title, description)
+	// or hide them, in the file's order; see package override.
+	Overrides []override.Rule
 }
 
 // Server is one upstream MCP server.

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/internal/builtin"
+	"github.com/toolshed/toolshed/internal/lint"
+)
+
+// errFindings is returned by lint --strict when there are error-level findings: exit 1,
+// after the report.
+var errFindings = errors.New("error-level findings")
+
+func runLint(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("lint", flag.ContinueOnError)
+	var catalogs listFlag
+	fs.Var(&catalogs, "catalog", "catalog `FILE` to lint (repeatable; default: the built-in catalog)")
+	configFile := fs.String("config", "", "lint the tools of the servers of a gateway config `FILE`, with its overrides (starts the servers)")
+	asJSON := fs.Bool("json", false, "print JSON")
+	strict := fs.Bool("strict", false, "exit 1 when there is any error-level finding (warnings and notes do not count)")
+	top := fs.Int("top-tokens", 5, "report the `N` costliest definitions (0: none)")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: toolshed lint [--catalog FILE... | --config FILE] [--json] [--strict]")
+		fmt.Fprintln(stderr, "Reports how findable and usable every tool is; each finding says how to fix it.")
+		fs.PrintDefaults()
+	}
+	if err := parseFlagsOnly(fs, args, stderr); err != nil {
+		return err
+	}
+	if len(catalogs) > 0 && *configFile != "" {
+		return usageErr("give --catalog or --config, not both")
+	}
+	if *top < 0 {
+		return usageErr("--top-tokens must be 0 or more, got %d", *top)
+	}
+	var (
+		snap     *catalog.Snapshot
+		problems []catalog.Problem
+		err      error
+	)
+	switch {
+	case *configFile != "":
+		snap, problems, err = configCatalog(context.Background(), *configFile, "linted", stderr)
+	case len(catalogs) > 0:
+		snap, problems, err = lintFiles(catalogs)
+	default:
+		snap, problems = builtin.Snapshot()
+	}
+	if err != nil {
+		return err
+	}
+	n := *top
+	if n == 0 {
+		n = -1
+	}
+	report := lint.Run(snap, problems, lint.Options{TopTokens: n})
+	if *asJSON {
+		err = writeJSON(stdout, report)
+	} else {
+		err = report.WriteText(stdout)
+	}
+	if err != nil {
+		return err
+	}
+	if *strict && report.Errors > 0 {
+		return fmt.Errorf("%w: %d (--strict fails on errors only)", errFindings, report.Errors)
+	}
+	return nil
+}
+
+// lintFiles reads catalog files for lint: a file that cannot be read or parsed at all
+// is an error (there is nothing to lint); problems with single tools or servers become
+// findings.
+func lintFiles(files []string) (*catalog.Snapshot, []catalog.Problem, error) {
+	var sources []catalog.Source
+	var problems []catalog.Problem
+	for _, f := range files {
+		srcs, ps := catalog.ReadFile(f)
+		for _, p := range ps {
+			if p.Server == "" && p.Tool == "" {
+				return nil, nil, p
+			}
+		}
+		sources = append(sources, srcs...)
+		problems = append(problems, ps...)
+	}
+	snap, ps := catalog.Build(sources)
+	return snap, append(problems, ps...), nil
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/internal/stats"
+	"github.com/toolshed/toolshed/searchlog"
+)
+
+// readLog reads the search log's records from a time on: the signature of the store's
+// (*searchlog.Log).Read, so that stats reads a store and a records file alike.
+type readLog func(ctx context.Context, since time.Time) ([]searchlog.Search, []searchlog.Call, error)
+
+// openSearchLog opens the search log at dsn ("" for the default location) for reading,
+// and returns its reader and what closes it. It is where toolshed stats meets the store.
+var openSearchLog = func(ctx context.Context, dsn string) (readLog, func() error, error) {
+	return nil, nil, errors.New("this build cannot open the search log store yet; pass a records file with --from FILE")
+}
+
+func runStats(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("stats", flag.ContinueOnError)
+	sinceFlag := fs.String("since", "7d", "report the last `WINDOW`: days (7d) or a duration (36h, 90m)")
+	untilFlag := fs.String("until", "", "end the window at `TIME` (RFC 3339, such as 2026-12-01T00:00:00Z) instead of now")
+	dsn := fs.String("db", "", "read the search log at `DSN`: a SQLite file or postgres://… (default: the one in the data directory)")
+	from := fs.String("from", "", "read the records from `FILE` (JSON lines of searches and calls) instead of the search log")
+	var catalogs listFlag
+	fs.Var(&catalogs, "catalog", "catalog `FILE` of the tools served (repeatable): lists the tools never surfaced, and checks suggested keywords against descriptions")
+	configFile := fs.String("config", os.Getenv("TOOLSHED_CONFIG"), "the gateway's config `FILE` (default $TOOLSHED_CONFIG): its servers are started to list their tools, as --catalog does")
+	asJSON := fs.Bool("json", false, "print JSON")
+	htmlFile := fs.String("html", "", "write the report as one self-contained web page to `FILE`")
+	top := fs.Int("top", stats.DefaultTop, "keep `N` rows in each ranked list")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: toolshed stats [--since 7d] [--db DSN | --from FILE] [--config FILE] [--catalog FILE]... [--json] [--html FILE]")
+		fmt.Fprintln(stderr, "How tool search served: searches, empty results, likely misses, badly ranked and unsurfaced calls,")
+		fmt.Fprintln(stderr, "server errors, latency, tokens saved, and suggested keyword overrides for the tools it missed.")
+		fs.PrintDefaults()
+	}
+	if err := parseFlagsOnly(fs, args, stderr); err != nil {
+		return err
+	}
+	window, err := stats.ParseSince(*sinceFlag)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	until := time.Now().UTC()
+	if *untilFlag != "" {
+		if until, err = time.Parse(time.RFC3339Nano, *untilFlag); err != nil {
+			return usageErr("--until %q is not an RFC 3339 time such as 2026-12-01T00:00:00Z", *untilFlag)
+		}
+	}
+	if *top < 1 {
+		return usageErr("--top must be at least 1, got %d", *top)
+	}
+	if *from != "" && *dsn != "" {
+		return usageErr("--db and --from both name the records; give one")
+	}
+	since := until.Add(-window)
+	read := readFile(*from)
+	if *from == "" {
+		var closeLog func() error
+		if read, closeLog, err = openSearchLog(context.Background(), *dsn); err != nil {
+			return err
+		}
+		defer closeLog()
+	}
+	searches, calls, err := read(context.Background(), since)
+	if err != nil {
+		return err
+	}
+	// The catalog comes after the records: a config's servers start only for a log that reads.
+	var snap *catalog.Snapshot
+	switch {
+	case *configFile != "":
+		if snap, _, err = configCatalog(context.Background(), *configFile, "counted", stderr); err != nil {
+			return err
+		}
+	case len(catalogs) > 0:
+		if snap, err = loadCatalog(catalogs, stderr); err != nil {
+			return err
+		}
+	}
+
+	r := stats.Compute(searches, calls, stats.Options{Since: since, Until: until, Catalog: snap, Top: *top})
+
+	if *htmlFile != "" {
+		var page bytes.Buffer
+		if err := r.WriteHTML(&page); err != nil {
+			return err
+		}
+		if err := writeFileAtomic(*htmlFile, page.Bytes()); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "toolshed stats: wrote %s (%d searches, %d calls)\n", *htmlFile, r.Searches, r.Calls)
+		if !*asJSON {
+			return nil
+		}
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(r)
+	}
+	return r.WriteText(stdout)
+}
+
+// readFile reads the records of a records file, from since on (stats.Compute cuts the
+// window again; the store does it in its query).
+func readFile(path string) readLog {
+	return func(_ context.Context, since time.Time) ([]searchlog.Search, []searchlog.Call, error) {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, nil, err
+		}
+		defer f.Close()
+		searches, calls, err := stats.ReadRecords(f)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return searches, calls, nil
+	}
+}
+
+// writeFileAtomic writes data to path through a temporary file in the same directory,
+// so that a failed write leaves any earlier file whole.
+func writeFileAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
+}

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/toolshed/toolshed/internal/stats"
+	"github.com/toolshed/toolshed/internal/testupstream"
+)
+
+const (
+	statsLog     = "../../internal/stats/testdata/log.jsonl"
+	statsCatalog = "../../internal/stats/testdata/catalog.json"
+	statsUntil   = "--until 2026-12-01T00:00:00Z"
+)
+
+func TestStatsCommand(t *testing.T) {
+	t.Setenv("TOOLSHED_CONFIG", "") // the default of --config
+	tests := []struct {
+		name string
+		args string
+		code int
+	}{
+		{"stats-from", "stats --from " + statsLog + " --catalog " + statsCatalog + " " + statsUntil, 0},
+		{"stats-from-nocatalog-top3", "stats --from " + statsLog + " --top 3 " + statsUntil, 0},
+		{"stats-since-1d", "stats --since 1d --from " + statsLog + " --catalog " + statsCatalog + " " + statsUntil, 0},
+		{"stats-since-36h-json", "stats --since 36h --json --from " + statsLog + " " + statsUntil, 0},
+		{"stats-empty-window", "stats --since 1h --from " + statsLog + " --until 2020-01-01T00:00:00Z", 0},
+		{"stats-hashed", "stats --from testdata/stats-hashed.jsonl " + statsUntil, 0},
+		{"stats-bad-since", "stats --since 7x --from " + statsLog, 2},
+		{"stats-negative-since", "stats --since -7d --from " + statsLog, 2},
+		{"stats-bad-until", "stats --until yesterday --from " + statsLog, 2},
+		{"stats-bad-top", "stats --top 0 --from " + statsLog, 2},
+		{"stats-db-and-from", "stats --db /tmp/x.db --from " + statsLog, 2},
+		{"stats-extra-args", "stats last week", 2},
+		{"stats-bad-records", "stats --from testdata/stats-bad.jsonl", 1},
+		{"stats-missing-records", "stats --from testdata/no-such-log.jsonl", 1},
+		{"stats-missing-catalog", "stats --from " + statsLog + " --catalog testdata/missing.json", 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { checkCommand(t, tc.name, tc.args, tc.code) })
+	}
+}
+
+// TestStatsJSON checks that the command's --json is the report package stats computes
+// of the same records, whose golden file holds it.
+func TestStatsJSON(t *testing.T) {
+	t.Setenv("TOOLSHED_CONFIG", "") // the default of --config
+	var stdout, stderr bytes.Buffer
+	args := "stats --json --from " + statsLog + " --catalog " + statsCatalog + " " + statsUntil
+	if code := run(strings.Fields(args), &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	want, err := os.ReadFile("../../internal/stats/testdata/recorded.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(stdout.Bytes(), want) {
+		t.Errorf("toolshed %s differs from internal/stats/testdata/recorded.json:\n%s", args, stdout.String())
+	}
+}
+
+func TestStatsHTML(t *testing.T) {
+	t.Setenv("TOOLSHED_CONFIG", "") // the default of --config
+	dir := t.TempDir()
+	page := filepath.Join(dir, "report.html")
+	var stdout, stderr bytes.Buffer
+	args := []string{"stats", "--from", statsLog, "--html", page, "--until", "2026-12-01T00:00:00Z"}
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	data, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(data, []byte(`data-metric="searches">22<`)) || !bytes.HasPrefix(data, []byte("<!doctype html>")) {
+		t.Errorf("the page lacks the search count:\n%.400s", data)
+	}
+	if stdout.Len() != 0 || !strings.Contains(stderr.String(), "wrote "+page+" (22 searches, 17 calls)") {
+		t.Errorf("stdout %q, stderr %q: want the page only, and a line saying so", stdout.String(), stderr.String())
+	}
+
+	// A page that cannot be written is an error that leaves nothing behind.
+	stdout.Reset()
+	stderr.Reset()
+	args = []string{"stats", "--from", statsLog, "--html", filepath.Join(dir, "no-such-dir", "report.html")}
+	if code := run(args, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "no-such-dir") {
+		t.Errorf("writing into a missing directory: exit %d, stderr %q", code, stderr.String())
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("a failed write left files: %v", entries)
+	}
+}
+
+// TestStatsConfig lists the tools never surfaced of a real server (the npm memory
+// server) started from a gateway config, and checks suggestions against its real
+// descriptions.
+func TestStatsConfig(t *testing.T) {
+	mcmd, margs := testupstream.Memory(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "mcp.json")
+	servers := map[string]any{"mcpServers": map[string]any{
+		"memory": map[string]any{"command": mcmd, "args": margs},
+		"broken": map[string]any{"command": filepath.Join(dir, "no-such-server")},
+	}}
+	data, _ := json.Marshal(servers)
+	if err := os.WriteFile(cfg, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	records := filepath.Join(dir, "log.jsonl")
+	log := `{"type": "search", "time": "2026-11-30T09:00:00Z", "session": "s1", "query": "remember that alice works at acme", "results": [{"tool": "memory__search_nodes", "rank": 1}], "latency_ms": 0.2}
+{"type": "search", "time": "2026-11-30T09:00:05Z", "session": "s1", "query": "store a new person", "results": [{"tool": "memory__create_entities", "rank": 1}], "latency_ms": 0.2}
+{"type": "call", "time": "2026-11-30T09:00:09Z", "session": "s1", "tool": "memory__create_entities", "outcome": "ok", "duration_ms": 20, "rank": 1}
+`
+	if err := os.WriteFile(records, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	args := []string{"stats", "--json", "--from", records, "--config", cfg, "--until", "2026-12-01T00:00:00Z"}
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	var r stats.Report
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		t.Fatal(err)
+	}
+	ns := r.NeverSurfaced
+	if !ns.Catalog || ns.CatalogTools < 5 || ns.Count != ns.CatalogTools-2 ||
+		!slices.Contains(ns.Tools, "memory__read_graph") || slices.Contains(ns.Tools, "memory__create_entities") {
+		t.Errorf("never surfaced %+v: want every memory tool but the two searches returned", ns)
+	}
+	if !strings.Contains(stderr.String(), "server broken is failed, so its tools are not counted") {
+		t.Errorf("stderr does not warn of the server that did not start:\n%s", stderr.String())
+	}
+	// The memory server describes create_entities as creating "entities in the
+	// knowledge graph": "store", "person", "remember", "alice"… are missing, "new" may not be.
+	if len(r.Suggestions) != 1 || r.Suggestions[0].Tool != "memory__create_entities" ||
+		!slices.Contains(r.Suggestions[0].Keywords, "remember") || slices.Contains(r.Suggestions[0].Keywords, "entities") {
+		t.Errorf("suggestions %+v", r.Suggestions)
+	}
+
+	// A config none of whose servers starts lists no tool: an error, not an empty catalog.
+	only := filepath.Join(dir, "broken.json")
+	os.WriteFile(only, []byte(`{"mcpServers": {"broken": {"command": "`+filepath.Join(dir, "no-such-server")+`"}}}`), 0o644)
+	stdout.Reset()
+	stderr.Reset()
+	if code := run([]string{"stats", "--from", records, "--config", only}, &stdout, &stderr); code != 1 || !strings.Contains(stderr.String(), "no server of "+only+" started") {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr.String())
+	}
+}

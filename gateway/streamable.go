@@ -1,0 +1,455 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolshed/toolshed/internal/jsonscan"
+)
+
+// streamableFront serves MCP's Streamable HTTP transport (protocols 2025-03-26 to
+// 2025-11-25) on httpConn sessions (see httpconn.go). Its answers to bad requests are
+// the SDK handler's, status and text, so that clients see no difference.
+type streamableFront struct {
+	g        *Gateway
+	sessions *httpSessions
+	maxBody  int64
+	idle     time.Duration // 0: sessions never time out
+
+	mu   sync.Mutex
+	live map[string]*httpSession
+}
+
+// httpSession is one live Streamable HTTP session.
+type httpSession struct {
+	conn *httpConn
+	ss   *mcp.ServerSession
+
+	mu    sync.Mutex
+	posts int         // POSTs being served
+	idle  *time.Timer // closes the session when no POST came for the idle timeout
+	d     time.Duration
+}
+
+// primeDelay is how long a POST with one request waits for its response before it
+// answers with an event stream (see httpconn.go): long enough for the calls that need
+// no stream (toolshed's own tools answer in well under a millisecond, most servers'
+// tools in a few) even on a loaded machine, short enough that a client that loses its
+// connection during a long call has the priming event to resume from. (Settable by
+// the tests.)
+var primeDelay atomic.Int64 // time.Duration
+
+func init() { primeDelay.Store(int64(20 * time.Millisecond)) }
+
+// primingVersion is the first protocol whose clients expect priming events (SEP-1699).
+const primingVersion = "2025-11-25"
+
+func newStreamableFront(g *Gateway, sessions *httpSessions, maxBody int64, idle time.Duration) *streamableFront {
+	return &streamableFront{g: g, sessions: sessions, maxBody: maxBody, idle: idle, live: map[string]*httpSession{}}
+}
+
+// serve serves one request of a client that carries credential cred as profile.
+func (h *streamableFront) serve(w http.ResponseWriter, r *http.Request, cred credential, profile string) {
+	// MCP-Protocol-Version, when sent, must be a version toolshed negotiates; newer
+	// versions are the session's to answer, as on stdio.
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(protocolVersions, v) && v < "2026-07-28" {
+		http.Error(w, fmt.Sprintf("Bad Request: Unsupported protocol version (supported versions: %s)", strings.Join(protocolVersions, ",")), http.StatusBadRequest)
+		return
+	}
+	switch r.Method {
+	case http.MethodPost:
+		h.servePOST(w, r, sessionOwner{cred, profile})
+	case http.MethodGet:
+		h.serveGET(w, r, sessionOwner{cred, profile})
+	case http.MethodDelete:
+		h.serveDELETE(w, r, sessionOwner{cred, profile})
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+	}
+}
+
+// lookup returns the session a request names, answering 404 when it is not live or
+// not its owner's: a session id used with another token or profile is unknown.
+func (h *streamableFront) lookup(w http.ResponseWriter, id string, owner sessionOwner) *httpSession {
+	h.mu.Lock()
+	sess := h.live[id]
+	h.mu.Unlock()
+	if sess == nil || !h.sessions.owns(id, owner.cred, owner.profile) {
+		http.Error(w, "session not found", http.StatusNotFound)
+		return nil
+	}
+	return sess
+}
+
+// open starts a session for owner, in a slot reserved for it.
+func (h *streamableFront) open(ctx context.Context, owner sessionOwner) (*httpSession, error) {
+	id := rand.Text()
+	conn := newHTTPConn(id)
+	// Bound before the client can learn the id.
+	h.sessions.bind(id, owner)
+	ss, err := h.g.mcpServerFor(owner.profile).Connect(context.WithoutCancel(ctx), httpTransport{conn}, nil)
+	if err != nil {
+		h.sessions.forget(id)
+		return nil, err
+	}
+	sess := &httpSession{conn: conn, ss: ss, d: h.idle}
+	if h.idle > 0 {
+		sess.idle = time.AfterFunc(h.idle, func() { ss.Close() })
+	}
+	h.mu.Lock()
+	h.live[id] = sess
+	h.mu.Unlock()
+	go func() {
+		ss.Wait()
+		conn.Close()
+		if sess.idle != nil {
+			sess.idle.Stop()
+		}
+		h.mu.Lock()
+		delete(h.live, id)
+		h.mu.Unlock()
+		h.sessions.forget(id)
+	}()
+	return sess, nil
+}
+
+// startPOST and endPOST keep the idle timer off while a POST is served: a session
+// times out only after its last request ended, as with the SDK.
+func (s *httpSession) startPOST() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.posts++; s.idle != nil {
+		s.idle.Stop()
+	}
+}
+
+func (s *httpSession) endPOST() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.posts--; s.posts == 0 && s.idle != nil {
+		s.idle.Reset(s.d)
+	}
+}
+
+func (h *streamableFront) servePOST(w http.ResponseWriter, r *http.Request, owner sessionOwner) {
+	if len(r.Header.Values("Last-Event-ID")) > 0 {
+		http.Error(w, "can't send Last-Event-ID for POST request", http.StatusBadRequest)
+		return
+	}
+	if jsonOK, streamOK := accepts(r.Header.Values("Accept")); !jsonOK || !streamOK {
+		http.Error(w, "Accept must contain both 'application/json' and 'text/event-stream'", http.StatusBadRequest)
+		return
+	}
+	var sess *httpSession
+	if id := r.Header.Get("Mcp-Session-Id"); id != "" {
+		if sess = h.lookup(w, id, owner); sess == nil {
+			return
+		}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
+	if err != nil {
+		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
+			return
+		}
+		// Such as a body that did not arrive in time.
+		httpError(w, http.StatusBadRequest, "cannot read the request body: %v", err)
+		return
+	}
+	if len(body) == 0 {
+		http.Error(w, "POST requires a non-empty body", http.StatusBadRequest)
+		return
+	}
+	msgs, err := decodeMessages(body)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("malformed payload: %v", err), http.StatusBadRequest)
+		return
+	}
+	version := r.Header.Get("Mcp-Protocol-Version")
+	batch := body[jsonscan.SkipSpace(body, 0)] == '['
+	if batch && version >= "2025-06-18" {
+		http.Error(w, fmt.Sprintf("JSON-RPC batching is not supported in 2025-06-18 and later (request version: %s)", version), http.StatusBadRequest)
+		return
+	}
+	initialize := false
+	for _, m := range msgs {
+		if req, ok := m.(*jsonrpc.Request); ok && req.Method == "initialize" {
+			initialize = true
+			var p struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			}
+			if json.Unmarshal(req.Params, &p) == nil && p.ProtocolVersion != "" {
+				version = p.ProtocolVersion
+			}
+		}
+	}
+	if sess == nil {
+		// A POST without a session starts one, for an initialize (or a probe before
+		// it, such as server/discover, whose session ends with the POST).
+		if err := h.sessions.reserve(owner.cred); err != nil {
+			w.Header().Set("Retry-After", sessionRetryAfter)
+			httpError(w, http.StatusServiceUnavailable, "%v", err)
+			return
+		}
+		if sess, err = h.open(r.Context(), owner); err != nil {
+			h.sessions.release(owner.cred)
+			h.g.logf("http: cannot start a session: %v", err)
+			http.Error(w, "failed connection", http.StatusInternalServerError)
+			return
+		}
+		defer func() {
+			if sess.ss.InitializeParams() == nil {
+				sess.ss.Close()
+			}
+		}()
+	}
+	sess.startPOST()
+	defer sess.endPOST()
+
+	s := sess.conn.track(msgs, func() *mcp.RequestExtra { return &mcp.RequestExtra{Header: r.Header} })
+	if s == nil {
+		// Notifications and responses only: accepted, nothing to answer.
+		for _, m := range msgs {
+			if !sess.conn.deliver(m) {
+				http.Error(w, "session is closing", http.StatusNotFound)
+				return
+			}
+		}
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	if initialize {
+		w.Header().Set("Mcp-Session-Id", sess.conn.id)
+	}
+	single := s.requests == 1 && !batch
+	for _, m := range msgs {
+		if !sess.conn.deliver(m) {
+			s.abandon(s.gen, false)
+			http.Error(w, "session is closing", http.StatusNotFound)
+			return
+		}
+	}
+	h.write(w, r, s, s.attach(), streamWriter{json: single, prime: version >= primingVersion})
+}
+
+// streamWriter says how a stream is written to one response.
+type streamWriter struct {
+	json    bool // the response may be application/json: one request, answered at once
+	prime   bool // the stream is resumable: it starts with a priming event, its events have IDs
+	started bool // the event stream's headers are written
+}
+
+// write writes s's messages to w until s is finished, the client goes away, another
+// writer takes s over or the session ends.
+// gen is the writer's generation, from stream.attach.
+func (h *streamableFront) write(w http.ResponseWriter, r *http.Request, s *stream, gen int, sw streamWriter) {
+	rc := http.NewResponseController(w)
+	var wait <-chan time.Time
+	if sw.json {
+		t := time.NewTimer(time.Duration(primeDelay.Load()))
+		defer t.Stop()
+		wait = t.C
+	}
+	start := func() {
+		sw.started = true
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache, no-transform")
+		w.WriteHeader(http.StatusOK)
+		if sw.prime {
+			s.resumable()
+			fmt.Fprintf(w, "event: prime\nid: %s_0\ndata: \n\n", s.id)
+		}
+	}
+	closing := false
+	life := h.g.life.Done()
+	for {
+		if !sw.json && !sw.started {
+			start()
+			rc.Flush()
+		}
+		select {
+		case <-s.notify:
+		case <-wait:
+			sw.json, wait = false, nil
+			continue
+		case <-r.Context().Done():
+			s.abandon(gen, sw.prime && sw.started)
+			return
+		case <-s.conn.closed:
+			closing = true
+		case <-life:
+			// A client's standing stream waits for messages as long as its session
+			// lives: it ends when the gateway stops, or it would hold a stopping
+			// server's drain (http.Server.Shutdown) until its timeout. A POST's
+			// stream ends with its answers, which the stop sends.
+			if s.standing {
+				return
+			}
+			life = nil
+			continue
+		}
+		resumable := sw.prime && sw.started
+		msgs, first, done, replaced := s.take(gen, resumable)
+		if replaced {
+			s.wake() // the wake-up may have been the new writer's
+			return
+		}
+		if sw.json && done && len(msgs) == 1 {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(msgs[0])
+			return
+		}
+		if !sw.started && (len(msgs) > 0 || done || closing) {
+			sw.json = false
+			start()
+			if resumable = sw.prime; resumable {
+				s.record(msgs)
+			}
+		}
+		for i, m := range msgs {
+			if resumable {
+				fmt.Fprintf(w, "event: message\nid: %s_%d\ndata: %s\n\n", s.id, first+i, m)
+			} else {
+				fmt.Fprintf(w, "event: message\ndata: %s\n\n", m)
+			}
+		}
+		if done || closing {
+			return
+		}
+		rc.Flush()
+	}
+}
+
+func (h *streamableFront) serveGET(w http.ResponseWriter, r *http.Request, owner sessionOwner) {
+	if _, streamOK := accepts(r.Header.Values("Accept")); !streamOK {
+		http.Error(w, "Accept must contain 'text/event-stream' for GET requests", http.StatusBadRequest)
+		return
+	}
+	id := r.Header.Get("Mcp-Session-Id")
+	if id == "" {
+		http.Error(w, "Bad Request: GET requires an Mcp-Session-Id header", http.StatusBadRequest)
+		return
+	}
+	sess := h.lookup(w, id, owner)
+	if sess == nil {
+		return
+	}
+	c := sess.conn
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		h.resume(w, r, c, last)
+		return
+	}
+	c.mu.Lock()
+	if c.standing != nil {
+		c.mu.Unlock()
+		http.Error(w, "stream ID conflicts with ongoing stream", http.StatusConflict)
+		return
+	}
+	s := &stream{conn: c, standing: true, notify: make(chan struct{}, 1), queue: c.unsent}
+	c.unsent = nil
+	c.standing = s
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		if c.standing == s {
+			c.standing = nil
+			c.unsent = s.queue // what came after the client left
+		}
+		c.mu.Unlock()
+	}()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache, no-transform")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprint(w, ": ok\n\n")
+	s.wake()
+	h.write(w, r, s, s.attach(), streamWriter{started: true})
+}
+
+// resume serves a client that lost a stream and asks for the events after the last it
+// got (Last-Event-ID), then the rest of the stream.
+func (h *streamableFront) resume(w http.ResponseWriter, r *http.Request, c *httpConn, last string) {
+	sid, idx, ok := parseEventID(last)
+	c.mu.Lock()
+	s := c.streams[sid]
+	var replay [][]byte
+	if ok && s != nil {
+		replay, ok = s.since(idx)
+	}
+	if !ok || s == nil {
+		c.mu.Unlock()
+		http.Error(w, "failed to replay events", http.StatusBadRequest)
+		return
+	}
+	// A writer still attached lost its client without noticing yet: this one takes
+	// the stream over (see stream.take), before the other can take more messages.
+	s.gen++
+	gen := s.gen
+	c.mu.Unlock()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache, no-transform")
+	w.WriteHeader(http.StatusOK)
+	for i, data := range replay {
+		fmt.Fprintf(w, "event: message\nid: %s_%d\ndata: %s\n\n", s.id, idx+i+1, data)
+	}
+	s.wake()
+	h.write(w, r, s, gen, streamWriter{prime: true, started: true})
+}
+
+// parseEventID splits an event ID, "stream_index", as the SDK writes them.
+func parseEventID(id string) (string, int, bool) {
+	sid, n, ok := strings.Cut(id, "_")
+	idx, err := strconv.Atoi(n)
+	return sid, idx, ok && err == nil && idx >= 0
+}
+
+func (h *streamableFront) serveDELETE(w http.ResponseWriter, r *http.Request, owner sessionOwner) {
+	id := r.Header.Get("Mcp-Session-Id")
+	if id == "" {
+		http.Error(w, "Bad Request: DELETE requires an Mcp-Session-Id header", http.StatusBadRequest)
+		return
+	}
+	sess := h.lookup(w, id, owner)
+	if sess == nil {
+		return
+	}
+	// The SDK ends a session only once its requests in flight are answered: a client
+	// that ends its session would wait for every call it gave up on.
+	h.g.calls.cancelWhere(func(c *call) bool { return c.session == sess.ss })
+	sess.ss.Close()
+	h.sessions.forget(id) // at once: the slot is free for the client's next session
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// accepts reports whether Accept header values accept JSON and event streams, as the
+// SDK reads them.
+func accepts(values []string) (jsonOK, streamOK bool) {
+	for _, value := range values {
+		for _, raw := range strings.Split(value, ",") {
+			base, _, _ := strings.Cut(strings.TrimSpace(raw), ";")
+			switch strings.ToLower(strings.TrimSpace(base)) {
+			case "application/json", "application/*":
+				jsonOK = true
+			case "text/event-stream", "text/*":
+				streamOK = true
+			case "*/*":
+				jsonOK, streamOK = true, true
+			}
+		}
+	}
+	return jsonOK, streamOK
+}
