@@ -53,19 +53,7 @@ func BenchmarkSearchLearned(b *testing.B) {
 	for _, n := range benchSizes {
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			snap := benchSnapshot(b, n)
-			ix := search.NewIndex(snap).WithEvidence(benchEvidence(snap, queries, now), now)
-			lat := make([]time.Duration, 0, b.N)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := range b.N {
-				start := time.Now()
-				if _, err := ix.Search(queries[i%len(queries)], search.Options{Limit: 5}); err != nil {
-					b.Fatal(err)
-				}
-				lat = append(lat, time.Since(start))
-			}
-			b.StopTimer()
-			reportLatency(b, lat)
+			benchSearch(b, search.NewIndex(snap).WithEvidence(benchEvidence(snap, queries, now), now), queries)
 		})
 	}
 }
