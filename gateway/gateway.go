@@ -67,6 +67,10 @@ type Options struct {
 	// SearchLog, when set, records every tool_search and every call of a real tool
 	// (see searchlog). The gateway does not close it.
 	SearchLog *searchlog.Log
+	// NoLearning keeps search from learning from SearchLog (see learner): by default,
+	// the queries whose searches led to successful calls of a tool are indexed as a
+	// field of that tool.
+	NoLearning bool
 }
 
 // DefaultDrainTimeout is Options.DrainTimeout's default: long enough for upstreams to
@@ -108,6 +112,7 @@ type Gateway struct {
 	clients   *clients
 	hooks     *hooks
 	rec       *recorder
+	learn     *learner // nil: search does not learn
 	limits    *rateLimits
 	logMu     sync.Mutex
 
@@ -170,6 +175,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g := &Gateway{cfg: cfg, opts: opts, byName: map[string]*Upstream{}, servers: map[string]*profileServer{}, changes: make(chan struct{}, 1)}
 	g.calls = newCallRegistry(g)
 	g.rec = newRecorder(opts.SearchLog)
+	g.learn = newLearner(opts.SearchLog, opts.NoLearning, g.logf)
 	g.clients = newClients(opts.WaitForClient)
 	g.life, g.endLife = context.WithCancel(context.Background())
 	h, err := newHooks(cfg.Hooks, g.logOut())
@@ -243,6 +249,13 @@ func (g *Gateway) Run(ctx context.Context) error {
 		defer wg.Done()
 		g.reassembleLoop(upCtx)
 	}()
+	if g.learn != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g.learn.run(upCtx)
+		}()
+	}
 	wg.Wait()
 	g.procs.killAll()
 	g.hooks.close()
@@ -468,7 +481,9 @@ func (g *Gateway) serverRules() map[string]policy.ServerRules {
 	return rules
 }
 
-func (a *assembly) index() *search.Index { return a.g.cache.Index(a.snap) }
+// index returns the index the catalog is searched with: learned from the search log,
+// once built.
+func (a *assembly) index() *search.Index { return a.g.learn.index(a.g.cache.Index(a.snap)) }
 
 // Profiles returns the names of the configured profiles, sorted.
 func (g *Gateway) Profiles() []string {

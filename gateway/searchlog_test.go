@@ -216,3 +216,48 @@ func BenchmarkSearchLogged(b *testing.B) {
 	b.ReportMetric(l99, "logged-p99-µs")
 	b.ReportMetric(l50-p50, "added-p50-µs")
 }
+
+// searchFinds reports whether tool_search for query returns tool first.
+func searchFinds(t *testing.T, cs *mcp.ClientSession, query, tool string) bool {
+	t.Helper()
+	res := call(t, cs, "tool_search", map[string]any{"query": query, "limit": 3})
+	var found struct{ Matches []struct{ Name string } }
+	json.Unmarshal([]byte(resultText(res)), &found)
+	return len(found.Matches) > 0 && found.Matches[0].Name == tool
+}
+
+// TestSearchLearnsFromLog: a query that led to successful calls of a tool (in the log,
+// which replicas share) finds that tool, though no word of it is in the tool's
+// definition; with learning off, it does not.
+func TestSearchLearnsFromLog(t *testing.T) {
+	ctx := context.Background()
+	log := openSearchLog(t, filepath.Join(t.TempDir(), "log.db"), searchlog.Options{})
+	for range 3 {
+		log.Call(searchlog.Call{Time: time.Now(), Source: "gateway", Tool: "alpha__add", Server: "alpha", Outcome: searchlog.OutcomeOK, Rank: 2, Query: "zorblax frobnicate"})
+	}
+	if err := log.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cfg := &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}
+	off := startGateway(t, cfg, gateway.Options{Mode: policy.On, SearchLog: log, NoLearning: true}).client("", nil)
+	on := startGateway(t, cfg, gateway.Options{Mode: policy.On, SearchLog: log}).client("", nil)
+
+	// The learned index is built off the request path: the first searches may not
+	// have it yet.
+	learned := false
+	for i := 0; i < 300 && !learned; i++ {
+		if learned = searchFinds(t, on, "zorblax frobnicate", "alpha__add"); !learned {
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	if !learned {
+		t.Fatal("30s on, the query the log links to alpha__add does not find it")
+	}
+	if searchFinds(t, off, "zorblax frobnicate", "alpha__add") {
+		t.Error("with learning off, the learned query finds alpha__add")
+	}
+	// What the tool's own words find is unchanged.
+	if !searchFinds(t, on, "add two numbers", "alpha__add") {
+		t.Error("the tool's own words no longer find it first")
+	}
+}

@@ -126,6 +126,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	// Closed last, once the gateway has stopped and recorded its last calls.
 	defer closeSearchLog(searchLog, stderr)
 	opts.SearchLog = searchLog
+	opts.NoLearning = cfg.SearchLog.NoLearn
 	g, err := gateway.New(cfg, opts)
 	if err != nil {
 		return err

@@ -20,9 +20,12 @@ type SearchLog struct {
 	// a million searches and a million calls), negative no bound.
 	MaxAge  time.Duration
 	MaxRows int
+	// NoLearn turns off the learned field (learn: off): search then ignores what the
+	// log says searches led to.
+	NoLearn bool
 }
 
-// searchLog reads search_log: {db, queries, max_age, max_rows}.
+// searchLog reads search_log: {db, queries, max_age, max_rows, learn}.
 func (l *loader) searchLog(n *yaml.Node, key string) SearchLog {
 	var s SearchLog
 	if isNull(n) {
@@ -66,8 +69,18 @@ func (l *loader) searchLog(n *yaml.Node, key string) SearchLog {
 				continue
 			}
 			s.MaxRows = i
+		case "learn":
+			v, _ := str(p.val)
+			b, isBool := boolOf(p.val)
+			switch {
+			case v == "on" || isBool && b:
+			case v == "off" || isBool && !b:
+				s.NoLearn = true
+			default:
+				l.warn(k, "%s is not on or off; search learns from the log (on)", describe(p.val))
+			}
 		default:
-			l.warn(k, "unknown setting, ignored; search_log takes db, queries, max_age and max_rows")
+			l.warn(k, "unknown setting, ignored; search_log takes db, queries, max_age, max_rows and learn")
 		}
 	}
 	return s

@@ -22,6 +22,10 @@ func TestSearchLog(t *testing.T) {
 		{"bad age", `{max_age: forever}`, SearchLog{}, "search_log.max_age", []string{"not a duration", "default (90 days)"}},
 		{"negative rows", `{max_rows: -1}`, SearchLog{}, "search_log.max_rows", []string{"not a whole number of 0 or more"}},
 		{"db not a string", `{db: [a]}`, SearchLog{}, "search_log.db", []string{"the default file is used"}},
+		{"learn off", `{learn: off}`, SearchLog{NoLearn: true}, "", nil},
+		{"learn false", `{learn: false}`, SearchLog{NoLearn: true}, "", nil},
+		{"learn on", `{learn: on}`, SearchLog{}, "", nil},
+		{"learn wrong", `{learn: maybe}`, SearchLog{}, "search_log.learn", []string{`"maybe" is not on or off`}},
 		{"unknown key", `{path: x}`, SearchLog{}, "search_log.path", []string{"search_log takes db, queries"}},
 		{"not a mapping", `[a]`, SearchLog{}, "search_log", []string{"not a mapping"}},
 	}
