@@ -18,7 +18,7 @@ func BenchmarkSearchEnqueue(b *testing.B) {
 	}
 	defer l.Close(context.Background())
 	s := Search{Source: "gateway", Profile: "dev", Session: "a1b2c3d4e5f6", Query: "create github issue", Mode: "bm25",
-		Results: []Hit{{"github__create_issue", 1}, {"github__update_issue", 2}, {"github__list_issues", 3}, {"jira__create", 4}, {"linear__new", 5}},
+		Results: []Hit{{Tool: "github__create_issue", Rank: 1}, {Tool: "github__update_issue", Rank: 2}, {Tool: "github__list_issues", Rank: 3}, {Tool: "jira__create", Rank: 4}, {Tool: "linear__new", Rank: 5}},
 		Latency: 300 * time.Microsecond, CatalogTokens: 48000, ResultTokens: 900}
 	b.ReportAllocs()
 	b.ResetTimer()
@@ -37,7 +37,7 @@ func BenchmarkWrite(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer l.Close(context.Background())
-	s := Search{Source: "gateway", Query: "create github issue", Mode: "bm25", Results: []Hit{{"github__create_issue", 1}, {"github__update_issue", 2}}}
+	s := Search{Source: "gateway", Query: "create github issue", Mode: "bm25", Results: []Hit{{Tool: "github__create_issue", Rank: 1}, {Tool: "github__update_issue", Rank: 2}}}
 	b.ReportAllocs()
 	n := 0
 	for b.Loop() {

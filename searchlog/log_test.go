@@ -101,7 +101,7 @@ func TestRoundTrip(t *testing.T) {
 			l := open(t, b.dsn(t), Options{})
 			searches := []Search{
 				{Time: at(-2 * time.Minute), Source: "gateway", Profile: "dev", Session: "a1b2c3d4e5f6", Query: "create github issue", Mode: "bm25",
-					Results: []Hit{{"github__create_issue", 1}, {"github__update_issue", 2}}, Latency: 1234 * time.Microsecond, CatalogTokens: 50000, ResultTokens: 800},
+					Results: []Hit{{Tool: "github__create_issue", Rank: 1}, {Tool: "github__update_issue", Rank: 2}}, Latency: 1234 * time.Microsecond, CatalogTokens: 50000, ResultTokens: 800},
 				{Time: at(-time.Minute), Source: "library", Query: "^slack_", Mode: "regex", Error: "invalid_tool_input"},
 			}
 			calls := []Call{
@@ -153,10 +153,10 @@ func TestEvidence(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := []Evidence{
-				{"fs__read", "read a file", 1, at(0)},
-				{"gh__issue", "new issue", 1, at(0)},
-				{"gh__issue", "file ticket", 1, at(0)},
-				{"gh__issue", "open a bug", 2, at(0)},
+				{Tool: "fs__read", Query: "read a file", Count: 1, Last: at(0)},
+				{Tool: "gh__issue", Query: "new issue", Count: 1, Last: at(0)},
+				{Tool: "gh__issue", Query: "file ticket", Count: 1, Last: at(0)},
+				{Tool: "gh__issue", Query: "open a bug", Count: 2, Last: at(0)},
 			}
 			if len(got) != len(want) {
 				t.Fatalf("Evidence = %+v, want %d entries", got, len(want))

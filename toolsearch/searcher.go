@@ -15,7 +15,7 @@ import (
 	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/policy"
 	"github.com/toolshed/toolshed/search"
-	"github.com/toolshed/toolshed/searchlog"
+	"github.com/toolshed/toolshed/searchlog/record"
 )
 
 // Limits of the client-side search tool's "limit" input.
@@ -41,7 +41,7 @@ var indexes search.Cache
 type Searcher struct {
 	plan  *plan
 	index *search.Index
-	log   *searchlog.Log
+	log   Recorder
 	// catalogTokens is what the deferred tools' definitions cost, when logging.
 	catalogTokens int
 }
@@ -133,7 +133,7 @@ func (s *Searcher) Find(query string, limit int) ([]*catalog.Tool, error) {
 
 // record queues a search for the log.
 func (s *Searcher) record(query string, tools []*catalog.Tool, err error, latency time.Duration) {
-	rec := searchlog.Search{Time: time.Now().Add(-latency), Source: "library", Query: query, Mode: "bm25", Latency: latency, CatalogTokens: s.catalogTokens}
+	rec := record.Search{Time: time.Now().Add(-latency), Source: "library", Query: query, Mode: "bm25", Latency: latency, CatalogTokens: s.catalogTokens}
 	var se *search.Error
 	switch {
 	case errors.As(err, &se):
@@ -143,9 +143,9 @@ func (s *Searcher) record(query string, tools []*catalog.Tool, err error, latenc
 	case err != nil:
 		rec.Error = string(search.Unavailable)
 	}
-	rec.Results = make([]searchlog.Hit, len(tools))
+	rec.Results = make([]record.Hit, len(tools))
 	for i, t := range tools {
-		rec.Results[i] = searchlog.Hit{Tool: t.Qualified, Rank: i + 1}
+		rec.Results[i] = record.Hit{Tool: t.Qualified, Rank: i + 1}
 		// The tools are the cached index's, whose snapshot may be another copy of s.snap.
 		rec.ResultTokens += s.index.Snapshot().ToolTokens(t)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/policy"
-	"github.com/toolshed/toolshed/searchlog"
+	"github.com/toolshed/toolshed/searchlog/record"
 )
 
 // SearchKind says which search tool Tools adds to a request.
@@ -78,9 +78,9 @@ type Options struct {
 	// and left out otherwise, since there would be nothing to search.
 	Search SearchKind
 	// Log, when set, records every search a Searcher runs (Source "library"), for
-	// toolshed stats and the learned field. Recording only queues, so it never slows
-	// a search. Tools ignores it.
-	Log *searchlog.Log
+	// toolshed stats and the learned field: a *searchlog.Log, whose recording only
+	// queues, so it never slows a search. Tools ignores it.
+	Log Recorder
 }
 
 // plan is what a request carries of a snapshot: the tools sent loaded and the tools sent
@@ -243,4 +243,10 @@ func ToolsFromMCP(ctx context.Context, server string, cs *mcp.ClientSession, opt
 	}
 	snap, _ := catalog.Build([]catalog.Source{src})
 	return Tools(snap, opts)
+}
+
+// Recorder records searches: *searchlog.Log is one. It is an interface so that the
+// library does not link the search log's database drivers unless its user does.
+type Recorder interface {
+	Search(record.Search)
 }

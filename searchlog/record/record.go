@@ -1,10 +1,10 @@
-// Package searchlog records what agents search for and what they then call, so that
-// toolshed can tell which tools its search fails to surface and learn from the searches
-// that worked. A Log writes in batches off the request path, to an embedded SQLite
-// database by default or to PostgreSQL, which several gateway replicas share.
+// Package record defines the records of toolshed's search log (package searchlog):
+// searches, calls, and the evidence search learns from. They have a package of their
+// own, with no dependency, so that code that only makes or reads records (the toolsearch
+// library, a custom store) does not link the log's database drivers.
 //
 // Argument values are never recorded; query text can be turned off or hashed.
-package searchlog
+package record
 
 import "time"
 
