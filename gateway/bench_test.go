@@ -76,7 +76,14 @@ func loopbackClient(tb testing.TB, g *gateway.Gateway) *mcp.ClientSession {
 
 func benchGateway(b *testing.B, mode policy.Mode) *gateway.Gateway {
 	b.Helper()
-	g, err := gateway.New(&config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: mode, Log: &testupstream.SyncBuffer{}})
+	return benchGatewayWith(b, gateway.Options{Mode: mode, Log: &testupstream.SyncBuffer{}})
+}
+
+// benchGatewayWith runs a gateway with opts in front of the test upstream "alpha",
+// until the benchmark ends, and returns it once the upstream is ready.
+func benchGatewayWith(b *testing.B, opts gateway.Options) *gateway.Gateway {
+	b.Helper()
+	g, err := gateway.New(&config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, opts)
 	if err != nil {
 		b.Fatal(err)
 	}

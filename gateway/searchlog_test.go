@@ -168,18 +168,7 @@ func BenchmarkSearchLogged(b *testing.B) {
 	}
 	defer log.Close(context.Background())
 	start := func(l *searchlog.Log) *gateway.Gateway {
-		g, err := gateway.New(&config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.On, SearchLog: l, Log: io.Discard})
-		if err != nil {
-			b.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { g.Run(ctx); close(done) }()
-		b.Cleanup(func() { cancel(); <-done })
-		ready, stop := context.WithTimeout(ctx, 30*time.Second)
-		defer stop()
-		g.WaitReady(ready)
-		return g
+		return benchGatewayWith(b, gateway.Options{Mode: policy.On, SearchLog: l, Log: io.Discard})
 	}
 	plain, logged := pipeClient(b, start(nil), ""), pipeClient(b, start(log), "")
 	ctx := context.Background()

@@ -96,6 +96,17 @@ func (h *streamableFront) lookup(w http.ResponseWriter, id string, owner session
 	return sess
 }
 
+// named returns the session a GET or DELETE names, answering 400 when it names none
+// and 404 when it is not live or not owner's.
+func (h *streamableFront) named(w http.ResponseWriter, r *http.Request, owner sessionOwner) *httpSession {
+	id := r.Header.Get("Mcp-Session-Id")
+	if id == "" {
+		http.Error(w, fmt.Sprintf("Bad Request: %s requires an Mcp-Session-Id header", r.Method), http.StatusBadRequest)
+		return nil
+	}
+	return h.lookup(w, id, owner)
+}
+
 // open starts a session for owner, in a slot reserved for it.
 func (h *streamableFront) open(ctx context.Context, owner sessionOwner) (*httpSession, error) {
 	id := rand.Text()
@@ -340,12 +351,7 @@ func (h *streamableFront) serveGET(w http.ResponseWriter, r *http.Request, owner
 		http.Error(w, "Accept must contain 'text/event-stream' for GET requests", http.StatusBadRequest)
 		return
 	}
-	id := r.Header.Get("Mcp-Session-Id")
-	if id == "" {
-		http.Error(w, "Bad Request: GET requires an Mcp-Session-Id header", http.StatusBadRequest)
-		return
-	}
-	sess := h.lookup(w, id, owner)
+	sess := h.named(w, r, owner)
 	if sess == nil {
 		return
 	}
@@ -418,12 +424,7 @@ func parseEventID(id string) (string, int, bool) {
 }
 
 func (h *streamableFront) serveDELETE(w http.ResponseWriter, r *http.Request, owner sessionOwner) {
-	id := r.Header.Get("Mcp-Session-Id")
-	if id == "" {
-		http.Error(w, "Bad Request: DELETE requires an Mcp-Session-Id header", http.StatusBadRequest)
-		return
-	}
-	sess := h.lookup(w, id, owner)
+	sess := h.named(w, r, owner)
 	if sess == nil {
 		return
 	}
@@ -431,7 +432,7 @@ func (h *streamableFront) serveDELETE(w http.ResponseWriter, r *http.Request, ow
 	// that ends its session would wait for every call it gave up on.
 	h.g.calls.cancelWhere(func(c *call) bool { return c.session == sess.ss })
 	sess.ss.Close()
-	h.sessions.forget(id) // at once: the slot is free for the client's next session
+	h.sessions.forget(sess.conn.id) // at once: the slot is free for the client's next session
 	w.WriteHeader(http.StatusNoContent)
 }
 
