@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strconv"
 	"sync"
@@ -184,11 +185,26 @@ func (c *httpConn) Close() error {
 	return nil
 }
 
+// errDuplicateID is track's refusal of a request whose id is one in flight: its
+// response could not be told from the other's (the SDK's handler refuses it too).
+var errDuplicateID = errors.New("duplicate in-flight request ID")
+
 // track registers the requests of a POST, with their RequestExtra, on a new stream,
 // and notes the client's cancellations. It returns nil when the POST has no request.
-func (c *httpConn) track(msgs []jsonrpc.Message, extra func() *mcp.RequestExtra) *stream {
+// A POST with a request whose id is in flight (or twice in the POST) registers
+// nothing: track returns the id and errDuplicateID.
+func (c *httpConn) track(msgs []jsonrpc.Message, extra func() *mcp.RequestExtra) (*stream, jsonrpc.ID, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	seen := map[jsonrpc.ID]bool{}
+	for _, m := range msgs {
+		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
+			if c.pending[req.ID] != nil || seen[req.ID] {
+				return nil, req.ID, errDuplicateID
+			}
+			seen[req.ID] = true
+		}
+	}
 	var s *stream
 	for _, m := range msgs {
 		req, ok := m.(*jsonrpc.Request)
@@ -212,9 +228,8 @@ func (c *httpConn) track(msgs []jsonrpc.Message, extra func() *mcp.RequestExtra)
 		s.extras = append(s.extras, ex)
 		relatedStreams.Store(ex, s)
 		c.pending[req.ID] = s
-		delete(c.cancelled, req.ID) // a new request with the id of a cancelled one
 	}
-	return s
+	return s, jsonrpc.ID{}, nil
 }
 
 // cancel notes a client's notifications/cancelled: the request's response is dropped,

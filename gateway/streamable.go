@@ -221,7 +221,15 @@ func (h *streamableFront) servePOST(w http.ResponseWriter, r *http.Request, owne
 	sess.startPOST()
 	defer sess.endPOST()
 
-	s := sess.conn.track(msgs, func() *mcp.RequestExtra { return &mcp.RequestExtra{Header: r.Header} })
+	s, dup, err := sess.conn.track(msgs, func() *mcp.RequestExtra { return &mcp.RequestExtra{Header: r.Header} })
+	if err != nil {
+		// As the SDK's handler answers it.
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		data, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: dup, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("%v %v", err, dup.Raw())}})
+		w.Write(data)
+		return
+	}
 	if s == nil {
 		// Notifications and responses only: accepted, nothing to answer.
 		for _, m := range msgs {
