@@ -258,13 +258,15 @@ func (c *httpConn) keep(s *stream) {
 	}
 	c.streams[s.id] = s
 	c.order = append(c.order, s.id)
+	// The oldest finished streams go first; one still waiting for answers (a long
+	// call) stays, without keeping those after it.
 	for len(c.order) > maxReplayStreams {
-		old := c.streams[c.order[0]]
-		if !old.finished() {
+		i := slices.IndexFunc(c.order, func(id string) bool { return id != s.id && c.streams[id].finished() })
+		if i < 0 {
 			break
 		}
-		delete(c.streams, old.id)
-		c.order = c.order[1:]
+		delete(c.streams, c.order[i])
+		c.order = slices.Delete(c.order, i, i+1)
 	}
 }
 
@@ -286,6 +288,10 @@ type stream struct {
 	bytes  int      // of events
 	gen    int      // the generation of the writer serving it (see attach)
 	gone   bool     // the stream was abandoned: no writer will come back
+	// detached: the writer of a resumable stream lost its client; until one resumes
+	// it, messages are recorded as events at once (bounded by maxReplayBytes) rather
+	// than queued for a writer that may never come.
+	detached bool
 }
 
 // open reports whether messages sent on s can still reach its client. conn.mu is held.
@@ -296,6 +302,10 @@ func (s *stream) finished() bool { return !s.standing && s.requests == 0 && len(
 
 // send queues a message. conn.mu is held.
 func (s *stream) send(data []byte) {
+	if s.detached {
+		s.recordLocked([][]byte{data})
+		return
+	}
 	s.queue = append(s.queue, data)
 	s.wake()
 }
@@ -304,7 +314,14 @@ func (s *stream) send(data []byte) {
 // conn.mu is held.
 func (s *stream) answer(data []byte) {
 	s.requests--
-	s.queue = append(s.queue, data)
+	switch {
+	case s.detached:
+		if data != nil {
+			s.recordLocked([][]byte{data})
+		}
+	default:
+		s.queue = append(s.queue, data)
+	}
 	if s.requests == 0 {
 		for _, ex := range s.extras {
 			relatedStreams.Delete(ex)
@@ -399,8 +416,21 @@ func (s *stream) abandon(gen int, resumable bool) {
 	c := s.conn
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if s.gen != gen || resumable {
-		return // another writer serves s now, or a client may resume it
+	if s.gen != gen {
+		return // another writer serves s now
+	}
+	if resumable {
+		// A client may resume s: what it has not been sent becomes events to replay.
+		s.detached = true
+		var msgs [][]byte
+		for _, m := range s.queue {
+			if m != nil {
+				msgs = append(msgs, m)
+			}
+		}
+		s.queue = nil
+		s.recordLocked(msgs)
+		return
 	}
 	s.gone = true
 	s.queue = nil

@@ -407,6 +407,7 @@ func (h *streamableFront) resume(w http.ResponseWriter, r *http.Request, c *http
 	// the stream over (see stream.take), before the other can take more messages.
 	s.gen++
 	gen := s.gen
+	s.detached = false // what comes next is this writer's to send
 	c.mu.Unlock()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache, no-transform")
