@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,6 +56,10 @@ var primeDelay atomic.Int64 // time.Duration
 
 func init() { primeDelay.Store(int64(20 * time.Millisecond)) }
 
+// versionShape is the shape of an MCP protocol version: a header that is not one is
+// refused, whatever it sorts after.
+var versionShape = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`)
+
 // primingVersion is the first protocol whose clients expect priming events (SEP-1699).
 const primingVersion = "2025-11-25"
 
@@ -66,7 +71,7 @@ func newStreamableFront(g *Gateway, sessions *httpSessions, maxBody int64, idle 
 func (h *streamableFront) serve(w http.ResponseWriter, r *http.Request, cred credential, profile string) {
 	// MCP-Protocol-Version, when sent, must be a version toolshed negotiates; newer
 	// versions are the session's to answer, as on stdio.
-	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(protocolVersions, v) && v < "2026-07-28" {
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(protocolVersions, v) && (v < "2026-07-28" || !versionShape.MatchString(v)) {
 		http.Error(w, fmt.Sprintf("Bad Request: Unsupported protocol version (supported versions: %s)", strings.Join(protocolVersions, ",")), http.StatusBadRequest)
 		return
 	}
