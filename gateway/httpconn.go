@@ -149,12 +149,14 @@ func (c *httpConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		}
 		return nil
 	}
+	req, _ := msg.(*jsonrpc.Request)
+	note := req != nil && !req.IsCall()
 	if s, ok := ctx.Value(streamKey{}).(*stream); ok && s.conn == c && s.open() {
-		s.send(data)
+		s.send(data, note)
 		return nil
 	}
 	if c.standing != nil {
-		c.standing.send(data)
+		c.standing.send(data, note)
 		return nil
 	}
 	if len(c.unsent) == maxUnsentMessages {
@@ -300,10 +302,16 @@ func (s *stream) open() bool { return !s.gone && (s.standing || s.requests > 0) 
 // finished reports whether every message of s has been written. conn.mu is held.
 func (s *stream) finished() bool { return !s.standing && s.requests == 0 && len(s.queue) == 0 }
 
-// send queues a message. conn.mu is held.
-func (s *stream) send(data []byte) {
+// send queues a message. A notification (note) that finds maxUnsentMessages queued
+// is dropped: the client does not read its stream (its writer is blocked), and
+// progress and log messages are advisory, as for the messages held without a GET
+// stream. conn.mu is held.
+func (s *stream) send(data []byte, note bool) {
 	if s.detached {
 		s.recordLocked([][]byte{data})
+		return
+	}
+	if note && len(s.queue) >= maxUnsentMessages {
 		return
 	}
 	s.queue = append(s.queue, data)

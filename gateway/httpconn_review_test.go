@@ -1,0 +1,36 @@
+package gateway
+
+import (
+	"context"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// A client whose stream is open but that does not read it (its writer is blocked on
+// the connection): the notifications sent to it meanwhile are bounded, as the messages
+// held for a client without a GET stream are; requests and responses are never dropped.
+func TestReviewStreamQueueBounded(t *testing.T) {
+	c := newHTTPConn("x")
+	standing := &stream{conn: c, standing: true, notify: make(chan struct{}, 1)}
+	c.standing = standing
+	note := &jsonrpc.Request{Method: "notifications/message", Params: []byte(`{"level":"info","data":"x"}`)}
+	for range 10 * maxUnsentMessages {
+		if err := c.Write(context.Background(), note); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id, _ := jsonrpc.MakeID("s1")
+	if err := c.Write(context.Background(), &jsonrpc.Request{ID: id, Method: "sampling/createMessage", Params: []byte(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	n, last := len(standing.queue), string(standing.queue[len(standing.queue)-1])
+	c.mu.Unlock()
+	if n > maxUnsentMessages+1 {
+		t.Errorf("%d messages queued on a stream no one reads, want at most %d", n, maxUnsentMessages+1)
+	}
+	if last != `{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{}}` {
+		t.Errorf("the last message queued is %s, want the sampling request", last)
+	}
+}
