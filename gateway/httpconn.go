@@ -191,13 +191,23 @@ func (c *httpConn) Close() error {
 // response could not be told from the other's (the SDK's handler refuses it too).
 var errDuplicateID = errors.New("duplicate in-flight request ID")
 
+// errClosing is track's refusal of a POST that comes as its session closes: what it
+// registered would outlive Close's cleanup.
+var errClosing = errors.New("session is closing")
+
 // track registers the requests of a POST, with their RequestExtra, on a new stream,
 // and notes the client's cancellations. It returns nil when the POST has no request.
 // A POST with a request whose id is in flight (or twice in the POST) registers
-// nothing: track returns the id and errDuplicateID.
+// nothing: track returns the id and errDuplicateID; so does one that comes once the
+// connection is closed, with errClosing.
 func (c *httpConn) track(msgs []jsonrpc.Message, extra func() *mcp.RequestExtra) (*stream, jsonrpc.ID, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	select {
+	case <-c.closed: // (Close cleans up under c.mu, after closing c.closed)
+		return nil, jsonrpc.ID{}, errClosing
+	default:
+	}
 	seen := map[jsonrpc.ID]bool{}
 	for _, m := range msgs {
 		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // A client whose stream is open but that does not read it (its writer is blocked on
@@ -32,5 +33,30 @@ func TestReviewStreamQueueBounded(t *testing.T) {
 	}
 	if last != `{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{}}` {
 		t.Errorf("the last message queued is %s, want the sampling request", last)
+	}
+}
+
+// A POST that comes as its session closes registers nothing that outlives the
+// session: relatedStreams (a global map) would otherwise keep the closed connection,
+// its streams and their replay buffers for the life of the process.
+func TestReviewTrackAfterCloseLeavesNothing(t *testing.T) {
+	c := newHTTPConn("x")
+	c.Close()
+	id, _ := jsonrpc.MakeID("r1")
+	var ex *mcp.RequestExtra
+	s, _, err := c.track([]jsonrpc.Message{&jsonrpc.Request{ID: id, Method: "ping"}}, func() *mcp.RequestExtra {
+		ex = &mcp.RequestExtra{}
+		return ex
+	})
+	if s != nil {
+		// As servePOST does when the session refuses the message.
+		if c.deliver(&jsonrpc.Request{ID: id, Method: "ping"}) {
+			t.Fatal("a closed connection took a message")
+		}
+		s.abandon(s.gen, false)
+	}
+	if _, ok := relatedStreams.Load(ex); ok {
+		relatedStreams.Delete(ex)
+		t.Errorf("a request tracked on a closed connection stays in relatedStreams (err %v)", err)
 	}
 }

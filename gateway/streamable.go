@@ -227,6 +227,10 @@ func (h *streamableFront) servePOST(w http.ResponseWriter, r *http.Request, owne
 	defer sess.endPOST()
 
 	s, dup, err := sess.conn.track(msgs, func() *mcp.RequestExtra { return &mcp.RequestExtra{Header: r.Header} })
+	if errors.Is(err, errClosing) {
+		http.Error(w, "session is closing", http.StatusNotFound)
+		return
+	}
 	if err != nil {
 		// As the SDK's handler answers it.
 		w.Header().Set("Content-Type", "application/json")
