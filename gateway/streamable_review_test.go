@@ -51,6 +51,23 @@ func bodyWithin(t *testing.T, what string, resp *http.Response) string {
 	return ""
 }
 
+// endWithin reads events until their stream ends, failing the test when it does not
+// end within 30 s.
+func endWithin(t *testing.T, what string, events <-chan string) {
+	t.Helper()
+	deadline := time.After(30 * time.Second)
+	for {
+		select {
+		case _, ok := <-events:
+			if !ok {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("%s did not end within 30s", what)
+		}
+	}
+}
+
 var primeID = regexp.MustCompile(`(?m)^id: (\w+)_0$`)
 
 // Opening and ending many sessions (and sessionless probes) leaves no goroutine behind.
@@ -238,5 +255,47 @@ func TestReviewResumeHijack(t *testing.T) {
 	g := getStream(t, context.Background(), base+"/mcp/p1", session, m[1]+"_0")
 	if body := bodyWithin(t, "the owner's resumption", g); !strings.Contains(body, "done 2 steps") {
 		t.Errorf("the owner's resumption: %d %s", g.StatusCode, body)
+	}
+}
+
+// DELETE in the middle of a call the upstream never answers: the DELETE is answered,
+// the call's POST and the GET stream end, and the session is gone.
+func TestReviewDeleteMidCall(t *testing.T) {
+	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
+	endpoint := serveHTTP(t, h, gateway.HTTPOptions{}) + "/mcp"
+	session := ""
+	post := rawSessionID(t, endpoint, &session)
+	g := getStream(t, context.Background(), endpoint, session, "")
+	defer g.Body.Close()
+	resp := post(context.Background(), `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"alpha__hang","arguments":{}}}`)
+	defer resp.Body.Close()
+	events := sseEvents(resp.Body)
+	nextEvent(t, events) // priming: the call runs
+	deleted := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodDelete, endpoint, nil)
+		req.Header.Set("Mcp-Session-Id", session)
+		r, err := http.DefaultClient.Do(req)
+		if err != nil {
+			deleted <- 0
+			return
+		}
+		r.Body.Close()
+		deleted <- r.StatusCode
+	}()
+	select {
+	case code := <-deleted:
+		if code != http.StatusNoContent {
+			t.Errorf("DELETE: %d", code)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("DELETE did not end within 30s")
+	}
+	bodyWithin(t, "the GET stream", g)
+	endWithin(t, "the call's POST", events)
+	r := post(context.Background(), `{"jsonrpc":"2.0","id":4,"method":"ping"}`)
+	r.Body.Close()
+	if r.StatusCode != http.StatusNotFound {
+		t.Errorf("a POST after DELETE got %d, want 404", r.StatusCode)
 	}
 }
