@@ -68,6 +68,40 @@ func endWithin(t *testing.T, what string, events <-chan string) {
 	}
 }
 
+// send sends a request of a Streamable HTTP client (MCP-Protocol-Version version with
+// a session), or fails the test (t.Errorf, for other goroutines) and returns nil.
+func send(t *testing.T, method, endpoint, session, version, body string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(method, endpoint, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+		req.Header.Set("MCP-Protocol-Version", version)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Errorf("%s: %v", method, err)
+		return nil
+	}
+	return resp
+}
+
+// hangingCall opens a session on a gateway with alpha, its GET stream, and a POST of a
+// call that alpha never answers, once the call runs.
+func hangingCall(t *testing.T) (h *harness, endpoint, session string, get *http.Response, call <-chan string, post func(context.Context, string) *http.Response) {
+	h = startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
+	endpoint = serveHTTP(t, h, gateway.HTTPOptions{}) + "/mcp"
+	post = rawSessionID(t, endpoint, &session)
+	get = getStream(t, context.Background(), endpoint, session, "")
+	t.Cleanup(func() { get.Body.Close() })
+	resp := post(context.Background(), `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"alpha__hang","arguments":{}}}`)
+	t.Cleanup(func() { resp.Body.Close() })
+	events := sseEvents(resp.Body)
+	nextEvent(t, events) // priming: the call runs
+	return h, endpoint, session, get, events, post
+}
+
 var primeID = regexp.MustCompile(`(?m)^id: (\w+)_0$`)
 
 // Opening and ending many sessions (and sessionless probes) leaves no goroutine behind.
@@ -82,11 +116,9 @@ func TestReviewSessionsLeaveNoGoroutines(t *testing.T) {
 		r.Body.Close()
 		ctx, cancel := context.WithCancel(context.Background())
 		g := getStream(t, ctx, endpoint, session, "")
-		req, _ := http.NewRequest(http.MethodDelete, endpoint, nil)
-		req.Header.Set("Mcp-Session-Id", session)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
+		resp := send(t, http.MethodDelete, endpoint, session, "2025-11-25", "")
+		if resp == nil {
+			t.FailNow()
 		}
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusNoContent {
@@ -96,12 +128,8 @@ func TestReviewSessionsLeaveNoGoroutines(t *testing.T) {
 		g.Body.Close()
 		cancel()
 		// A probe without a session: its session ends with the POST.
-		req, _ = http.NewRequest(http.MethodPost, endpoint, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		resp, err = http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
+		if resp = send(t, http.MethodPost, endpoint, "", "", `{"jsonrpc":"2.0","id":1,"method":"ping"}`); resp == nil {
+			t.FailNow()
 		}
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
@@ -158,16 +186,9 @@ func TestReviewMixedBatchEnds(t *testing.T) {
 	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
 	endpoint := serveHTTP(t, h, gateway.HTTPOptions{}) + "/mcp"
 	post := func(session, body string) *http.Response {
-		req, _ := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if session != "" {
-			req.Header.Set("Mcp-Session-Id", session)
-			req.Header.Set("MCP-Protocol-Version", "2025-03-26")
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
+		resp := send(t, http.MethodPost, endpoint, session, "2025-03-26", body)
+		if resp == nil {
+			t.FailNow()
 		}
 		return resp
 	}
@@ -185,19 +206,10 @@ func TestReviewMixedBatchEnds(t *testing.T) {
 // The gateway stopping ends a POST whose call the upstream never answers, and the
 // session's GET stream.
 func TestReviewStopEndsStreams(t *testing.T) {
-	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
-	endpoint := serveHTTP(t, h, gateway.HTTPOptions{}) + "/mcp"
-	session := ""
-	post := rawSessionID(t, endpoint, &session)
-	g := getStream(t, context.Background(), endpoint, session, "")
-	defer g.Body.Close()
-	resp := post(context.Background(), `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"alpha__hang","arguments":{}}}`)
-	defer resp.Body.Close()
-	events := sseEvents(resp.Body)
-	nextEvent(t, events)
-	go h.stopped(30e9)
-	bodyWithin(t, "the GET stream", g)
-	bodyWithin(t, "the hanging call's POST", resp)
+	h, _, _, get, call, _ := hangingCall(t)
+	go h.stopped(30 * time.Second)
+	bodyWithin(t, "the GET stream", get)
+	endWithin(t, "the hanging call's POST", call)
 }
 
 // A sessionless probe (such as server/discover or ping before initialize) gives back its
@@ -207,15 +219,9 @@ func TestReviewProbeFreesSlot(t *testing.T) {
 	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
 	endpoint := serveHTTP(t, h, gateway.HTTPOptions{MaxSessionsPerToken: 1}) + "/mcp"
 	do := func(method, session, body string) *http.Response {
-		req, _ := http.NewRequest(method, endpoint, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if session != "" {
-			req.Header.Set("Mcp-Session-Id", session)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
+		resp := send(t, method, endpoint, session, "2025-11-25", body)
+		if resp == nil {
+			t.FailNow()
 		}
 		return resp
 	}
@@ -261,27 +267,15 @@ func TestReviewResumeHijack(t *testing.T) {
 // DELETE in the middle of a call the upstream never answers: the DELETE is answered,
 // the call's POST and the GET stream end, and the session is gone.
 func TestReviewDeleteMidCall(t *testing.T) {
-	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
-	endpoint := serveHTTP(t, h, gateway.HTTPOptions{}) + "/mcp"
-	session := ""
-	post := rawSessionID(t, endpoint, &session)
-	g := getStream(t, context.Background(), endpoint, session, "")
-	defer g.Body.Close()
-	resp := post(context.Background(), `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"alpha__hang","arguments":{}}}`)
-	defer resp.Body.Close()
-	events := sseEvents(resp.Body)
-	nextEvent(t, events) // priming: the call runs
+	_, endpoint, session, get, call, post := hangingCall(t)
 	deleted := make(chan int, 1)
 	go func() {
-		req, _ := http.NewRequest(http.MethodDelete, endpoint, nil)
-		req.Header.Set("Mcp-Session-Id", session)
-		r, err := http.DefaultClient.Do(req)
-		if err != nil {
-			deleted <- 0
-			return
+		code := 0
+		if r := send(t, http.MethodDelete, endpoint, session, "2025-11-25", ""); r != nil {
+			r.Body.Close()
+			code = r.StatusCode
 		}
-		r.Body.Close()
-		deleted <- r.StatusCode
+		deleted <- code
 	}()
 	select {
 	case code := <-deleted:
@@ -291,8 +285,8 @@ func TestReviewDeleteMidCall(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("DELETE did not end within 30s")
 	}
-	bodyWithin(t, "the GET stream", g)
-	endWithin(t, "the call's POST", events)
+	bodyWithin(t, "the GET stream", get)
+	endWithin(t, "the call's POST", call)
 	r := post(context.Background(), `{"jsonrpc":"2.0","id":4,"method":"ping"}`)
 	r.Body.Close()
 	if r.StatusCode != http.StatusNotFound {

@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/toolshed/toolshed/gateway"
@@ -26,14 +25,9 @@ func TestReviewProtocolVersionHeaderShape(t *testing.T) {
 		{"2024-01-01", http.StatusBadRequest},
 		{"2025-11-25", http.StatusOK},
 	} {
-		req, _ := http.NewRequest(http.MethodPost, endpoint, strings.NewReader(`{"jsonrpc":"2.0","id":2,"method":"ping"}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Mcp-Session-Id", session)
-		req.Header.Set("MCP-Protocol-Version", tc.version)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
+		resp := send(t, http.MethodPost, endpoint, session, tc.version, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+		if resp == nil {
+			t.FailNow()
 		}
 		b := bodyWithin(t, "ping", resp)
 		if resp.StatusCode != tc.status {
