@@ -41,9 +41,15 @@ const maxUnsentMessages = 256
 // clients that resume one, each stream's newest maxReplayBytes: enough for a client
 // that lost its connection to get the rest of a call (its result and the progress
 // before it), bounded however long the call or many the calls.
+//
+// maxReplaySessionBytes bounds them all (but the newest stream's newest event, a call's
+// result however large): without it a session whose calls return large results (a
+// file read) kept its last maxReplayStreams results, whatever their size, for its
+// life.
 const (
-	maxReplayStreams = 8
-	maxReplayBytes   = 256 << 10
+	maxReplayStreams      = 8
+	maxReplayBytes        = 256 << 10
+	maxReplaySessionBytes = 1 << 20
 )
 
 // httpConn is the mcp.Connection of one Streamable HTTP session.
@@ -262,21 +268,21 @@ func (c *httpConn) cancel(params json.RawMessage) {
 	}
 }
 
-// keep makes s resumable, forgetting the oldest finished streams past
-// maxReplayStreams. conn.mu is held.
+// keep makes s resumable (or keeps it), forgetting the oldest finished streams other
+// than s past maxReplayStreams or maxReplaySessionBytes. conn.mu is held.
 func (c *httpConn) keep(s *stream) {
-	if _, ok := c.streams[s.id]; ok {
-		return
+	if _, ok := c.streams[s.id]; !ok {
+		c.streams[s.id] = s
+		c.order = append(c.order, s.id)
 	}
-	c.streams[s.id] = s
-	c.order = append(c.order, s.id)
 	// The oldest finished streams go first; one still waiting for answers (a long
 	// call) stays, without keeping those after it.
-	for len(c.order) > maxReplayStreams {
+	for len(c.order) > maxReplayStreams || c.kept > maxReplaySessionBytes {
 		i := slices.IndexFunc(c.order, func(id string) bool { return id != s.id && c.streams[id].finished() })
 		if i < 0 {
 			break
 		}
+		c.kept -= c.streams[c.order[i]].bytes
 		delete(c.streams, c.order[i])
 		c.order = slices.Delete(c.order, i, i+1)
 	}
@@ -390,17 +396,20 @@ func (s *stream) recordLocked(msgs [][]byte) {
 	if len(msgs) == 0 {
 		return
 	}
-	s.conn.keep(s)
+	c := s.conn
 	for _, m := range msgs {
 		s.events = append(s.events, m)
 		s.bytes += len(m)
+		c.kept += len(m)
 	}
 	for s.bytes > maxReplayBytes && len(s.events) > 1 {
 		s.bytes -= len(s.events[0])
+		c.kept -= len(s.events[0])
 		s.events[0] = nil
 		s.events = s.events[1:]
 		s.base++
 	}
+	c.keep(s)
 }
 
 // resumable keeps s for clients that resume it.

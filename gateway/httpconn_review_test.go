@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -58,5 +60,38 @@ func TestReviewTrackAfterCloseLeavesNothing(t *testing.T) {
 	if _, ok := relatedStreams.Load(ex); ok {
 		relatedStreams.Delete(ex)
 		t.Errorf("a request tracked on a closed connection stays in relatedStreams (err %v)", err)
+	}
+}
+
+// A session's replay buffers are bounded in bytes, not only in streams: a client whose
+// calls return large results over event streams (a file read, a long listing) would
+// otherwise keep its last maxReplayStreams results, whatever their size, for the
+// session's life, in every session.
+func TestReviewReplayBytesBounded(t *testing.T) {
+	c := newHTTPConn("x")
+	big := strings.Repeat("x", 1<<20)
+	for i := range 2 * maxReplayStreams {
+		id, _ := jsonrpc.MakeID(fmt.Sprintf("r%d", i))
+		s, _, err := c.track([]jsonrpc.Message{&jsonrpc.Request{ID: id, Method: "tools/call"}}, func() *mcp.RequestExtra { return &mcp.RequestExtra{} })
+		if err != nil {
+			t.Fatal(err)
+		}
+		gen := s.attach()
+		s.resumable()
+		if err := c.Write(context.Background(), &jsonrpc.Response{ID: id, Result: []byte(`{"content":[{"type":"text","text":"` + big + `"}]}`)}); err != nil {
+			t.Fatal(err)
+		}
+		if msgs, _, done, _ := s.take(gen, true); len(msgs) != 1 || !done {
+			t.Fatalf("stream %d: took %d messages, done %v", i, len(msgs), done)
+		}
+	}
+	c.mu.Lock()
+	kept := 0
+	for _, s := range c.streams {
+		kept += s.bytes
+	}
+	c.mu.Unlock()
+	if kept > maxReplaySessionBytes+(1<<20)+100 {
+		t.Errorf("the session keeps %d bytes of events for replay, want at most %d (and the newest event)", kept, maxReplaySessionBytes)
 	}
 }
