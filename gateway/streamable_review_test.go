@@ -293,3 +293,40 @@ func TestReviewDeleteMidCall(t *testing.T) {
 		t.Errorf("a POST after DELETE got %d, want 404", r.StatusCode)
 	}
 }
+
+// Sessions that end every way a session ends (DELETE, a lost stream, a cancelled
+// call, a client gone mid-call, a call the session's end interrupts) leave nothing in
+// relatedStreams, the process-wide map of requests in flight.
+func TestReviewNoRelatedStreamsLeft(t *testing.T) {
+	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
+	endpoint := serveHTTP(t, h, gateway.HTTPOptions{}) + "/mcp"
+	for i := range 10 {
+		session := ""
+		post := rawSessionID(t, endpoint, &session)
+		// A call answered, one whose client goes away, one cancelled, one that never ends.
+		r := post(context.Background(), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":"p"},"name":"alpha__slow","arguments":{"steps":1}}}`)
+		bodyWithin(t, "a call", r)
+		ctx, cancel := context.WithCancel(context.Background())
+		lost := post(ctx, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":{"progressToken":"q"},"name":"alpha__slow","arguments":{"steps":3}}}`)
+		nextEvent(t, sseEvents(lost.Body))
+		cancel()
+		lost.Body.Close()
+		hang := post(context.Background(), `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"alpha__hang","arguments":{}}}`)
+		hangEvents := sseEvents(hang.Body)
+		nextEvent(t, hangEvents)
+		post(context.Background(), `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}`).Body.Close()
+		endWithin(t, "the cancelled call", hangEvents)
+		hang.Body.Close()
+		never := post(context.Background(), `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"alpha__hang","arguments":{}}}`)
+		neverEvents := sseEvents(never.Body)
+		nextEvent(t, neverEvents)
+		if i%2 == 0 {
+			if d := send(t, http.MethodDelete, endpoint, session, "2025-11-25", ""); d != nil {
+				d.Body.Close()
+			}
+		}
+		never.Body.Close()
+	}
+	h.stopped(30 * time.Second)
+	waitFor(t, "relatedStreams to empty", func() bool { return gateway.RelatedStreams() == 0 })
+}
