@@ -220,6 +220,10 @@ func (h *streamableFront) servePOST(w http.ResponseWriter, r *http.Request, owne
 		defer func() {
 			if sess.ss.InitializeParams() == nil {
 				sess.ss.Close()
+				// At once, as DELETE does, not when the session's cleanup runs: the
+				// client's next request (its initialize, after a probe) may come first
+				// and be refused for the caps.
+				h.sessions.forget(sess.conn.id)
 			}
 		}()
 	}

@@ -225,7 +225,7 @@ func TestReviewProbeFreesSlot(t *testing.T) {
 		}
 		return resp
 	}
-	for i := range 50 {
+	for i := range 300 {
 		r := do(http.MethodPost, "", `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
 		bodyWithin(t, "the probe", r)
 		r = do(http.MethodPost, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
