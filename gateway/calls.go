@@ -80,7 +80,8 @@ type call struct {
 	// messages), in order, to a goroutine of the call's own (see deliverNotes): the
 	// upstream's reading goroutine only queues them, so that a client that reads
 	// slowly holds up no other client's calls on that upstream. The call's result
-	// waits until its notes are written.
+	// waits until its notes are written. Made by the first note (under the
+	// registry's mu), nil for a call that has none.
 	notes     chan func()
 	notesDone chan struct{}
 	// upCtx is the upstream call's context, which cancel ends (with why: nil for
@@ -132,6 +133,7 @@ func (r *callRegistry) run(ctx context.Context, spec callSpec) (*mcp.CallToolRes
 		entry.Outcome = outcome
 		entry.Arguments = spec.args
 		r.g.hooks.log(entry)
+		r.g.rec.call(entry, spec.tool, time.Since(start))
 		return res, nil
 	}
 	if state := spec.req.Params.RequestState; state != "" {
@@ -210,7 +212,6 @@ func (r *callRegistry) start(ctx context.Context, spec callSpec, u *Upstream) *c
 		mrtr:      speaksMRTR(spec.req.Session),
 		inputs:    make(chan *relayRequest),
 		ended:     make(chan struct{}),
-		notes:     make(chan func(), noteQueue),
 		notesDone: make(chan struct{}),
 		done:      make(chan outcome, 1),
 		waiting:   map[string]*relayRequest{},
@@ -230,7 +231,6 @@ func (r *callRegistry) start(ctx context.Context, spec callSpec, u *Upstream) *c
 	}
 	r.inflight[c.server] = append(r.inflight[c.server], c)
 	r.mu.Unlock()
-	go c.deliverNotes()
 
 	// The upstream call outlives this handler when the client is asked for input over
 	// multi round-trip requests, so it runs on a context of its own, cancelled
@@ -331,7 +331,11 @@ func (r *callRegistry) end(c *call) {
 	// Under r.mu, where notes are queued (see note).
 	c.endedOnce.Do(func() {
 		close(c.ended)
-		close(c.notes)
+		if c.notes != nil {
+			close(c.notes) // deliverNotes closes notesDone when they are written
+		} else {
+			close(c.notesDone)
+		}
 	})
 	if c.upToken != "" {
 		delete(r.byToken, c.upToken)
@@ -388,6 +392,11 @@ const noteQueue = 256
 // that c has not ended. A note that does not fit is dropped: progress and log messages
 // are advisory, and a client that does not read them must not hold up the upstream.
 func (c *call) note(f func()) {
+	if c.notes == nil {
+		// Most calls have none: the queue and its goroutine start with the first.
+		c.notes = make(chan func(), noteQueue)
+		go c.deliverNotes()
+	}
 	select {
 	case c.notes <- f:
 	default:

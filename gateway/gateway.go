@@ -23,6 +23,7 @@ import (
 	"github.com/toolshed/toolshed/gateway/config"
 	"github.com/toolshed/toolshed/policy"
 	"github.com/toolshed/toolshed/search"
+	"github.com/toolshed/toolshed/searchlog"
 )
 
 // Version is toolshed's version, reported to clients and upstreams.
@@ -63,6 +64,13 @@ type Options struct {
 	// closed and a quarter more after SIGTERM, before SIGKILL (to its process group
 	// each time). The same steps stop a server that is restarted or replaced.
 	DrainTimeout time.Duration
+	// SearchLog, when set, records every tool_search and every call of a real tool
+	// (see searchlog). The gateway does not close it.
+	SearchLog *searchlog.Log
+	// NoLearning keeps search from learning from SearchLog (see learner): by default,
+	// the queries whose searches led to successful calls of a tool are indexed as a
+	// field of that tool.
+	NoLearning bool
 }
 
 // DefaultDrainTimeout is Options.DrainTimeout's default: long enough for upstreams to
@@ -103,6 +111,8 @@ type Gateway struct {
 	procs     processes // the upstream servers' processes (see Kill)
 	clients   *clients
 	hooks     *hooks
+	rec       *recorder
+	learn     *learner // nil: search does not learn
 	limits    *rateLimits
 	logMu     sync.Mutex
 
@@ -164,6 +174,8 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	g := &Gateway{cfg: cfg, opts: opts, byName: map[string]*Upstream{}, servers: map[string]*profileServer{}, changes: make(chan struct{}, 1)}
 	g.calls = newCallRegistry(g)
+	g.rec = newRecorder(opts.SearchLog)
+	g.learn = newLearner(opts.SearchLog, opts.NoLearning, g.logf)
 	g.clients = newClients(opts.WaitForClient)
 	g.life, g.endLife = context.WithCancel(context.Background())
 	h, err := newHooks(cfg.Hooks, g.logOut())
@@ -237,6 +249,13 @@ func (g *Gateway) Run(ctx context.Context) error {
 		defer wg.Done()
 		g.reassembleLoop(upCtx)
 	}()
+	if g.learn != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g.learn.run(upCtx)
+		}()
+	}
 	wg.Wait()
 	g.procs.killAll()
 	g.hooks.close()
@@ -462,7 +481,9 @@ func (g *Gateway) serverRules() map[string]policy.ServerRules {
 	return rules
 }
 
-func (a *assembly) index() *search.Index { return a.g.cache.Index(a.snap) }
+// index returns the index the catalog is searched with: learned from the search log,
+// once built.
+func (a *assembly) index() *search.Index { return a.g.learn.index(a.g.cache.Index(a.snap)) }
 
 // Profiles returns the names of the configured profiles, sorted.
 func (g *Gateway) Profiles() []string {

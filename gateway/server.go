@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -254,17 +255,28 @@ func (ps *profileServer) bridged(name string) mcp.ToolHandler {
 				return res, nil
 			}
 		}
+		if name == bridge.SearchTool {
+			start := time.Now()
+			res := b.Search(req.Params.Arguments)
+			ps.g.rec.search(req.Session, ps.profile, b.Plan, req.Params.Arguments, res, time.Since(start))
+			return fromBridge(res), nil
+		}
 		if name != bridge.CallTool {
 			return fromBridge(b.Handle(name, req.Params.Arguments)), nil
 		}
+		start := time.Now()
 		t, args, res := b.ResolveCall(req.Params.Arguments)
 		if t == nil {
 			// Not a tool the catalog has now: perhaps one of a server that is
 			// restarting.
-			if name, args, ok := toolCallTarget(req.Params.Arguments); ok && isUnknown(b.Plan, name) {
+			name, args, ok := toolCallTarget(req.Params.Arguments)
+			if ok && isUnknown(b.Plan, name) {
 				if res, err := ps.callRestarting(ctx, req, name, args, "tool_call"); res != nil || err != nil {
 					return res, err
 				}
+			}
+			if ok {
+				ps.g.rec.refused(req.Session, ps.profile, b.Plan, name, time.Since(start))
 			}
 			return fromBridge(res), nil
 		}

@@ -2,6 +2,7 @@ package search_test
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/search"
@@ -66,4 +67,27 @@ func ExampleCache() {
 	// Output:
 	// true 1
 	// weather__get_forecast
+}
+
+// The search log's evidence (searchlog.Evidence converts with search.Evidence(e)) gives
+// an index that has learned which tools earlier requests led to. Build it whenever the
+// catalog's index or the evidence changes; searches then run on it as on any index.
+func ExampleIndex_WithEvidence() {
+	ix := search.NewIndex(exampleSnapshot())
+	results, _ := ix.Search("ping the oncall crew", search.Options{Limit: 1})
+	fmt.Println("before:", results[0].Tool.Qualified, results[0].Match)
+
+	now := time.Now()
+	learned := ix.WithEvidence([]search.Evidence{
+		{Tool: "slack__send_message", Query: "ping the oncall crew that the deploy is done", Count: 4, Last: now.Add(-2 * time.Hour)},
+		{Tool: "weather__get_alerts", Query: "is a storm coming to Texas", Count: 1, Last: now.Add(-24 * time.Hour)},
+	}, now)
+	results, _ = learned.Search("ping the oncall crew", search.Options{Limit: 1})
+	fmt.Println("after:", results[0].Tool.Qualified, results[0].Match)
+	results, _ = learned.Search("storm in Florida", search.Options{Limit: 1})
+	fmt.Println("after:", results[0].Tool.Qualified, results[0].Match)
+	// Output:
+	// before: weather__get_alerts substring
+	// after: slack__send_message bm25
+	// after: weather__get_alerts bm25
 }

@@ -1,5 +1,6 @@
 // Package search finds tools in a catalog: BM25F ranking over a tool's name, title,
-// description, parameter names, descriptions and enum values, and server name, with
+// description, parameter names, descriptions and enum values, server name and, once an
+// index is given the search log's evidence, the queries that led to its calls, with
 // exact-name matching, substring and misspelling fallbacks, and regular-expression search
 // over the same fields.
 //
@@ -11,6 +12,7 @@ package search
 import (
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/toolshed/toolshed/catalog"
@@ -54,6 +56,25 @@ type Params struct {
 	// Questions is the weight of the answer kinds that question words imply ("when"
 	// asks for a date).
 	Questions float64
+
+	// Learned is the weight of the learned field: the queries that led to successful
+	// calls of a tool (see Index.WithEvidence). 0 (or less) turns the field off. A
+	// query describes the user's task, its data and names as well as the tool, so its
+	// words count half what the description's do: at 1 the field began to pull tools
+	// that earlier, similar requests had called above the right one (bench/README.md).
+	Learned float64
+	// LearnedB is the learned field's length normalization (0 none, 1 full), applied
+	// to each query against the average query: a long request says less about the tool
+	// with each of its words. How many queries led to a tool is not normalized away:
+	// more of them are more evidence.
+	LearnedB float64
+	// LearnedPerTool is the most distinct queries a tool's learned field keeps, the
+	// weightiest (see LearnedHalfLife); 0 means no bound.
+	LearnedPerTool int
+	// LearnedHalfLife is the age of its last use at which a query counts half: a
+	// query's weight in the field is (1 + ln count) × 2^(-age/LearnedHalfLife). 0 turns
+	// decay off.
+	LearnedHalfLife time.Duration
 }
 
 // DefaultParams are the settings toolshed ships with. They were chosen on the two
@@ -69,6 +90,11 @@ var DefaultParams = Params{
 	PathWords: 0.3,
 	PathVerbs: 1,
 	Questions: 0.3,
+
+	Learned:         0.5,
+	LearnedB:        0.75,
+	LearnedPerTool:  32,
+	LearnedHalfLife: 30 * 24 * time.Hour,
 }
 
 // Index is a search index over one catalog snapshot. It is immutable and safe for

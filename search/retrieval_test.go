@@ -6,6 +6,7 @@ import (
 
 	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/internal/eval"
+	"github.com/toolshed/toolshed/internal/evalsearch"
 	"github.com/toolshed/toolshed/search"
 )
 
@@ -21,23 +22,9 @@ func TestRetrievalRegression(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.set, func(t *testing.T) {
-			qs, err := eval.ReadQueries("../bench/" + tc.set + "/queries.jsonl")
-			if err != nil {
-				t.Fatal(err)
-			}
-			snap, problems := catalog.LoadFiles("../bench/" + tc.set + "/catalog.json")
-			if len(problems) != 0 {
-				t.Fatal(problems)
-			}
+			qs, snap := benchSet(t, tc.set)
 			ix := search.NewIndex(snap)
-			r := eval.Run(qs, snap.Len(), time.Duration(0), func(q string) ([]*catalog.Tool, error) {
-				found, err := ix.Search(search.Shorten(q, search.MaxQueryLen), search.Options{Limit: eval.Depth})
-				tools := make([]*catalog.Tool, len(found))
-				for i, f := range found {
-					tools[i] = f.Tool
-				}
-				return tools, err
-			})
+			r := eval.Run(qs, snap.Len(), time.Duration(0), evalsearch.Search(ix))
 			t.Logf("%s: %d queries over %d tools: recall@1 %.3f recall@5 %.3f recall@10 %.3f nDCG@10 %.3f MRR %.3f",
 				tc.set, r.Queries, r.Tools, r.Recall1, r.Recall5, r.Recall10, r.NDCG10, r.MRR)
 			if r.Errors != 0 {
@@ -54,4 +41,48 @@ func TestRetrievalRegression(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLearnedReplay replays half of each benchmark set's queries as a search log (see
+// eval.RunLearned) and fails if the learned field costs any set more than half a point
+// of recall@5, or if it no longer brings its gain where requests recur over the same
+// tools (bfcl, apibench).
+func TestLearnedReplay(t *testing.T) {
+	tests := []struct {
+		set     string
+		minGain float64
+	}{
+		{"livemcpbench", -0.005},
+		{"bfcl", 0.03},
+		{"apibench", 0.20},
+		{"restbench", -0.005},
+	}
+	for _, tc := range tests {
+		t.Run(tc.set, func(t *testing.T) {
+			qs, snap := benchSet(t, tc.set)
+			ix := search.NewIndex(snap)
+			r, err := eval.RunLearned(qs, snap.Len(), 0.5, eval.LearnSeeds, evalsearch.Learned(ix, time.Now()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: recall@5 %.3f without the learned field, %.3f with it", tc.set, r.Recall5, r.LearnedRecall5)
+			if gain := r.LearnedRecall5 - r.Recall5; gain < tc.minGain {
+				t.Errorf("the learned field changes recall@5 by %+.3f, below %+.3f", gain, tc.minGain)
+			}
+		})
+	}
+}
+
+// benchSet loads the queries and catalog of a benchmark set of ../bench.
+func benchSet(t *testing.T, set string) ([]eval.Query, *catalog.Snapshot) {
+	t.Helper()
+	qs, err := eval.ReadQueries("../bench/" + set + "/queries.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, problems := catalog.LoadFiles("../bench/" + set + "/catalog.json")
+	if len(problems) != 0 {
+		t.Fatal(problems)
+	}
+	return qs, snap
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
@@ -14,6 +15,7 @@ import (
 	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/policy"
 	"github.com/toolshed/toolshed/search"
+	"github.com/toolshed/toolshed/searchlog"
 )
 
 // Limits of the client-side search tool's "limit" input.
@@ -39,6 +41,9 @@ var indexes search.Cache
 type Searcher struct {
 	plan  *plan
 	index *search.Index
+	log   *searchlog.Log
+	// catalogTokens is what the deferred tools' definitions cost, when logging.
+	catalogTokens int
 }
 
 // NewSearcher returns a Searcher over the tools that snap under opts defers (see
@@ -49,7 +54,13 @@ func NewSearcher(snap *catalog.Snapshot, opts Options) (*Searcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Searcher{plan: p, index: indexes.Index(snap)}, nil
+	s := &Searcher{plan: p, index: indexes.Index(snap), log: opts.Log}
+	if s.log != nil {
+		for _, t := range p.deferred {
+			s.catalogTokens += snap.ToolTokens(t)
+		}
+	}
+	return s, nil
 }
 
 // Definition returns the search tool to add to the request: a custom tool named
@@ -111,6 +122,37 @@ func definition(p *plan) anthropic.ToolParam {
 // when nothing matches. A bad query (empty, or longer than MaxQueryLen characters) is an
 // error that wraps ErrEmptyQuery or ErrQueryTooLong and search.ErrInvalidToolInput.
 func (s *Searcher) Find(query string, limit int) ([]*catalog.Tool, error) {
+	if s.log == nil {
+		return s.find(query, limit)
+	}
+	start := time.Now()
+	tools, err := s.find(query, limit)
+	s.record(query, tools, err, time.Since(start))
+	return tools, err
+}
+
+// record queues a search for the log.
+func (s *Searcher) record(query string, tools []*catalog.Tool, err error, latency time.Duration) {
+	rec := searchlog.Search{Time: time.Now().Add(-latency), Source: "library", Query: query, Mode: "bm25", Latency: latency, CatalogTokens: s.catalogTokens}
+	var se *search.Error
+	switch {
+	case errors.As(err, &se):
+		rec.Error = string(se.Code)
+	case errors.Is(err, search.ErrInvalidToolInput):
+		rec.Error = string(search.InvalidToolInput)
+	case err != nil:
+		rec.Error = string(search.Unavailable)
+	}
+	rec.Results = make([]searchlog.Hit, len(tools))
+	for i, t := range tools {
+		rec.Results[i] = searchlog.Hit{Tool: t.Qualified, Rank: i + 1}
+		// The tools are the cached index's, whose snapshot may be another copy of s.snap.
+		rec.ResultTokens += s.index.Snapshot().ToolTokens(t)
+	}
+	s.log.Search(rec)
+}
+
+func (s *Searcher) find(query string, limit int) ([]*catalog.Tool, error) {
 	if err := CheckQuery(KindBM25, query); err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/policy"
+	"github.com/toolshed/toolshed/searchlog"
 )
 
 // SearchKind says which search tool Tools adds to a request.
@@ -76,6 +77,10 @@ type Options struct {
 	// SearchClient). It is added, never deferred, when at least one tool is deferred,
 	// and left out otherwise, since there would be nothing to search.
 	Search SearchKind
+	// Log, when set, records every search a Searcher runs (Source "library"), for
+	// toolshed stats and the learned field. Recording only queues, so it never slows
+	// a search. Tools ignores it.
+	Log *searchlog.Log
 }
 
 // plan is what a request carries of a snapshot: the tools sent loaded and the tools sent

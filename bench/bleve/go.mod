@@ -1,6 +1,6 @@
 module github.com/toolshed/toolshed/bench/bleve
 
-go 1.26
+go 1.26.0
 
 require (
 	github.com/blevesearch/bleve/v2 v2.6.3
@@ -31,11 +31,10 @@ require (
 	github.com/dlclark/regexp2/v2 v2.5.1 // indirect
 	github.com/golang/snappy v1.0.0 // indirect
 	github.com/json-iterator/go v0.0.0-20171115153421-f7279a603ede // indirect
-	github.com/kljensen/snowball v0.10.0 // indirect
 	github.com/mschoch/smat v0.2.0 // indirect
 	github.com/tiktoken-go/tokenizer v0.10.0 // indirect
 	go.etcd.io/bbolt v1.4.0 // indirect
-	golang.org/x/sys v0.45.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
 	google.golang.org/protobuf v1.36.6 // indirect
 )
 

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/internal/eval"
+	"github.com/toolshed/toolshed/internal/evalsearch"
 	"github.com/toolshed/toolshed/search"
 )
 
@@ -19,8 +19,9 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	queries := fs.String("queries", "", "queries `FILE` (JSON lines of {\"id\", \"query\", \"relevant\"})")
 	asJSON := fs.Bool("json", false, "print JSON")
 	misses := fs.Bool("misses", false, "also list the queries whose first 5 results lack a relevant tool, with where the relevant ones ranked")
+	learnSplit := fs.Float64("learn-split", 0, "replay a search log: over three random splits, this `SHARE` of the queries (such as 0.5) is the log, and recall@5 of the rest is reported without and with the learned field")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: toolshed eval --catalog FILE --queries FILE [--json] [--misses]")
+		fmt.Fprintln(stderr, "usage: toolshed eval --catalog FILE --queries FILE [--json] [--misses | --learn-split SHARE]")
 		fmt.Fprintln(stderr, "  for example: toolshed eval --catalog bench/bfcl/catalog.json --queries bench/bfcl/queries.jsonl")
 		fs.PrintDefaults()
 	}
@@ -29,6 +30,14 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	}
 	if len(catalogs) == 0 || *queries == "" {
 		return usageErr("give both --catalog FILE and --queries FILE (see bench/README.md for the format)")
+	}
+	learn := false
+	fs.Visit(func(f *flag.Flag) { learn = learn || f.Name == "learn-split" })
+	if learn && *misses {
+		return usageErr("--misses lists the misses of one run; leave it out with --learn-split")
+	}
+	if learn && !(*learnSplit > 0 && *learnSplit < 1) {
+		return usageErr(fmt.Sprintf("--learn-split is the share of the queries that becomes the log, between 0 and 1 such as 0.5 (got %g)", *learnSplit))
 	}
 	qs, err := eval.ReadQueries(*queries)
 	if err != nil {
@@ -41,16 +50,10 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	start := time.Now()
 	ix := search.NewIndex(snap)
 	build := time.Since(start)
-	// Queries longer than tool search accepts are shortened the way a client should
-	// (search.Shorten), rather than counted as failures.
-	r := eval.Run(qs, snap.Len(), build, func(q string) ([]*catalog.Tool, error) {
-		found, err := ix.Search(search.Shorten(q, search.MaxQueryLen), search.Options{Limit: eval.Depth})
-		tools := make([]*catalog.Tool, len(found))
-		for i, f := range found {
-			tools[i] = f.Tool
-		}
-		return tools, err
-	})
+	if learn {
+		return runLearned(stdout, ix, qs, *learnSplit, *asJSON)
+	}
+	r := eval.Run(qs, snap.Len(), build, evalsearch.Search(ix))
 	if !*misses {
 		r.Misses = nil
 	}
@@ -67,6 +70,24 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if *misses {
 		printMisses(stdout, r)
 	}
+	return nil
+}
+
+// runLearned prints eval.RunLearned's figures (see evalsearch.Learned).
+func runLearned(w io.Writer, ix *search.Index, qs []eval.Query, share float64, asJSON bool) error {
+	r, err := eval.RunLearned(qs, ix.Snapshot().Len(), share, eval.LearnSeeds, evalsearch.Learned(ix, time.Now()))
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return writeJSON(w, r)
+	}
+	fmt.Fprintf(w, "%d queries over %d tools; %.0f%% of them are the log, the rest measured, over %d random splits\n\n", r.Queries, r.Tools, r.Share*100, len(r.Splits))
+	fmt.Fprintf(w, "  seed   log  evidence  measured  recall@5  learned_recall@5\n")
+	for _, s := range r.Splits {
+		fmt.Fprintf(w, "  %4d  %4d  %8d  %8d  %8.3f  %16.3f\n", s.Seed, s.Log, s.Evidence, s.Measured, s.Recall5, s.LearnedRecall5)
+	}
+	fmt.Fprintf(w, "  mean  %34.3f  %16.3f  (%+.1f points)\n", r.Recall5, r.LearnedRecall5, 100*(r.LearnedRecall5-r.Recall5))
 	return nil
 }
 

@@ -32,6 +32,10 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	maxPerToken := fs.Int("max-sessions-per-token", gateway.DefaultMaxSessionsPerToken, "keep at most `N` HTTP sessions open at once per token (all clients count as one when no token is needed); past it, a new one gets 503 (-1: no cap)")
 	drain := fs.Duration("drain-timeout", gateway.DefaultDrainTimeout, "after SIGINT or SIGTERM, stop within `DURATION`: calls in flight are cancelled and servers stopped, then killed (a second signal stops at once)")
 	doors := addDoorFlags(fs)
+	logFlags := searchLogFlags{
+		db:      fs.String("db", "", "record searches and calls in `DSN`: a SQLite file, a postgres:// URL, or off (default: the config's search_log.db, else $XDG_DATA_HOME/toolshed/searchlog.db)"),
+		queries: fs.String("log-queries", "", "what the search log keeps of each query: plain, hash (sha256) or off (default: the config's search_log.queries, else plain)"),
+	}
 	var catalogs listFlag
 	fs.Var(&catalogs, "catalog", "also serve a catalog `FILE` as definition-only tools (repeatable)")
 	fs.Usage = func() {
@@ -43,6 +47,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if err := doors.check(); err != nil {
+		return err
+	}
+	if err := logFlags.check(); err != nil {
 		return err
 	}
 	// Over stdio exactly one client comes: the upstreams start when it has said what it
@@ -112,6 +119,14 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		opts.Catalogs, _ = builtin.Sources()
 		fmt.Fprintln(stderr, "toolshed: no --config: serving the built-in catalog (tool definitions of 21 real MCP servers; a call explains how to configure the real server)")
 	}
+	searchLog, err := openServeLog(cfg.SearchLog, logFlags, stderr)
+	if err != nil {
+		return err
+	}
+	// Closed last, once the gateway has stopped and recorded its last calls.
+	defer closeSearchLog(searchLog, stderr)
+	opts.SearchLog = searchLog
+	opts.NoLearning = cfg.SearchLog.NoLearn
 	g, err := gateway.New(cfg, opts)
 	if err != nil {
 		return err

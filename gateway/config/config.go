@@ -48,6 +48,8 @@ type Config struct {
 	// Overrides change how tools are found (keywords, aliases, title, description)
 	// or hide them, in the file's order; see package override.
 	Overrides []override.Rule
+	// SearchLog configures the search log.
+	SearchLog SearchLog
 }
 
 // Server is one upstream MCP server.

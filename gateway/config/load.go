@@ -80,7 +80,7 @@ var (
 	// mcpServers, VS Code servers, Hermes mcp_servers.
 	serverKeys = map[string]bool{"mcpServers": true, "servers": true, "mcp_servers": true}
 	// settingKeys are toolshed's own settings.
-	settingKeys = map[string]bool{"tools": true, "tool_search": true, "context_window": true, "profiles": true, "hooks": true, "rate_limit": true, "overrides": true}
+	settingKeys = map[string]bool{"tools": true, "tool_search": true, "context_window": true, "profiles": true, "hooks": true, "rate_limit": true, "overrides": true, "search_log": true}
 	// clientKeys belong to the clients whose files toolshed reads; they are ignored.
 	clientKeys = map[string]bool{"$schema": true, "inputs": true, "globalShortcut": true, "preferences": true}
 )
@@ -134,11 +134,13 @@ func parse(data []byte, name, dir string) (*Config, []Warning, error) {
 			cfg.Hooks = l.hooks(p.val)
 		case p.key == "rate_limit":
 			cfg.RateLimit = l.rateLimit(p.val)
+		case p.key == "search_log":
+			cfg.SearchLog = l.searchLog(p.val, p.key)
 		case p.key == "overrides":
 			cfg.Overrides = l.overrides(p.val)
 		case clientKeys[p.key]:
 		default:
-			l.warn(p.key, "unknown setting, ignored; the top level takes mcpServers (or servers), tools, context_window, profiles, hooks, rate_limit and overrides")
+			l.warn(p.key, "unknown setting, ignored; the top level takes mcpServers (or servers), tools, context_window, profiles, hooks, rate_limit, overrides and search_log")
 		}
 	}
 	switch {

@@ -18,6 +18,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	toolshedBin = filepath.Join(dir, "toolshed")
+	// toolshed serve records its searches in the data directory by default: the
+	// tests' go to theirs.
+	os.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
 	build := exec.Command("go", "build", "-o", toolshedBin, "github.com/toolshed/toolshed/cmd/toolshed")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {

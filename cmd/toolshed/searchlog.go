@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/toolshed/toolshed/gateway/config"
+	"github.com/toolshed/toolshed/searchlog"
+)
+
+// searchLogFlags are the flags that choose the search log, over the config's search_log.
+type searchLogFlags struct {
+	db, queries *string
+}
+
+func (f searchLogFlags) check() error {
+	switch *f.queries {
+	case "", searchlog.QueriesPlain, searchlog.QueriesHash, searchlog.QueriesOff:
+		return nil
+	}
+	return usageErr("--log-queries must be plain, hash or off, got %q", *f.queries)
+}
+
+// openServeLog opens the search log the flags and the config name: nil for off. A
+// database named explicitly that cannot be opened is an error; the default file, when
+// it cannot be (a read-only home, say), costs a warning and the log, not the gateway.
+func openServeLog(cfg config.SearchLog, f searchLogFlags, stderr io.Writer) (*searchlog.Log, error) {
+	dsn, explicit := cfg.DB, cfg.DB != ""
+	if *f.db != "" {
+		dsn, explicit = *f.db, true
+	}
+	if dsn == "off" {
+		return nil, nil
+	}
+	queries := cfg.Queries
+	if *f.queries != "" {
+		queries = *f.queries
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	log, err := searchlog.Open(ctx, dsn, searchlog.Options{
+		Queries: queries, MaxAge: cfg.MaxAge, MaxRows: cfg.MaxRows,
+		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "toolshed: warning: "+format+"\n", args...) },
+	})
+	if err != nil {
+		if explicit || errors.Is(err, searchlog.ErrNewerSchema) {
+			return nil, fmt.Errorf("%w; name another database with --db, or run without the search log with --db off", err)
+		}
+		fmt.Fprintf(stderr, "toolshed: warning: %v; running without the search log (--db names another database)\n", err)
+		return nil, nil
+	}
+	return log, nil
+}
+
+func init() {
+	// toolshed stats reads the store through openSearchLog (see stats.go).
+	openSearchLog = openLogForReading
+}
+
+// openLogForReading opens the search log at dsn ("" for the default file) to read it.
+// It prunes nothing (the gateway's retention settings are not known here), and does not
+// create the default file when there is none yet.
+func openLogForReading(ctx context.Context, dsn string) (readLog, func() error, error) {
+	if dsn == "" {
+		path, err := searchlog.DefaultPath()
+		if err != nil {
+			return nil, nil, err
+		}
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, fmt.Errorf("there is no search log at %s yet: toolshed serve records one as it serves (or name it with --db)", path)
+		}
+	}
+	log, err := searchlog.Open(ctx, dsn, searchlog.Options{MaxAge: -1, MaxRows: -1, Logf: func(string, ...any) {}})
+	if err != nil {
+		return nil, nil, err
+	}
+	return log.Read, func() error { return log.Close(context.Background()) }, nil
+}
+
+// closeSearchLog writes what the log still holds, for a few seconds at most.
+func closeSearchLog(log *searchlog.Log, stderr io.Writer) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := log.Close(ctx); err != nil {
+		fmt.Fprintf(stderr, "toolshed: warning: the search log could not write its last records: %v\n", err)
+	}
+}

@@ -1,0 +1,176 @@
+package gateway
+
+import (
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolshed/toolshed/bridge"
+	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/policy"
+	"github.com/toolshed/toolshed/searchlog"
+)
+
+// Bounds of what the recorder remembers of each session's searches, to tell at which
+// rank a search had returned a tool the session then calls.
+const (
+	recentSearches  = 8    // a session's latest searches kept
+	sessionsTracked = 4096 // sessions remembered, the oldest forgotten first
+)
+
+// recorder feeds the search log (Options.SearchLog): every tool_search, and every call
+// of a real tool with the rank and query at which the session's recent searches had
+// returned it. A nil log records nothing. Recording only queues (see searchlog.Log), so
+// it never slows or fails a search or a call.
+type recorder struct {
+	log *searchlog.Log
+
+	mu       sync.Mutex
+	sessions map[string]*sessionSearches
+	order    []string // session keys, oldest first, for forgetting
+}
+
+// sessionSearches are one session's latest searches, newest last.
+type sessionSearches struct {
+	recent []recentSearch
+}
+
+type recentSearch struct {
+	query string
+	tools []string // best first
+}
+
+func newRecorder(log *searchlog.Log) *recorder {
+	return &recorder{log: log, sessions: map[string]*sessionSearches{}}
+}
+
+// search records a tool_search that returned res after latency.
+func (r *recorder) search(ss *mcp.ServerSession, profile string, plan *policy.Plan, args json.RawMessage, res bridge.Result, latency time.Duration) {
+	if r.log == nil {
+		return
+	}
+	var in struct {
+		Query string `json:"query"`
+	}
+	if obj, err := bridge.DecodeArguments(args); err == nil {
+		_ = json.Unmarshal(obj, &in)
+	}
+	s := searchlog.Search{
+		Time: time.Now().Add(-latency), Source: "gateway", Profile: profile, Session: sessionTag(ss),
+		Query: in.Query, Mode: "bm25", Latency: latency, Error: string(res.Code),
+		// What listing the tools the bridge hides would have cost.
+		CatalogTokens: plan.TotalTokens - plan.VisibleTokens,
+	}
+	if found, ok := res.Structured.(bridge.SearchResult); ok {
+		tools := make([]string, len(found.Matches))
+		s.Results = make([]searchlog.Hit, len(found.Matches))
+		for i, m := range found.Matches {
+			tools[i] = m.Name
+			s.Results[i] = searchlog.Hit{Tool: m.Name, Rank: i + 1}
+			if t, err := plan.Lookup(m.Name); err == nil {
+				s.ResultTokens += plan.Snapshot.ToolTokens(t)
+			}
+		}
+		r.remember(s.Session, in.Query, tools)
+	}
+	r.log.Search(s)
+}
+
+// remember keeps a session's search, forgetting its oldest beyond recentSearches and the
+// oldest session beyond sessionsTracked.
+func (r *recorder) remember(session, query string, tools []string) {
+	if session == "" || len(tools) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ss := r.sessions[session]
+	if ss == nil {
+		ss = &sessionSearches{}
+		r.sessions[session] = ss
+		r.order = append(r.order, session)
+		for len(r.order) > sessionsTracked {
+			delete(r.sessions, r.order[0])
+			r.order = r.order[1:]
+		}
+	}
+	if len(ss.recent) == recentSearches {
+		copy(ss.recent, ss.recent[1:])
+		ss.recent = ss.recent[:recentSearches-1]
+	}
+	ss.recent = append(ss.recent, recentSearch{query, tools})
+}
+
+// found returns the best rank at which the session's recent searches returned tool,
+// and the query of the newest of them that did (0 and "" when none did).
+func (r *recorder) found(session, tool string) (rank int, query string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ss := r.sessions[session]
+	if ss == nil {
+		return 0, ""
+	}
+	for i := len(ss.recent) - 1; i >= 0; i-- {
+		for j, t := range ss.recent[i].tools {
+			if t != tool {
+				continue
+			}
+			if rank == 0 {
+				query = ss.recent[i].query
+			}
+			if rank == 0 || j+1 < rank {
+				rank = j + 1
+			}
+			break
+		}
+	}
+	return rank, query
+}
+
+// call records a call of a real tool, as the activity log has it.
+func (r *recorder) call(a activity, tool *catalog.Tool, d time.Duration) {
+	if r.log == nil {
+		return
+	}
+	rank, query := r.found(a.Session, tool.Qualified)
+	r.log.Call(searchlog.Call{
+		Time: a.Time, Source: "gateway", Profile: a.Profile, Session: a.Session,
+		Tool: tool.Qualified, Server: tool.Server, Outcome: callOutcome(a.Outcome),
+		Duration: d, Rank: rank, Query: query,
+	})
+}
+
+// refused records a tool_call that named a tool but did not reach it: an unknown tool,
+// or arguments its schema refuses.
+func (r *recorder) refused(ss *mcp.ServerSession, profile string, plan *policy.Plan, name string, d time.Duration) {
+	if r.log == nil {
+		return
+	}
+	c := searchlog.Call{Time: time.Now().Add(-d), Source: "gateway", Profile: profile, Session: sessionTag(ss), Tool: name, Outcome: searchlog.OutcomeFailed, Duration: d}
+	if t, err := plan.Lookup(name); err == nil {
+		c.Tool, c.Server = t.Qualified, t.Server
+	}
+	c.Rank, c.Query = r.found(c.Session, c.Tool)
+	r.log.Call(c)
+}
+
+// callOutcome maps an activity log outcome to the search log's.
+func callOutcome(activity string) string {
+	switch activity {
+	case "ok":
+		return searchlog.OutcomeOK
+	case "error":
+		return searchlog.OutcomeToolError
+	case "timeout":
+		return searchlog.OutcomeTimeout
+	case "cancelled":
+		return searchlog.OutcomeCancelled
+	case "unavailable":
+		return searchlog.OutcomeUnavailable
+	}
+	// tool_error (the server answered with a JSON-RPC error), invalid_arguments,
+	// denied, declined, rate_limited, expired: the call did not run as asked.
+	return searchlog.OutcomeFailed
+}

@@ -1,0 +1,44 @@
+// Package evalsearch connects package eval, which measures any search, to toolshed's:
+// eval stays free of package search, whose own tests use eval.
+package evalsearch
+
+import (
+	"time"
+
+	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/internal/eval"
+	"github.com/toolshed/toolshed/search"
+)
+
+// Search is the search toolshed is measured by: ix's first Depth results. Queries
+// longer than tool search accepts are shortened the way a client should
+// (search.Shorten), rather than counted as failures.
+func Search(ix *search.Index) eval.SearchFunc {
+	return func(q string) ([]*catalog.Tool, error) {
+		found, err := ix.Search(search.Shorten(q, search.MaxQueryLen), search.Options{Limit: eval.Depth})
+		tools := make([]*catalog.Tool, len(found))
+		for i, f := range found {
+			tools[i] = f.Tool
+		}
+		return tools, err
+	}
+}
+
+// Learned is eval.RunLearned's search over ix: with a log, ix.WithEvidence of it,
+// each query of the log becoming one successful call, at now, of every tool of its
+// relevant name; without one, ix itself.
+func Learned(ix *search.Index, now time.Time) func(log []eval.Query) eval.SearchFunc {
+	byName := map[string][]string{}
+	for _, t := range ix.Snapshot().Tools() {
+		byName[t.Name] = append(byName[t.Name], t.Qualified)
+	}
+	return func(log []eval.Query) eval.SearchFunc {
+		var ev []search.Evidence
+		for _, q := range log {
+			for _, tool := range byName[q.Relevant[0]] {
+				ev = append(ev, search.Evidence{Tool: tool, Query: q.Query, Count: 1, Last: now})
+			}
+		}
+		return Search(ix.WithEvidence(ev, now))
+	}
+}

@@ -1,0 +1,462 @@
+package searchlog
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+)
+
+// Query logging modes (Options.Queries).
+const (
+	QueriesPlain = "plain" // queries are stored as sent (the default)
+	QueriesHash  = "hash"  // "sha256:" and the hex SHA-256 of the query
+	QueriesOff   = "off"   // "": the log keeps which tools were found and called, not why
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxAge        = 90 * 24 * time.Hour
+	DefaultMaxRows       = 1_000_000
+	DefaultQueueSize     = 4096
+	DefaultBatchSize     = 256
+	DefaultFlushInterval = time.Second
+	DefaultPruneInterval = 10 * time.Minute
+	DefaultBusyTimeout   = 5 * time.Second
+)
+
+// maxQueryBytes bounds a stored query: search refuses longer ones anyway, and a log
+// must not grow by what a client sends.
+const maxQueryBytes = 2048
+
+// Options configure a Log. The zero value is the default.
+type Options struct {
+	// Queries is QueriesPlain (or ""), QueriesHash or QueriesOff. Hashing is a plain
+	// SHA-256, with no key: it hides a query from whoever reads the log but not from
+	// one who guesses it, and the same query hashes the same on every replica, so
+	// toolshed stats can still count repeats.
+	Queries string
+	// MaxAge is how long records are kept (DefaultMaxAge when 0, forever when
+	// negative), MaxRows how many searches and how many calls (DefaultMaxRows when
+	// 0, no limit when negative): older ones are pruned every PruneInterval.
+	MaxAge  time.Duration
+	MaxRows int
+	// QueueSize bounds the records waiting to be written (DefaultQueueSize when 0):
+	// when the writer falls behind, new records are dropped, counted, and warned
+	// about once, rather than slow a search.
+	QueueSize int
+	// BatchSize is how many records one transaction writes at most, and
+	// FlushInterval how long a record waits at most before it is written.
+	BatchSize     int
+	FlushInterval time.Duration
+	PruneInterval time.Duration
+	// BusyTimeout is how long a SQLite write waits for another process's lock
+	// (DefaultBusyTimeout when 0).
+	BusyTimeout time.Duration
+	// Logf receives the log's warnings (a store that fails, records dropped), each
+	// once until the store works again. Nil means slog's default logger.
+	Logf func(format string, args ...any)
+}
+
+func (o Options) withDefaults() (Options, error) {
+	switch o.Queries {
+	case "":
+		o.Queries = QueriesPlain
+	case QueriesPlain, QueriesHash, QueriesOff:
+	default:
+		return o, fmt.Errorf("searchlog: unknown query logging %q; use plain, hash or off", o.Queries)
+	}
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defDur := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&o.QueueSize, DefaultQueueSize)
+	def(&o.BatchSize, DefaultBatchSize)
+	defDur(&o.FlushInterval, DefaultFlushInterval)
+	defDur(&o.PruneInterval, DefaultPruneInterval)
+	defDur(&o.BusyTimeout, DefaultBusyTimeout)
+	if o.MaxAge == 0 {
+		o.MaxAge = DefaultMaxAge
+	}
+	if o.MaxRows == 0 {
+		o.MaxRows = DefaultMaxRows
+	}
+	if o.Logf == nil {
+		o.Logf = func(format string, args ...any) { slog.Warn(fmt.Sprintf(format, args...)) }
+	}
+	return o, nil
+}
+
+// A Log records searches and calls. Search and Call only queue a record and never
+// block; a goroutine of the Log writes the queue in batches, one transaction each. A
+// store that fails (full, locked, deleted, unreachable) costs the records written
+// meanwhile and one warning, and the Log goes on writing once the store works again.
+// A nil *Log records nothing, so callers need not check whether logging is on. A Log
+// is safe for concurrent use.
+type Log struct {
+	st    store
+	opts  Options
+	queue chan record
+
+	closed  atomic.Bool
+	dropped atomic.Int64 // records dropped because the queue was full
+
+	flushes chan chan error
+	stop    chan struct{}
+	done    chan struct{}
+	stopped sync.Once
+
+	// Owned by the writer goroutine.
+	pending  []record // records of batches that failed, retried with the next
+	failing  bool     // the last write failed (and was warned about)
+	lost     int64    // records lost since the store started failing
+	dropWarn bool     // a full queue was warned about
+}
+
+// record is a Search or a Call waiting to be written.
+type record struct {
+	call   bool
+	search Search
+	c      Call
+}
+
+// Open opens (creating and migrating) the log named by dsn: "" for the default SQLite
+// file (see DefaultPath), a path, "sqlite:PATH" or "file:PATH[?_pragma=...]" for a
+// SQLite file, "postgres://..." or "postgresql://..." for PostgreSQL. It fails for a
+// database it cannot open or one a newer toolshed migrated (ErrNewerSchema). Close the
+// Log to write what it still holds.
+func Open(ctx context.Context, dsn string, opts Options) (*Log, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	st, err := openStore(ctx, dsn, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := migrate(ctx, st, SchemaVersion); err != nil {
+		st.close()
+		return nil, fmt.Errorf("searchlog: %s: %w", st.where(), err)
+	}
+	return start(st, opts), nil
+}
+
+func openStore(ctx context.Context, dsn string, opts Options) (store, error) {
+	t, err := parseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	if t.postgres != "" {
+		return openPostgres(ctx, t.postgres)
+	}
+	return openSQLite(ctx, t, opts.BusyTimeout)
+}
+
+func start(st store, opts Options) *Log {
+	l := &Log{
+		st:      st,
+		opts:    opts,
+		queue:   make(chan record, opts.QueueSize),
+		flushes: make(chan chan error),
+		stop:    make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	go l.run()
+	return l
+}
+
+// Where names the database the log writes to (a file, or a PostgreSQL URL without its
+// password).
+func (l *Log) Where() string { return l.st.where() }
+
+// Search queues a search to be written. It never blocks: when the queue is full, the
+// record is dropped (and counted). s.Results must not be modified afterwards.
+func (l *Log) Search(s Search) {
+	if l == nil || l.closed.Load() {
+		return
+	}
+	if s.Time.IsZero() {
+		s.Time = time.Now()
+	}
+	l.enqueue(record{search: s})
+}
+
+// Call queues a call to be written, as Search does.
+func (l *Log) Call(c Call) {
+	if l == nil || l.closed.Load() {
+		return
+	}
+	if c.Time.IsZero() {
+		c.Time = time.Now()
+	}
+	l.enqueue(record{call: true, c: c})
+}
+
+func (l *Log) enqueue(r record) {
+	select {
+	case l.queue <- r:
+	default:
+		l.dropped.Add(1)
+	}
+}
+
+// Dropped reports how many records were dropped because the queue was full.
+func (l *Log) Dropped() int64 {
+	if l == nil {
+		return 0
+	}
+	return l.dropped.Load()
+}
+
+// ErrClosed is returned by Flush after Close.
+var ErrClosed = errors.New("searchlog: the log is closed")
+
+// Flush writes every record queued before it was called, and reports the error of
+// that write (nil when it succeeded).
+func (l *Log) Flush(ctx context.Context) error {
+	if l == nil {
+		return nil
+	}
+	reply := make(chan error, 1)
+	select {
+	case l.flushes <- reply:
+	case <-l.done:
+		return ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-reply:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close stops taking records, writes those queued, and closes the database. When ctx
+// ends first, what is still queued is lost.
+func (l *Log) Close(ctx context.Context) error {
+	if l == nil {
+		return nil
+	}
+	l.closed.Store(true)
+	l.stopped.Do(func() { close(l.stop) })
+	select {
+	case <-l.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// run is the writer goroutine.
+func (l *Log) run() {
+	defer close(l.done)
+	defer l.st.close()
+	flush := time.NewTicker(l.opts.FlushInterval)
+	defer flush.Stop()
+	prune := time.NewTicker(l.opts.PruneInterval)
+	defer prune.Stop()
+	ctx := context.Background()
+	l.prune(ctx)
+	batch := make([]record, 0, l.opts.BatchSize)
+	for {
+		select {
+		case r := <-l.queue:
+			batch = append(batch, r)
+			if len(batch) >= l.opts.BatchSize {
+				l.write(ctx, batch)
+				batch = batch[:0]
+			}
+		case <-flush.C:
+			if len(batch) > 0 || len(l.pending) > 0 {
+				l.write(ctx, batch)
+				batch = batch[:0]
+			}
+		case <-prune.C:
+			l.prune(ctx)
+		case reply := <-l.flushes:
+			reply <- l.drain(ctx, batch)
+			batch = batch[:0]
+		case <-l.stop:
+			l.drain(ctx, batch)
+			return
+		}
+	}
+}
+
+// drain writes batch and everything queued, in batches.
+func (l *Log) drain(ctx context.Context, batch []record) error {
+	var err error
+	for {
+		select {
+		case r := <-l.queue:
+			batch = append(batch, r)
+			if len(batch) < l.opts.BatchSize {
+				continue
+			}
+		default:
+		}
+		if len(batch) < l.opts.BatchSize {
+			return errors.Join(err, l.write(ctx, batch))
+		}
+		err = errors.Join(err, l.write(ctx, batch))
+		batch = batch[:0]
+	}
+}
+
+// write writes the records of earlier failed batches and batch, in one transaction.
+// On failure it keeps them for the next write, up to the queue's size (beyond which the
+// oldest are lost), and warns once until a write succeeds again.
+func (l *Log) write(ctx context.Context, batch []record) error {
+	l.warnDrops()
+	recs := append(l.pending, batch...)
+	l.pending = nil
+	if len(recs) == 0 {
+		return nil
+	}
+	reopened, err := l.st.check(ctx)
+	if reopened {
+		l.opts.Logf("search log: %s was deleted or replaced while toolshed used it; a new one was created", l.st.where())
+	}
+	if err == nil {
+		err = l.insert(ctx, recs)
+	}
+	if err != nil {
+		if over := len(recs) - l.opts.QueueSize; over > 0 {
+			l.lost += int64(over)
+			recs = recs[over:]
+		}
+		l.pending = append(make([]record, 0, len(recs)), recs...)
+		if !l.failing {
+			l.failing = true
+			l.opts.Logf("search log: cannot write to %s: %v; searches and calls go on, and are written once it works again (up to %d records are kept meanwhile)", l.st.where(), err, l.opts.QueueSize)
+		}
+		return err
+	}
+	if l.failing {
+		l.failing = false
+		l.opts.Logf("search log: writing to %s again (%d records were lost meanwhile)", l.st.where(), l.lost)
+		l.lost = 0
+	}
+	return nil
+}
+
+// warnDrops warns, once, that records were dropped because the queue was full.
+func (l *Log) warnDrops() {
+	if n := l.dropped.Load(); n > 0 && !l.dropWarn {
+		l.dropWarn = true
+		l.opts.Logf("search log: %d records dropped because the writer fell behind (queue of %d); searches and calls are not slowed, but the log misses them", n, l.opts.QueueSize)
+	}
+}
+
+const (
+	insertSearch = `INSERT INTO searches (time, source, profile, session, query, mode, results, latency_us, error, catalog_tokens, result_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insertCall   = `INSERT INTO calls (time, source, profile, session, tool, server, outcome, duration_us, rank, query) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+)
+
+// insert writes recs in one transaction.
+func (l *Log) insert(ctx context.Context, recs []record) error {
+	var searches, calls [][]any
+	for _, r := range recs {
+		if r.call {
+			c := r.c
+			calls = append(calls, []any{c.Time.UnixMicro(), text(c.Source), text(c.Profile), text(c.Session), text(c.Tool), text(c.Server), text(c.Outcome), c.Duration.Microseconds(), int64(c.Rank), l.query(c.Query)})
+			continue
+		}
+		s := r.search
+		hits := make([]hitJSON, len(s.Results))
+		for i, h := range s.Results {
+			hits[i] = hitJSON{text(h.Tool), h.Rank}
+		}
+		results, _ := json.Marshal(hits) // never fails: strings and ints
+		searches = append(searches, []any{s.Time.UnixMicro(), text(s.Source), text(s.Profile), text(s.Session), l.query(s.Query), text(s.Mode), string(results), s.Latency.Microseconds(), text(s.Error), int64(s.CatalogTokens), int64(s.ResultTokens)})
+	}
+	return l.st.tx(ctx, func(q querier) error {
+		if err := q.execMany(ctx, insertSearch, searches); err != nil {
+			return err
+		}
+		return q.execMany(ctx, insertCall, calls)
+	})
+}
+
+// hitJSON is one element of searches.results.
+type hitJSON struct {
+	Tool string `json:"tool"`
+	Rank int    `json:"rank"`
+}
+
+// query is what the log stores of a query, under Options.Queries.
+func (l *Log) query(q string) string {
+	if q == "" {
+		return ""
+	}
+	switch l.opts.Queries {
+	case QueriesOff:
+		return ""
+	case QueriesHash:
+		return HashQuery(q)
+	}
+	return text(truncate(q, maxQueryBytes))
+}
+
+// HashQuery is what the log stores of a query when queries are hashed: "sha256:"
+// followed by the hex SHA-256 of the query.
+func HashQuery(q string) string {
+	sum := sha256.Sum256([]byte(q))
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// text makes s storable in any database: valid UTF-8 without NUL (PostgreSQL's text
+// refuses both, and one bad record must not fail its whole batch).
+func text(s string) string {
+	if utf8.ValidString(s) && !strings.Contains(s, "\x00") {
+		return s
+	}
+	return strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "")
+}
+
+// truncate cuts s to at most n bytes, at a character boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// prune deletes what is older than MaxAge, and the oldest searches and calls beyond
+// MaxRows each. A failure is left to the writes to report.
+func (l *Log) prune(ctx context.Context) {
+	_ = l.st.tx(ctx, func(q querier) error {
+		for _, table := range []string{"searches", "calls"} {
+			if l.opts.MaxAge > 0 {
+				if err := q.exec(ctx, `DELETE FROM `+table+` WHERE time < ?`, time.Now().Add(-l.opts.MaxAge).UnixMicro()); err != nil {
+					return err
+				}
+			}
+			if l.opts.MaxRows > 0 {
+				if err := q.exec(ctx, `DELETE FROM `+table+` WHERE id <= (SELECT id FROM `+table+` ORDER BY id DESC LIMIT 1 OFFSET ?)`, int64(l.opts.MaxRows)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}

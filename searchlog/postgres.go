@@ -1,0 +1,112 @@
+package searchlog
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// pgStore is a log in PostgreSQL, which several gateway replicas can share.
+type pgStore struct {
+	pool *pgxpool.Pool
+	name string
+}
+
+func openPostgres(ctx context.Context, dsn string) (*pgStore, error) {
+	name := dsn
+	if u, err := url.Parse(dsn); err == nil {
+		name = u.Redacted()
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrBadDSN, name, err)
+	}
+	cfg.MaxConns = 4
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("searchlog: cannot connect to %s: %w", name, err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("searchlog: cannot connect to %s: %w", name, err)
+	}
+	return &pgStore{pool: pool, name: name}, nil
+}
+
+func (s *pgStore) where() string                       { return s.name }
+func (s *pgStore) idColumn() string                    { return "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY" }
+func (s *pgStore) close()                              { s.pool.Close() }
+func (s *pgStore) check(context.Context) (bool, error) { return false, nil }
+
+func (s *pgStore) tx(ctx context.Context, fn func(querier) error) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return fn(pgTx{tx}) })
+}
+
+func (s *pgStore) query(ctx context.Context, q string, args ...any) (rows, error) {
+	r, err := s.pool.Query(ctx, rebind(q), args...)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+type pgTx struct{ tx pgx.Tx }
+
+func (t pgTx) exec(ctx context.Context, q string, args ...any) error {
+	_, err := t.tx.Exec(ctx, rebind(q), args...)
+	return err
+}
+
+// execMany sends the statements in one batch: one round trip, not one per row.
+func (t pgTx) execMany(ctx context.Context, q string, args [][]any) error {
+	if len(args) == 0 {
+		return nil
+	}
+	q = rebind(q)
+	b := &pgx.Batch{}
+	for _, a := range args {
+		b.Queue(q, a...)
+	}
+	return t.tx.SendBatch(ctx, b).Close()
+}
+
+func (t pgTx) query(ctx context.Context, q string, args ...any) (rows, error) {
+	r, err := t.tx.Query(ctx, rebind(q), args...)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// migrationLock is the key of the advisory lock migrations take, so that replicas
+// starting together migrate one after the other.
+const migrationLock = 0x746f6f6c73686564 // "toolshed"
+
+func (t pgTx) lock(ctx context.Context) error {
+	_, err := t.tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrationLock))
+	return err
+}
+
+// rebind turns the ? placeholders of the log's SQL into PostgreSQL's $1, $2, ... (the
+// log's statements have no ? anywhere else).
+func rebind(q string) string {
+	if !strings.Contains(q, "?") {
+		return q
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range q {
+		if r == '?' {
+			n++
+			b.WriteString("$" + strconv.Itoa(n))
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
