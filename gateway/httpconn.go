@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strconv"
 	"sync"
@@ -40,9 +41,15 @@ const maxUnsentMessages = 256
 // clients that resume one, each stream's newest maxReplayBytes: enough for a client
 // that lost its connection to get the rest of a call (its result and the progress
 // before it), bounded however long the call or many the calls.
+//
+// maxReplaySessionBytes bounds them all (but the newest stream's newest event, a call's
+// result however large): without it a session whose calls return large results (a
+// file read) kept its last maxReplayStreams results, whatever their size, for its
+// life.
 const (
-	maxReplayStreams = 8
-	maxReplayBytes   = 256 << 10
+	maxReplayStreams      = 8
+	maxReplayBytes        = 256 << 10
+	maxReplaySessionBytes = 1 << 20
 )
 
 // httpConn is the mcp.Connection of one Streamable HTTP session.
@@ -148,12 +155,14 @@ func (c *httpConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		}
 		return nil
 	}
+	req, _ := msg.(*jsonrpc.Request)
+	note := req != nil && !req.IsCall()
 	if s, ok := ctx.Value(streamKey{}).(*stream); ok && s.conn == c && s.open() {
-		s.send(data)
+		s.send(data, note)
 		return nil
 	}
 	if c.standing != nil {
-		c.standing.send(data)
+		c.standing.send(data, note)
 		return nil
 	}
 	if len(c.unsent) == maxUnsentMessages {
@@ -184,11 +193,36 @@ func (c *httpConn) Close() error {
 	return nil
 }
 
+// errDuplicateID is track's refusal of a request whose id is one in flight: its
+// response could not be told from the other's (the SDK's handler refuses it too).
+var errDuplicateID = errors.New("duplicate in-flight request ID")
+
+// errClosing is track's refusal of a POST that comes as its session closes: what it
+// registered would outlive Close's cleanup.
+var errClosing = errors.New("session is closing")
+
 // track registers the requests of a POST, with their RequestExtra, on a new stream,
 // and notes the client's cancellations. It returns nil when the POST has no request.
-func (c *httpConn) track(msgs []jsonrpc.Message, extra func() *mcp.RequestExtra) *stream {
+// A POST with a request whose id is in flight (or twice in the POST) registers
+// nothing: track returns the id and errDuplicateID; so does one that comes once the
+// connection is closed, with errClosing.
+func (c *httpConn) track(msgs []jsonrpc.Message, extra func() *mcp.RequestExtra) (*stream, jsonrpc.ID, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	select {
+	case <-c.closed: // (Close cleans up under c.mu, after closing c.closed)
+		return nil, jsonrpc.ID{}, errClosing
+	default:
+	}
+	seen := map[jsonrpc.ID]bool{}
+	for _, m := range msgs {
+		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
+			if c.pending[req.ID] != nil || seen[req.ID] {
+				return nil, req.ID, errDuplicateID
+			}
+			seen[req.ID] = true
+		}
+	}
 	var s *stream
 	for _, m := range msgs {
 		req, ok := m.(*jsonrpc.Request)
@@ -212,9 +246,8 @@ func (c *httpConn) track(msgs []jsonrpc.Message, extra func() *mcp.RequestExtra)
 		s.extras = append(s.extras, ex)
 		relatedStreams.Store(ex, s)
 		c.pending[req.ID] = s
-		delete(c.cancelled, req.ID) // a new request with the id of a cancelled one
 	}
-	return s
+	return s, jsonrpc.ID{}, nil
 }
 
 // cancel notes a client's notifications/cancelled: the request's response is dropped,
@@ -235,21 +268,23 @@ func (c *httpConn) cancel(params json.RawMessage) {
 	}
 }
 
-// keep makes s resumable, forgetting the oldest finished streams past
-// maxReplayStreams. conn.mu is held.
+// keep makes s resumable (or keeps it), forgetting the oldest finished streams other
+// than s past maxReplayStreams or maxReplaySessionBytes. conn.mu is held.
 func (c *httpConn) keep(s *stream) {
-	if _, ok := c.streams[s.id]; ok {
-		return
+	if _, ok := c.streams[s.id]; !ok {
+		c.streams[s.id] = s
+		c.order = append(c.order, s.id)
 	}
-	c.streams[s.id] = s
-	c.order = append(c.order, s.id)
-	for len(c.order) > maxReplayStreams {
-		old := c.streams[c.order[0]]
-		if !old.finished() {
+	// The oldest finished streams go first; one still waiting for answers (a long
+	// call) stays, without keeping those after it.
+	for len(c.order) > maxReplayStreams || c.kept > maxReplaySessionBytes {
+		i := slices.IndexFunc(c.order, func(id string) bool { return id != s.id && c.streams[id].finished() })
+		if i < 0 {
 			break
 		}
-		delete(c.streams, old.id)
-		c.order = c.order[1:]
+		c.kept -= c.streams[c.order[i]].bytes
+		delete(c.streams, c.order[i])
+		c.order = slices.Delete(c.order, i, i+1)
 	}
 }
 
@@ -271,6 +306,10 @@ type stream struct {
 	bytes  int      // of events
 	gen    int      // the generation of the writer serving it (see attach)
 	gone   bool     // the stream was abandoned: no writer will come back
+	// detached: the writer of a resumable stream lost its client; until one resumes
+	// it, messages are recorded as events at once (bounded by maxReplayBytes) rather
+	// than queued for a writer that may never come.
+	detached bool
 }
 
 // open reports whether messages sent on s can still reach its client. conn.mu is held.
@@ -279,8 +318,18 @@ func (s *stream) open() bool { return !s.gone && (s.standing || s.requests > 0) 
 // finished reports whether every message of s has been written. conn.mu is held.
 func (s *stream) finished() bool { return !s.standing && s.requests == 0 && len(s.queue) == 0 }
 
-// send queues a message. conn.mu is held.
-func (s *stream) send(data []byte) {
+// send queues a message. A notification (note) that finds maxUnsentMessages queued
+// is dropped: the client does not read its stream (its writer is blocked), and
+// progress and log messages are advisory, as for the messages held without a GET
+// stream. conn.mu is held.
+func (s *stream) send(data []byte, note bool) {
+	if s.detached {
+		s.recordLocked([][]byte{data})
+		return
+	}
+	if note && len(s.queue) >= maxUnsentMessages {
+		return
+	}
 	s.queue = append(s.queue, data)
 	s.wake()
 }
@@ -289,7 +338,14 @@ func (s *stream) send(data []byte) {
 // conn.mu is held.
 func (s *stream) answer(data []byte) {
 	s.requests--
-	s.queue = append(s.queue, data)
+	switch {
+	case s.detached:
+		if data != nil {
+			s.recordLocked([][]byte{data})
+		}
+	default:
+		s.queue = append(s.queue, data)
+	}
 	if s.requests == 0 {
 		for _, ex := range s.extras {
 			relatedStreams.Delete(ex)
@@ -340,17 +396,20 @@ func (s *stream) recordLocked(msgs [][]byte) {
 	if len(msgs) == 0 {
 		return
 	}
-	s.conn.keep(s)
+	c := s.conn
 	for _, m := range msgs {
 		s.events = append(s.events, m)
 		s.bytes += len(m)
+		c.kept += len(m)
 	}
 	for s.bytes > maxReplayBytes && len(s.events) > 1 {
 		s.bytes -= len(s.events[0])
+		c.kept -= len(s.events[0])
 		s.events[0] = nil
 		s.events = s.events[1:]
 		s.base++
 	}
+	c.keep(s)
 }
 
 // resumable keeps s for clients that resume it.
@@ -384,8 +443,21 @@ func (s *stream) abandon(gen int, resumable bool) {
 	c := s.conn
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if s.gen != gen || resumable {
-		return // another writer serves s now, or a client may resume it
+	if s.gen != gen {
+		return // another writer serves s now
+	}
+	if resumable {
+		// A client may resume s: what it has not been sent becomes events to replay.
+		s.detached = true
+		var msgs [][]byte
+		for _, m := range s.queue {
+			if m != nil {
+				msgs = append(msgs, m)
+			}
+		}
+		s.queue = nil
+		s.recordLocked(msgs)
+		return
 	}
 	s.gone = true
 	s.queue = nil

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,6 +56,10 @@ var primeDelay atomic.Int64 // time.Duration
 
 func init() { primeDelay.Store(int64(20 * time.Millisecond)) }
 
+// versionShape is the shape of an MCP protocol version: a header that is not one is
+// refused, whatever it sorts after.
+var versionShape = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`)
+
 // primingVersion is the first protocol whose clients expect priming events (SEP-1699).
 const primingVersion = "2025-11-25"
 
@@ -66,7 +71,7 @@ func newStreamableFront(g *Gateway, sessions *httpSessions, maxBody int64, idle 
 func (h *streamableFront) serve(w http.ResponseWriter, r *http.Request, cred credential, profile string) {
 	// MCP-Protocol-Version, when sent, must be a version toolshed negotiates; newer
 	// versions are the session's to answer, as on stdio.
-	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(protocolVersions, v) && v < "2026-07-28" {
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(protocolVersions, v) && (v < "2026-07-28" || !versionShape.MatchString(v)) {
 		http.Error(w, fmt.Sprintf("Bad Request: Unsupported protocol version (supported versions: %s)", strings.Join(protocolVersions, ",")), http.StatusBadRequest)
 		return
 	}
@@ -226,13 +231,29 @@ func (h *streamableFront) servePOST(w http.ResponseWriter, r *http.Request, owne
 		defer func() {
 			if sess.ss.InitializeParams() == nil {
 				sess.ss.Close()
+				// At once, as DELETE does, not when the session's cleanup runs: the
+				// client's next request (its initialize, after a probe) may come first
+				// and be refused for the caps.
+				h.sessions.forget(sess.conn.id)
 			}
 		}()
 	}
 	sess.startPOST()
 	defer sess.endPOST()
 
-	s := sess.conn.track(msgs, func() *mcp.RequestExtra { return &mcp.RequestExtra{Header: r.Header} })
+	s, dup, err := sess.conn.track(msgs, func() *mcp.RequestExtra { return &mcp.RequestExtra{Header: r.Header} })
+	if errors.Is(err, errClosing) {
+		http.Error(w, "session is closing", http.StatusNotFound)
+		return
+	}
+	if err != nil {
+		// As the SDK's handler answers it.
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		data, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: dup, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("%v %v", err, dup.Raw())}})
+		w.Write(data)
+		return
+	}
 	if s == nil {
 		// Notifications and responses only: accepted, nothing to answer.
 		for _, m := range msgs {
@@ -405,6 +426,7 @@ func (h *streamableFront) resume(w http.ResponseWriter, r *http.Request, c *http
 	// the stream over (see stream.take), before the other can take more messages.
 	s.gen++
 	gen := s.gen
+	s.detached = false // what comes next is this writer's to send
 	c.mu.Unlock()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache, no-transform")
