@@ -44,6 +44,7 @@ type httpSession struct {
 	posts int         // POSTs being served
 	idle  *time.Timer // closes the session when no POST came for the idle timeout
 	d     time.Duration
+	ended bool // the session ended: the timer stays stopped
 }
 
 // primeDelay is how long a POST with one request waits for its response before it
@@ -133,9 +134,7 @@ func (h *streamableFront) open(ctx context.Context, owner sessionOwner) (*httpSe
 	go func() {
 		ss.Wait()
 		conn.Close()
-		if sess.idle != nil {
-			sess.idle.Stop()
-		}
+		sess.end()
 		h.mu.Lock()
 		delete(h.live, id)
 		h.mu.Unlock()
@@ -157,8 +156,19 @@ func (s *httpSession) startPOST() {
 func (s *httpSession) endPOST() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.posts--; s.posts == 0 && s.idle != nil {
+	if s.posts--; s.posts == 0 && s.idle != nil && !s.ended {
 		s.idle.Reset(s.d)
+	}
+}
+
+// end stops the idle timer for good once the session ended: a POST that ends after
+// would otherwise arm it again, and it would hold the session until it fired.
+func (s *httpSession) end() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ended = true
+	if s.idle != nil {
+		s.idle.Stop()
 	}
 }
 
@@ -223,7 +233,7 @@ func (h *streamableFront) servePOST(w http.ResponseWriter, r *http.Request, owne
 			return
 		}
 		if sess, err = h.open(r.Context(), owner); err != nil {
-			h.sessions.release(owner.cred)
+			// open gave the slot back.
 			h.g.logf("http: cannot start a session: %v", err)
 			http.Error(w, "failed connection", http.StatusInternalServerError)
 			return
