@@ -165,7 +165,10 @@ func (c *httpConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		c.standing.send(data, note)
 		return nil
 	}
-	if len(c.unsent) == maxUnsentMessages {
+	if len(c.unsent) >= maxUnsentMessages {
+		if note {
+			return nil // advisory: a server's request (sampling, roots) matters more
+		}
 		c.unsent = c.unsent[1:]
 	}
 	c.unsent = append(c.unsent, data)
