@@ -1,0 +1,206 @@
+package embed
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/toolshed/toolshed/catalog"
+)
+
+// maxToolText bounds the text embedded for one tool, in bytes: the name, title and
+// description carry what a tool does, and models have short contexts (512 tokens for
+// many); a long parameter list is cut rather than sent to fail.
+const maxToolText = 2000
+
+// ToolText is what is embedded for a tool: the text search indexes (an override's title,
+// description, keywords and aliases replacing or joining the server's), with
+// parameter names and descriptions last so a cut loses the least.
+func ToolText(t *catalog.Tool) string {
+	var b strings.Builder
+	b.WriteString(t.Qualified)
+	title, desc := t.Title, t.Description
+	if t.Search.Title != "" {
+		title = t.Search.Title
+	}
+	if t.Search.Description != "" {
+		desc = t.Search.Description
+	}
+	for _, s := range []string{title, desc, strings.Join(t.Search.Aliases, ", "), strings.Join(t.Search.Keywords, ", ")} {
+		if s = strings.TrimSpace(s); s != "" {
+			b.WriteString("\n")
+			b.WriteString(s)
+		}
+	}
+	for i, p := range t.Params {
+		if i == 0 {
+			b.WriteString("\nparameters:")
+		}
+		b.WriteString(" ")
+		b.WriteString(p.Name)
+		if d := strings.TrimSpace(p.Description); d != "" {
+			b.WriteString(" (" + d + ")")
+		}
+		if i < len(t.Params)-1 {
+			b.WriteString(";")
+		}
+	}
+	s := b.String()
+	if len(s) > maxToolText {
+		s = s[:maxToolText]
+		for !utf8.ValidString(s) {
+			s = s[:len(s)-1]
+		}
+	}
+	return s
+}
+
+// BuildOptions shape Build.
+type BuildOptions struct {
+	// CacheDir is where vectors are kept between runs; empty means CacheDir(), and "-"
+	// keeps nothing.
+	CacheDir string
+	// Progress, when set, is told of each batch embedded: done and total texts to embed
+	// (cached ones are not counted). It is called from one goroutine at a time.
+	Progress func(done, total int)
+	// Warn, when set, is told of problems that cost time but not correctness: a cache
+	// that cannot be read or written.
+	Warn func(error)
+}
+
+// BuildStats says what Build did.
+type BuildStats struct {
+	Tools    int // vectors wanted
+	Cached   int // found in the cache
+	Embedded int // sent to the endpoint
+}
+
+// Build returns a vector for each text, in order, embedding with c only those texts
+// whose vectors the cache lacks (a text's vector is keyed by its SHA-256 in a file for
+// the model, dimensions and document prefix), in batches of c's BatchSize with at most
+// c's Concurrency requests at once. What was embedded is cached even when a later
+// batch fails, so that a retry resumes rather than restarts.
+func Build(ctx context.Context, c *Client, texts []string, opts BuildOptions) (*Vectors, BuildStats, error) {
+	stats := BuildStats{Tools: len(texts)}
+	warn := func(err error) {
+		if opts.Warn != nil && err != nil {
+			opts.Warn(err)
+		}
+	}
+	dir := opts.CacheDir
+	if dir == "" {
+		d, err := CacheDir()
+		warn(err)
+		if err != nil {
+			dir = "-"
+		} else {
+			dir = d
+		}
+	}
+	key := c.cacheKey()
+	var path string
+	cache := map[textHash]quantized{}
+	if dir != "-" {
+		path = cacheFile(dir, key)
+		var err error
+		cache, err = loadCache(path, key)
+		warn(err)
+	}
+	hashes := make([]textHash, len(texts))
+	var todo []int // positions of texts to embed, one per distinct hash
+	seen := map[textHash]bool{}
+	for i, t := range texts {
+		h := hashText(t)
+		hashes[i] = h
+		if _, ok := cache[h]; ok {
+			if !seen[h] {
+				stats.Cached++
+			}
+		} else if !seen[h] {
+			todo = append(todo, i)
+		}
+		seen[h] = true
+	}
+	err := embedAll(ctx, c, texts, todo, hashes, cache, &stats, opts.Progress)
+	if path != "" && stats.Embedded > 0 {
+		warn(saveCache(path, key, cache))
+	}
+	if err != nil {
+		return nil, stats, err
+	}
+	rows := make([]quantized, len(texts))
+	dim := -1
+	for i, h := range hashes {
+		rows[i] = cache[h]
+		if dim < 0 {
+			dim = len(rows[i].q)
+		}
+		if len(rows[i].q) != dim {
+			return nil, stats, fmt.Errorf("%w: the model gave vectors of %d and %d dimensions; set its dimensions, or delete %s if the model changed", ErrBadResponse, dim, len(rows[i].q), path)
+		}
+	}
+	return newVectors(rows), stats, nil
+}
+
+// embedAll embeds texts[todo] in batches, at most c.opts.Concurrency at once, putting
+// each vector in cache by its hash. It stops at the first error.
+func embedAll(ctx context.Context, c *Client, texts []string, todo []int, hashes []textHash, cache map[textHash]quantized, stats *BuildStats, progress func(done, total int)) error {
+	if len(todo) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	sem := make(chan struct{}, c.opts.Concurrency)
+	for start := 0; start < len(todo); start += c.opts.BatchSize {
+		batch := todo[start:min(start+c.opts.BatchSize, len(todo))]
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			in := make([]string, len(batch))
+			for i, p := range batch {
+				in[i] = texts[p]
+			}
+			vecs, err := c.Documents(ctx, in)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+					cancel()
+				}
+				return
+			}
+			for i, p := range batch {
+				q, ok := quantize(vecs[i])
+				if !ok {
+					continue // decode rejects zero vectors; unreachable
+				}
+				cache[hashes[p]] = q
+			}
+			stats.Embedded += len(batch)
+			if progress != nil {
+				progress(stats.Embedded, len(todo))
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr == nil && ctx.Err() != nil {
+		firstErr = fmt.Errorf("%w: %v", ErrTimeout, ctx.Err())
+	}
+	return firstErr
+}
