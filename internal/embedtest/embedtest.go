@@ -26,7 +26,7 @@ const Model = "test-embed"
 
 // Synonyms maps words to the word the model reads them as: its whole "understanding".
 var Synonyms = map[string]string{
-	"photo": "image", "picture": "image", "snapshot": "image", "screenshot": "image",
+	"photo": "image", "picture": "image", "snapshot": "image", "screenshot": "image", "selfie": "image",
 	"capture": "take", "grab": "take", "snap": "take",
 	"weather": "forecast", "climate": "forecast", "rain": "forecast",
 	"mail": "email", "message": "email", "inbox": "email",

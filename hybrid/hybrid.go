@@ -1,0 +1,225 @@
+// Package hybrid fuses toolshed's word search (package search, BM25F) with the cosine
+// similarity of embeddings from the user's own model (package embed): words find what
+// a request names, vectors find what it means in other words. It sits beside search
+// rather than in it, using only search's public API, so that either can change alone.
+package hybrid
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/embed"
+	"github.com/toolshed/toolshed/search"
+)
+
+// How a fused result was found (search.Result.Match), beside search's own kinds.
+const (
+	MatchHybrid = "hybrid" // ranked by both words and vectors
+	MatchVector = "vector" // ranked by vectors alone: it shares no word with the query
+)
+
+// Defaults for the zero values of Options.
+const (
+	// DefaultQueryTimeout bounds a query's embedding: a local model answers a short
+	// query in 10–50 ms; past this, search answers with words alone rather than wait.
+	DefaultQueryTimeout = 300 * time.Millisecond
+	// DefaultDepth is how many results of each ranking are fused.
+	DefaultDepth = 50
+	// RRFK is reciprocal rank fusion's constant (Cormack et al., 2009): a result at rank
+	// r adds 1/(RRFK+r). 60 is the paper's value and the usual one; it keeps the first
+	// ranks of either list from drowning the other.
+	RRFK = 60
+)
+
+// Options shape a Searcher.
+type Options struct {
+	// QueryTimeout bounds the query's embedding; zero means DefaultQueryTimeout.
+	QueryTimeout time.Duration
+	// Depth is how many results of each ranking are fused; zero means DefaultDepth.
+	Depth int
+	// Logger receives the one warning when the endpoint fails, and the note when it
+	// answers again; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Searcher answers searches over one catalog with BM25F and vectors fused. It is safe
+// for concurrent use.
+type Searcher struct {
+	ix     *search.Index
+	vecs   *embed.Vectors
+	client *embed.Client
+	opts   Options
+
+	mu     sync.Mutex
+	failed bool // the last query embedding failed and was logged
+}
+
+// New returns a Searcher over ix whose tools have vecs (one a tool of ix's snapshot, in
+// order, as Vectors built from embed.ToolText), embedding queries with client. A nil
+// vecs or client makes it search with words alone.
+func New(ix *search.Index, vecs *embed.Vectors, client *embed.Client, opts Options) *Searcher {
+	if opts.QueryTimeout <= 0 {
+		opts.QueryTimeout = DefaultQueryTimeout
+	}
+	if opts.Depth <= 0 {
+		opts.Depth = DefaultDepth
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if vecs != nil && vecs.Len() != ix.Snapshot().Len() {
+		vecs = nil // not this catalog's: words alone, never a wrong tool
+	}
+	return &Searcher{ix: ix, vecs: vecs, client: client, opts: opts}
+}
+
+// Index is the word index searched.
+func (s *Searcher) Index() *search.Index { return s.ix }
+
+// Search ranks tools for query: tools the query names exactly first, as search.Index.Search
+// puts them, then BM25F's and cosine similarity's first Depth results fused by
+// reciprocal rank. The query's embedding is bounded by QueryTimeout; when it fails the
+// answer is BM25F's alone, and the failure is logged once until the endpoint answers
+// again. The errors are search's own (an empty or over-long query).
+func (s *Searcher) Search(ctx context.Context, query string, opts search.Options) ([]search.Result, error) {
+	limit := opts.Limit
+	if limit <= 0 {
+		limit = search.DefaultLimit
+	}
+	limit = min(limit, search.MaxLimit)
+	words := opts
+	words.Limit = max(limit, s.opts.Depth)
+	lexical, err := s.ix.Search(query, words)
+	if err != nil || s.vecs == nil || s.client == nil {
+		return cut(lexical, limit), err
+	}
+	qctx, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
+	qv, err := s.client.Query(qctx, query)
+	cancel()
+	if err == nil && len(qv) != s.vecs.Dim() {
+		err = fmt.Errorf("%w: the query's vector has %d dimensions, the tools' %d", embed.ErrBadResponse, len(qv), s.vecs.Dim())
+	}
+	s.note(err)
+	if err != nil {
+		return cut(lexical, limit), nil
+	}
+	var allow func(int) bool
+	if opts.Allow != nil {
+		allow = opts.Allow.Has
+	}
+	hits := s.vecs.TopK(qv, s.opts.Depth, allow)
+	// A tool at cosine 0 or below shares nothing with the query: it would only pad the
+	// answer. Real models rarely go that low; tests' bag-of-words model does.
+	for i, h := range hits {
+		if h.Score <= 0 {
+			hits = hits[:i]
+			break
+		}
+	}
+	return Fuse(s.ix.Snapshot(), lexical, hits, limit, s.opts.Depth), nil
+}
+
+func cut(r []search.Result, n int) []search.Result {
+	if len(r) > n {
+		return r[:n]
+	}
+	return r
+}
+
+// note logs the first failure of a run of failures, and the recovery after one, so a
+// dead endpoint costs one line, not one a search.
+func (s *Searcher) note(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case err != nil && !s.failed:
+		s.failed = true
+		kind := "failed"
+		switch {
+		case errors.Is(err, embed.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
+			kind = fmt.Sprintf("timed out (%s)", s.opts.QueryTimeout)
+		case errors.Is(err, embed.ErrBadResponse):
+			kind = "returned garbage"
+		case errors.Is(err, embed.ErrUnavailable):
+			kind = "is unavailable"
+		}
+		s.opts.Logger.Warn("embedding endpoint "+kind+"; searching with words (BM25F) alone until it answers", "err", err)
+	case err == nil && s.failed:
+		s.failed = false
+		s.opts.Logger.Info("embedding endpoint answers again; searching with words and vectors")
+	}
+}
+
+// Fuse merges a search.Index.Search ranking with a cosine ranking of snap's tools. The
+// exact and named matches that lead lexical stay first, in order; every other tool is
+// scored 1/(RRFK+rank) for its rank in each of the first depth results of either list,
+// summed, ties going to the better lexical rank. A fused result's Score is its RRF
+// score and its Match says which lists found it: search's kind for words alone,
+// MatchVector for vectors alone, MatchHybrid for both.
+func Fuse(snap *catalog.Snapshot, lexical []search.Result, hits []embed.Hit, limit, depth int) []search.Result {
+	var out []search.Result
+	type entry struct {
+		tool    *catalog.Tool
+		score   float64
+		lexRank int // 1-based, 0 when absent
+		match   string
+	}
+	byTool := map[*catalog.Tool]*entry{}
+	var order []*entry
+	pinned := map[*catalog.Tool]bool{}
+	rank := 0
+	for _, r := range lexical {
+		if r.Match == search.MatchExact || r.Match == search.MatchNamed {
+			out = append(out, r)
+			pinned[r.Tool] = true
+			continue
+		}
+		rank++
+		if rank > depth {
+			break
+		}
+		e := &entry{tool: r.Tool, score: 1 / float64(RRFK+rank), lexRank: rank, match: r.Match}
+		byTool[r.Tool] = e
+		order = append(order, e)
+	}
+	for i, h := range hits {
+		if i >= depth {
+			break
+		}
+		t := snap.Tool(h.Index)
+		if pinned[t] {
+			continue
+		}
+		add := 1 / float64(RRFK+i+1)
+		if e := byTool[t]; e != nil {
+			e.score += add
+			e.match = MatchHybrid
+			continue
+		}
+		e := &entry{tool: t, score: add, match: MatchVector}
+		byTool[t] = e
+		order = append(order, e)
+	}
+	slices.SortStableFunc(order, func(a, b *entry) int {
+		switch {
+		case a.score > b.score:
+			return -1
+		case a.score < b.score:
+			return 1
+		}
+		return 0 // stable: lexical order first, then vector order
+	})
+	for _, e := range order {
+		if len(out) >= limit {
+			break
+		}
+		out = append(out, search.Result{Tool: e.tool, Score: e.score, Match: e.match})
+	}
+	return cut(out, limit)
+}
