@@ -19,9 +19,10 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	queries := fs.String("queries", "", "queries `FILE` (JSON lines of {\"id\", \"query\", \"relevant\"})")
 	asJSON := fs.Bool("json", false, "print JSON")
 	misses := fs.Bool("misses", false, "also list the queries whose first 5 results lack a relevant tool, with where the relevant ones ranked")
+	emb := addEmbedFlags(fs)
 	learnSplit := fs.Float64("learn-split", 0, "replay a search log: over three random splits, this `SHARE` of the queries (such as 0.5) is the log, and recall@5 of the rest is reported without and with the learned field")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: toolshed eval --catalog FILE --queries FILE [--json] [--misses | --learn-split SHARE]")
+		fmt.Fprintln(stderr, "usage: toolshed eval --catalog FILE --queries FILE [--json] [--misses | --learn-split SHARE] [--embed-url URL --embed-model NAME]")
 		fmt.Fprintln(stderr, "  for example: toolshed eval --catalog bench/bfcl/catalog.json --queries bench/bfcl/queries.jsonl")
 		fs.PrintDefaults()
 	}
@@ -39,6 +40,13 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if learn && !(*learnSplit > 0 && *learnSplit < 1) {
 		return usageErr(fmt.Sprintf("--learn-split is the share of the queries that becomes the log, between 0 and 1 such as 0.5 (got %g)", *learnSplit))
 	}
+	hybridOn, err := emb.on()
+	if err != nil {
+		return err
+	}
+	if hybridOn && learn {
+		return usageErr("--learn-split measures the search log's learning with words alone; leave out --embed-url with it")
+	}
 	qs, err := eval.ReadQueries(*queries)
 	if err != nil {
 		return err
@@ -53,14 +61,30 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if learn {
 		return runLearned(stdout, ix, qs, *learnSplit, *asJSON)
 	}
-	r := eval.Run(qs, snap.Len(), build, evalsearch.Search(ix))
+	searchFn := evalsearch.Search(ix)
+	var embedded string
+	if hybridOn {
+		// Measuring needs the vectors: an endpoint that fails here is an error, not a
+		// silent fall back to the figures of words alone.
+		hs, st, err := emb.searcher(ix, stderr)
+		if err != nil {
+			return fmt.Errorf("embedding the catalog's tools: %w", err)
+		}
+		searchFn = evalsearch.Hybrid(hs)
+		embedded = fmt.Sprintf("hybrid: BM25F fused with %s (%d tools embedded, %d from the cache)", *emb.model, st.Embedded, st.Cached)
+	}
+	r := eval.Run(qs, snap.Len(), build, searchFn)
 	if !*misses {
 		r.Misses = nil
 	}
 	if *asJSON {
 		return writeJSON(stdout, r)
 	}
-	fmt.Fprintf(stdout, "%d queries over %d tools (index built in %.1f ms)\n\n", r.Queries, r.Tools, r.BuildMS)
+	fmt.Fprintf(stdout, "%d queries over %d tools (index built in %.1f ms)\n", r.Queries, r.Tools, r.BuildMS)
+	if embedded != "" {
+		fmt.Fprintln(stdout, embedded)
+	}
+	fmt.Fprintln(stdout)
 	fmt.Fprintf(stdout, "  recall@1   %.3f\n  recall@5   %.3f\n  recall@10  %.3f\n", r.Recall1, r.Recall5, r.Recall10)
 	fmt.Fprintf(stdout, "  nDCG@5     %.3f\n  nDCG@10    %.3f\n  comp@5     %.3f\n  MRR        %.3f\n", r.NDCG5, r.NDCG10, r.Comp5, r.MRR)
 	fmt.Fprintf(stdout, "  search     p50 %.0f µs, p99 %.0f µs\n", r.P50us, r.P99us)

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -37,8 +39,9 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 	regex := fs.Bool("regex", false, "treat QUERY as a regular expression (Python re syntax RE2 shares, case-insensitive)")
 	limit := fs.Int("limit", search.DefaultLimit, "at most `N` results")
 	asJSON := fs.Bool("json", false, "print JSON")
+	emb := addEmbedFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: toolshed search [--catalog FILE]... [--regex] [--limit N] [--json] QUERY")
+		fmt.Fprintln(stderr, "usage: toolshed search [--catalog FILE]... [--regex] [--limit N] [--json] [--embed-url URL --embed-model NAME] QUERY")
 		fs.PrintDefaults()
 	}
 	rest, err := parseFlags(fs, args, stderr)
@@ -50,6 +53,13 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 	}
 	if *limit < 1 {
 		return usageErr("--limit must be at least 1, got %d", *limit)
+	}
+	hybridOn, err := emb.on()
+	if err != nil {
+		return err
+	}
+	if hybridOn && *regex {
+		return usageErr("--regex matches patterns, not meanings; leave out --embed-url with it")
 	}
 	query := strings.Join(rest, " ")
 	snap, err := loadCatalog(catalogs, stderr)
@@ -63,6 +73,18 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 	if *regex {
 		mode = "regex"
 		results, err = ix.Regex(query, opts)
+	} else if hybridOn {
+		// An endpoint that is down costs the vectors, never the search: say so, use words.
+		hs, _, herr := emb.searcher(ix, stderr)
+		if herr != nil && !errors.Is(herr, errUsage) {
+			fmt.Fprintf(stderr, "toolshed: no embeddings (%v); searching with words alone\n", herr)
+			results, err = ix.Search(query, opts)
+		} else if herr != nil {
+			return herr
+		} else {
+			mode = "hybrid"
+			results, err = hs.Search(context.Background(), query, opts)
+		}
 	} else {
 		results, err = ix.Search(query, opts)
 	}

@@ -3,9 +3,11 @@
 package evalsearch
 
 import (
+	"context"
 	"time"
 
 	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/hybrid"
 	"github.com/toolshed/toolshed/internal/eval"
 	"github.com/toolshed/toolshed/search"
 )
@@ -16,6 +18,19 @@ import (
 func Search(ix *search.Index) eval.SearchFunc {
 	return func(q string) ([]*catalog.Tool, error) {
 		found, err := ix.Search(search.Shorten(q, search.MaxQueryLen), search.Options{Limit: eval.Depth})
+		tools := make([]*catalog.Tool, len(found))
+		for i, f := range found {
+			tools[i] = f.Tool
+		}
+		return tools, err
+	}
+}
+
+// Hybrid is the search measured with embeddings: hs's first Depth results, BM25F and
+// cosine fused (see package hybrid).
+func Hybrid(hs *hybrid.Searcher) eval.SearchFunc {
+	return func(q string) ([]*catalog.Tool, error) {
+		found, err := hs.Search(context.Background(), search.Shorten(q, search.MaxQueryLen), search.Options{Limit: eval.Depth})
 		tools := make([]*catalog.Tool, len(found))
 		for i, f := range found {
 			tools[i] = f.Tool

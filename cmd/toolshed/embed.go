@@ -1,0 +1,84 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/embed"
+	"github.com/toolshed/toolshed/hybrid"
+	"github.com/toolshed/toolshed/search"
+)
+
+// embedFlags are the flags that turn on hybrid search, shared by search and eval.
+type embedFlags struct {
+	url, model, queryPrefix, docPrefix *string
+	dimensions                         *int
+	queryTimeout                       *time.Duration
+}
+
+func addEmbedFlags(fs *flag.FlagSet) *embedFlags {
+	return &embedFlags{
+		url:          fs.String("embed-url", "", "fuse word search with embeddings from `URL`: an OpenAI-format /v1/embeddings endpoint or Ollama's /api/embed (key from $"+embed.APIKeyEnv+")"),
+		model:        fs.String("embed-model", "", "embedding model `NAME` the endpoint serves, such as nomic-embed-text"),
+		dimensions:   fs.Int("embed-dimensions", 0, "ask the model for vectors of `N` dimensions (0: the model's own)"),
+		queryPrefix:  fs.String("embed-query-prefix", "", "`TEXT` put before each query (nomic: \"search_query: \", e5: \"query: \")"),
+		docPrefix:    fs.String("embed-document-prefix", "", "`TEXT` put before each tool's text (nomic: \"search_document: \", e5: \"passage: \")"),
+		queryTimeout: fs.Duration("embed-query-timeout", hybrid.DefaultQueryTimeout, "longest wait for a query's embedding before answering with words alone"),
+	}
+}
+
+// on reports whether hybrid search was asked for, and checks the flags belong together.
+func (f *embedFlags) on() (bool, error) {
+	if *f.url == "" && *f.model == "" {
+		return false, nil
+	}
+	if *f.url == "" || *f.model == "" {
+		return false, usageErr("give both --embed-url and --embed-model, such as --embed-url http://localhost:11434/api/embed --embed-model nomic-embed-text")
+	}
+	return true, nil
+}
+
+// searcher embeds snap's tools (only those the cache lacks, with progress on stderr)
+// and returns the hybrid searcher over ix.
+func (f *embedFlags) searcher(ix *search.Index, stderr io.Writer) (*hybrid.Searcher, embed.BuildStats, error) {
+	c, err := embed.New(embed.Options{URL: *f.url, Model: *f.model, Dimensions: *f.dimensions,
+		QueryPrefix: *f.queryPrefix, DocumentPrefix: *f.docPrefix})
+	if err != nil {
+		return nil, embed.BuildStats{}, usageErr("%v", err)
+	}
+	snap := ix.Snapshot()
+	vecs, stats, err := embed.Build(context.Background(), c, toolTexts(snap), embed.BuildOptions{
+		Progress: embedProgress(stderr, *f.model),
+		Warn:     func(err error) { fmt.Fprintf(stderr, "toolshed: %v\n", err) },
+	})
+	if err != nil {
+		return nil, stats, err
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return hybrid.New(ix, vecs, c, hybrid.Options{QueryTimeout: *f.queryTimeout, Logger: logger}), stats, nil
+}
+
+func toolTexts(snap *catalog.Snapshot) []string {
+	texts := make([]string, snap.Len())
+	for i := range texts {
+		texts[i] = embed.ToolText(snap.Tool(i))
+	}
+	return texts
+}
+
+// embedProgress prints how far a first embedding has gone, at most once a second and
+// at the end, so that a catalog of thousands of tools on a slow model shows it works.
+func embedProgress(w io.Writer, model string) func(done, total int) {
+	var last time.Time
+	return func(done, total int) {
+		if now := time.Now(); done == total || now.Sub(last) >= time.Second {
+			last = now
+			fmt.Fprintf(w, "toolshed: embedding tools with %s: %d/%d\n", model, done, total)
+		}
+	}
+}
