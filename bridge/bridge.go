@@ -133,6 +133,10 @@ func jsonResult(v any) Result {
 type Bridge struct {
 	Plan  *policy.Plan
 	Index *search.Index
+	// Rank, when set, ranks tool_search's results in place of Index.Search, with the
+	// same options and errors: a hybrid search of words and embeddings (package hybrid)
+	// when the front has one.
+	Rank func(query string, opts search.Options) ([]search.Result, error)
 }
 
 // Match is one tool_search result.
@@ -182,7 +186,11 @@ func (b *Bridge) Search(args json.RawMessage) Result {
 		return ErrorResult(search.InvalidToolInput, "tool_search: %v", err)
 	}
 	limit = b.Plan.Config.Limit(limit, asked)
-	found, err := b.Index.Search(*in.Query, search.Options{Limit: limit, Allow: b.Plan.Searchable()})
+	rank := b.Index.Search
+	if b.Rank != nil {
+		rank = b.Rank
+	}
+	found, err := rank(*in.Query, search.Options{Limit: limit, Allow: b.Plan.Searchable()})
 	if err != nil {
 		return errorFrom(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/embed"
 	"github.com/toolshed/toolshed/gateway/config"
 	"github.com/toolshed/toolshed/policy"
 	"github.com/toolshed/toolshed/search"
@@ -71,6 +72,15 @@ type Options struct {
 	// the queries whose searches led to successful calls of a tool are indexed as a
 	// field of that tool.
 	NoLearning bool
+	// Embed, when set, makes tool_search fuse its word ranking with the cosine ranking of
+	// embeddings from this endpoint (see package hybrid): the catalog's tools are
+	// embedded in the background, and until then, or whenever the endpoint fails,
+	// tool_search answers with words alone.
+	Embed *embed.Client
+	// EmbedCacheDir is where tool vectors are cached (see embed.BuildOptions.CacheDir).
+	EmbedCacheDir string
+	// EmbedQueryTimeout bounds a query's embedding (default hybrid.DefaultQueryTimeout).
+	EmbedQueryTimeout time.Duration
 }
 
 // DefaultDrainTimeout is Options.DrainTimeout's default: long enough for upstreams to
@@ -113,6 +123,7 @@ type Gateway struct {
 	hooks     *hooks
 	rec       *recorder
 	learn     *learner // nil: search does not learn
+	vectors   *vectors // nil: search uses words alone
 	limits    *rateLimits
 	logMu     sync.Mutex
 
@@ -176,6 +187,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.calls = newCallRegistry(g)
 	g.rec = newRecorder(opts.SearchLog)
 	g.learn = newLearner(opts.SearchLog, opts.NoLearning, g.logf)
+	if opts.Embed != nil {
+		g.vectors = newVectors(g, opts.Embed)
+	}
 	g.clients = newClients(opts.WaitForClient)
 	g.life, g.endLife = context.WithCancel(context.Background())
 	h, err := newHooks(cfg.Hooks, g.logOut())
@@ -343,6 +357,7 @@ func (g *Gateway) reassemble() {
 	changed := old == nil || old.snap.Hash() != a.snap.Hash() || old.hidden.Hash() != a.hidden.Hash() || old.upHash != a.upHash || old.restarting.Hash() != a.restarting.Hash()
 	if changed {
 		g.current.Store(a)
+		g.vectors.prepare(g.cache.Index(a.snap))
 		for _, ps := range g.servers {
 			ps.sync(a)
 		}

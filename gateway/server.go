@@ -242,7 +242,8 @@ func isUnknown(plan *policy.Plan, name string) bool {
 func (ps *profileServer) bridged(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		a := ps.g.current.Load()
-		b := &bridge.Bridge{Plan: a.plan(ps.profile), Index: a.index()}
+		ix := a.index()
+		b := &bridge.Bridge{Plan: a.plan(ps.profile), Index: ix, Rank: ps.g.vectors.rank(ix)}
 		if name == bridge.DescribeTool || name == bridge.CallTool {
 			if target, ok := bridgedTarget(req.Params.Arguments); ok && isUnknown(b.Plan, target) {
 				if res := ps.refuseHidden(target); res != nil {

@@ -55,14 +55,19 @@ type Searcher struct {
 	vecs   *embed.Vectors
 	client *embed.Client
 	opts   Options
+	health *health // shared by the Searchers made With this one
+}
 
+// health is whether the endpoint's last answer to a query failed, and was logged.
+type health struct {
 	mu     sync.Mutex
-	failed bool // the last query embedding failed and was logged
+	failed bool
 }
 
 // New returns a Searcher over ix whose tools have vecs (one a tool of ix's snapshot, in
 // order, as Vectors built from embed.ToolText), embedding queries with client. A nil
-// vecs or client makes it search with words alone.
+// vecs or client makes it search with words alone. ix may be nil for a Searcher that
+// only serves as the base of With.
 func New(ix *search.Index, vecs *embed.Vectors, client *embed.Client, opts Options) *Searcher {
 	if opts.QueryTimeout <= 0 {
 		opts.QueryTimeout = DefaultQueryTimeout
@@ -76,7 +81,18 @@ func New(ix *search.Index, vecs *embed.Vectors, client *embed.Client, opts Optio
 	if vecs != nil && vecs.Len() != ix.Snapshot().Len() {
 		vecs = nil // not this catalog's: words alone, never a wrong tool
 	}
-	return &Searcher{ix: ix, vecs: vecs, client: client, opts: opts}
+	return &Searcher{ix: ix, vecs: vecs, client: client, opts: opts, health: &health{}}
+}
+
+// With returns a Searcher over another index of a catalog (a newer one, or one with
+// learned evidence) that shares s's client, options and log state, so that a gateway
+// whose catalog changes still says once, not once an index, that the endpoint failed.
+// vecs must be ix's snapshot's, as for New.
+func (s *Searcher) With(ix *search.Index, vecs *embed.Vectors) *Searcher {
+	if vecs != nil && vecs.Len() != ix.Snapshot().Len() {
+		vecs = nil
+	}
+	return &Searcher{ix: ix, vecs: vecs, client: s.client, opts: s.opts, health: s.health}
 }
 
 // Index is the word index searched.
@@ -135,11 +151,12 @@ func cut(r []search.Result, n int) []search.Result {
 // note logs the first failure of a run of failures, and the recovery after one, so a
 // dead endpoint costs one line, not one a search.
 func (s *Searcher) note(err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	h := s.health
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	switch {
-	case err != nil && !s.failed:
-		s.failed = true
+	case err != nil && !h.failed:
+		h.failed = true
 		kind := "failed"
 		switch {
 		case errors.Is(err, embed.ErrTimeout), errors.Is(err, context.DeadlineExceeded):
@@ -150,8 +167,8 @@ func (s *Searcher) note(err error) {
 			kind = "is unavailable"
 		}
 		s.opts.Logger.Warn("embedding endpoint "+kind+"; searching with words (BM25F) alone until it answers", "err", err)
-	case err == nil && s.failed:
-		s.failed = false
+	case err == nil && h.failed:
+		h.failed = false
 		s.opts.Logger.Info("embedding endpoint answers again; searching with words and vectors")
 	}
 }

@@ -1,12 +1,10 @@
 package hybrid_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +13,7 @@ import (
 	"github.com/toolshed/toolshed/hybrid"
 	"github.com/toolshed/toolshed/internal/catalogtest"
 	"github.com/toolshed/toolshed/internal/embedtest"
+	"github.com/toolshed/toolshed/internal/testupstream"
 	"github.com/toolshed/toolshed/search"
 )
 
@@ -26,30 +25,17 @@ const doc = `{"servers": [
 	{"name": "github", "tools": [{"name": "create_issue", "description": "Create an issue in a repository.", "inputSchema": {"type": "object"}}]}
 ]}`
 
-// syncBuffer is a log destination the searcher and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+// logBuffer is a log destination the searcher and the test share.
+type logBuffer struct{ testupstream.SyncBuffer }
 
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) count(level string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return strings.Count(s.b.String(), "level="+level)
-}
+func (l *logBuffer) count(level string) int { return strings.Count(l.String(), "level="+level) }
 
 type fixture struct {
 	srv  *embedtest.Server
 	snap *catalog.Snapshot
 	ix   *search.Index
 	hs   *hybrid.Searcher
-	log  *syncBuffer
+	log  *logBuffer
 }
 
 func setup(t *testing.T, path string, opts hybrid.Options) *fixture {
@@ -69,7 +55,7 @@ func setup(t *testing.T, path string, opts hybrid.Options) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := &syncBuffer{}
+	log := &logBuffer{}
 	opts.Logger = slog.New(slog.NewTextHandler(log, nil))
 	ix := search.NewIndex(snap)
 	return &fixture{srv: srv, snap: snap, ix: ix, hs: hybrid.New(ix, vecs, c, opts), log: log}
@@ -107,7 +93,7 @@ func TestVectorsFindWhatWordsMiss(t *testing.T) {
 				t.Fatalf("hybrid = %v, want camera__take_picture/vector first", names(got))
 			}
 			if f.log.count("WARN") != 0 {
-				t.Errorf("warnings logged: %s", f.log.b.String())
+				t.Errorf("warnings logged: %s", f.log.String())
 			}
 		})
 	}
@@ -189,7 +175,7 @@ func TestFallback(t *testing.T) {
 				}
 			}
 			if n := f.log.count("WARN"); n != 1 {
-				t.Fatalf("%d warnings, want 1:\n%s", n, f.log.b.String())
+				t.Fatalf("%d warnings, want 1:\n%s", n, f.log.String())
 			}
 			if tc.down {
 				return
@@ -197,7 +183,7 @@ func TestFallback(t *testing.T) {
 			f.srv.SetMode(embedtest.Normal, 0)
 			got, _ := f.hs.Search(context.Background(), "grab a selfie", search.Options{})
 			if len(got) == 0 || got[0].Match != hybrid.MatchVector || f.log.count("INFO") != 1 {
-				t.Fatalf("after recovery: %v, log:\n%s", names(got), f.log.b.String())
+				t.Fatalf("after recovery: %v, log:\n%s", names(got), f.log.String())
 			}
 		})
 	}
@@ -247,5 +233,27 @@ func TestFuse(t *testing.T) {
 	}
 	if got := hybrid.Fuse(snap, lexical, hits, 2, 50); len(got) != 2 {
 		t.Errorf("limit 2 gave %d", len(got))
+	}
+}
+
+// TestWithSharesTheWarning: Searchers made With one another (a gateway's, as its
+// catalog changes) log one warning between them, not one each.
+func TestWithSharesTheWarning(t *testing.T) {
+	f := setup(t, "/v1/embeddings", hybrid.Options{QueryTimeout: 100 * time.Millisecond})
+	vecs := vectorsOf(t, f)
+	f.srv.SetMode(embedtest.Garbage, 0)
+	other := f.hs.With(search.NewIndex(f.snap), vecs)
+	for _, s := range []*hybrid.Searcher{f.hs, other, f.hs.With(f.ix, vecs)} {
+		if _, err := s.Search(context.Background(), "grab a selfie", search.Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := f.log.count("WARN"); n != 1 {
+		t.Fatalf("%d warnings, want 1", n)
+	}
+	f.srv.SetMode(embedtest.Normal, 0)
+	got, _ := other.Search(context.Background(), "grab a selfie", search.Options{})
+	if len(got) == 0 || got[0].Tool.Qualified != "camera__take_picture" {
+		t.Fatalf("With's searcher does not fuse: %v", names(got))
 	}
 }

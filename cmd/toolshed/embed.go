@@ -10,11 +10,12 @@ import (
 
 	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/embed"
+	"github.com/toolshed/toolshed/gateway"
 	"github.com/toolshed/toolshed/hybrid"
 	"github.com/toolshed/toolshed/search"
 )
 
-// embedFlags are the flags that turn on hybrid search, shared by search and eval.
+// embedFlags are the flags that turn on hybrid search, shared by search, eval and serve.
 type embedFlags struct {
 	url, model, queryPrefix, docPrefix *string
 	dimensions                         *int
@@ -46,10 +47,9 @@ func (f *embedFlags) on() (bool, error) {
 // searcher embeds snap's tools (only those the cache lacks, with progress on stderr)
 // and returns the hybrid searcher over ix.
 func (f *embedFlags) searcher(ix *search.Index, stderr io.Writer) (*hybrid.Searcher, embed.BuildStats, error) {
-	c, err := embed.New(embed.Options{URL: *f.url, Model: *f.model, Dimensions: *f.dimensions,
-		QueryPrefix: *f.queryPrefix, DocumentPrefix: *f.docPrefix})
+	c, err := f.client()
 	if err != nil {
-		return nil, embed.BuildStats{}, usageErr("%v", err)
+		return nil, embed.BuildStats{}, err
 	}
 	snap := ix.Snapshot()
 	vecs, stats, err := embed.Build(context.Background(), c, toolTexts(snap), embed.BuildOptions{
@@ -61,6 +61,29 @@ func (f *embedFlags) searcher(ix *search.Index, stderr io.Writer) (*hybrid.Searc
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	return hybrid.New(ix, vecs, c, hybrid.Options{QueryTimeout: *f.queryTimeout, Logger: logger}), stats, nil
+}
+
+// gateway sets the gateway's embedding options when hybrid search was asked for.
+func (f *embedFlags) gateway(opts *gateway.Options) error {
+	on, err := f.on()
+	if !on || err != nil {
+		return err
+	}
+	c, err := f.client()
+	if err != nil {
+		return err
+	}
+	opts.Embed, opts.EmbedQueryTimeout = c, *f.queryTimeout
+	return nil
+}
+
+func (f *embedFlags) client() (*embed.Client, error) {
+	c, err := embed.New(embed.Options{URL: *f.url, Model: *f.model, Dimensions: *f.dimensions,
+		QueryPrefix: *f.queryPrefix, DocumentPrefix: *f.docPrefix})
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	return c, nil
 }
 
 func toolTexts(snap *catalog.Snapshot) []string {

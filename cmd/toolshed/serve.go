@@ -36,6 +36,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		db:      fs.String("db", "", "record searches and calls in `DSN`: a SQLite file, a postgres:// URL, or off (default: the config's search_log.db, else $XDG_DATA_HOME/toolshed/searchlog.db)"),
 		queries: fs.String("log-queries", "", "what the search log keeps of each query: plain, hash (sha256) or off (default: the config's search_log.queries, else plain)"),
 	}
+	emb := addEmbedFlags(fs)
 	var catalogs listFlag
 	fs.Var(&catalogs, "catalog", "also serve a catalog `FILE` as definition-only tools (repeatable)")
 	fs.Usage = func() {
@@ -55,6 +56,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	// Over stdio exactly one client comes: the upstreams start when it has said what it
 	// supports, and are told so from the start.
 	opts := gateway.Options{NoPrefix: *noPrefix, MaxNameLen: *maxName, ContextWindow: *window, Log: stderr, WaitForClient: *httpAddr == ""}
+	if err := emb.gateway(&opts); err != nil {
+		return err
+	}
 	if *maxName != 0 && *maxName < gateway.MinNameLen {
 		return usageErr("--max-name-length must be 0 (no limit) or at least %d, got %d", gateway.MinNameLen, *maxName)
 	}
