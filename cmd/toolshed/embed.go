@@ -22,14 +22,18 @@ type embedFlags struct {
 	queryTimeout                       *time.Duration
 }
 
-func addEmbedFlags(fs *flag.FlagSet) *embedFlags {
+// addEmbedFlags adds the flags; queryTimeout is the default wait for a query's
+// embedding: short for a server, whose searches must not stall, and long for a person's
+// one search or an eval, where a model that is still loading (seconds, on the first
+// query) would otherwise be measured as words alone.
+func addEmbedFlags(fs *flag.FlagSet, queryTimeout time.Duration) *embedFlags {
 	return &embedFlags{
 		url:          fs.String("embed-url", "", "fuse word search with embeddings from `URL`: an OpenAI-format /v1/embeddings endpoint or Ollama's /api/embed (key from $"+embed.APIKeyEnv+")"),
 		model:        fs.String("embed-model", "", "embedding model `NAME` the endpoint serves, such as nomic-embed-text"),
 		dimensions:   fs.Int("embed-dimensions", 0, "ask the model for vectors of `N` dimensions (0: the model's own)"),
 		queryPrefix:  fs.String("embed-query-prefix", "", "`TEXT` put before each query (nomic: \"search_query: \", e5: \"query: \")"),
 		docPrefix:    fs.String("embed-document-prefix", "", "`TEXT` put before each tool's text (nomic: \"search_document: \", e5: \"passage: \")"),
-		queryTimeout: fs.Duration("embed-query-timeout", hybrid.DefaultQueryTimeout, "longest wait for a query's embedding before answering with words alone"),
+		queryTimeout: fs.Duration("embed-query-timeout", queryTimeout, "longest wait for a query's embedding before answering with words alone"),
 	}
 }
 
@@ -85,6 +89,9 @@ func (f *embedFlags) client() (*embed.Client, error) {
 	}
 	return c, nil
 }
+
+// interactiveQueryTimeout is search's and eval's default wait for a query's embedding.
+const interactiveQueryTimeout = 10 * time.Second
 
 func toolTexts(snap *catalog.Snapshot) []string {
 	texts := make([]string, snap.Len())

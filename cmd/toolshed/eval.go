@@ -19,7 +19,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	queries := fs.String("queries", "", "queries `FILE` (JSON lines of {\"id\", \"query\", \"relevant\"})")
 	asJSON := fs.Bool("json", false, "print JSON")
 	misses := fs.Bool("misses", false, "also list the queries whose first 5 results lack a relevant tool, with where the relevant ones ranked")
-	emb := addEmbedFlags(fs)
+	emb := addEmbedFlags(fs, interactiveQueryTimeout)
 	learnSplit := fs.Float64("learn-split", 0, "replay a search log: over three random splits, this `SHARE` of the queries (such as 0.5) is the log, and recall@5 of the rest is reported without and with the learned field")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: toolshed eval --catalog FILE --queries FILE [--json] [--misses | --learn-split SHARE] [--embed-url URL --embed-model NAME]")

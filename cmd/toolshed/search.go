@@ -39,7 +39,7 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 	regex := fs.Bool("regex", false, "treat QUERY as a regular expression (Python re syntax RE2 shares, case-insensitive)")
 	limit := fs.Int("limit", search.DefaultLimit, "at most `N` results")
 	asJSON := fs.Bool("json", false, "print JSON")
-	emb := addEmbedFlags(fs)
+	emb := addEmbedFlags(fs, interactiveQueryTimeout)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: toolshed search [--catalog FILE]... [--regex] [--limit N] [--json] [--embed-url URL --embed-model NAME] QUERY")
 		fs.PrintDefaults()

@@ -14,6 +14,7 @@ import (
 	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/gateway"
 	"github.com/toolshed/toolshed/gateway/config"
+	"github.com/toolshed/toolshed/hybrid"
 	"github.com/toolshed/toolshed/internal/builtin"
 	"github.com/toolshed/toolshed/policy"
 )
@@ -36,7 +37,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		db:      fs.String("db", "", "record searches and calls in `DSN`: a SQLite file, a postgres:// URL, or off (default: the config's search_log.db, else $XDG_DATA_HOME/toolshed/searchlog.db)"),
 		queries: fs.String("log-queries", "", "what the search log keeps of each query: plain, hash (sha256) or off (default: the config's search_log.queries, else plain)"),
 	}
-	emb := addEmbedFlags(fs)
+	emb := addEmbedFlags(fs, hybrid.DefaultQueryTimeout)
 	var catalogs listFlag
 	fs.Var(&catalogs, "catalog", "also serve a catalog `FILE` as definition-only tools (repeatable)")
 	fs.Usage = func() {
