@@ -2,6 +2,7 @@ package toolsearch
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 
 	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/embed"
+	"github.com/toolshed/toolshed/hybrid"
 	"github.com/toolshed/toolshed/policy"
 	"github.com/toolshed/toolshed/search"
 	"github.com/toolshed/toolshed/searchlog/record"
@@ -39,9 +42,10 @@ var indexes search.Cache
 // tool it references is one of the request's tools. A Searcher is immutable and safe
 // for concurrent use.
 type Searcher struct {
-	plan  *plan
-	index *search.Index
-	log   Recorder
+	plan   *plan
+	index  *search.Index
+	hybrid *hybrid.Searcher // nil: words alone (see WithEmbeddings)
+	log    Recorder
 	// catalogTokens is what the deferred tools' definitions cost, when logging.
 	catalogTokens int
 }
@@ -61,6 +65,28 @@ func NewSearcher(snap *catalog.Snapshot, opts Options) (*Searcher, error) {
 		}
 	}
 	return s, nil
+}
+
+// WithEmbeddings returns a copy of s that ranks by words and embeddings fused (see
+// package hybrid), as Anthropic's cookbook does for client-side tool search, but with
+// toolshed's word ranking kept and exact names still first. It embeds the catalog's
+// tools with c before it returns, only those the cache lacks (see embed.Build and
+// build), so call it once per catalog rather than per request. Each query is embedded
+// within opts.QueryTimeout; when that fails, the copy answers with words alone and
+// logs it once.
+func (s *Searcher) WithEmbeddings(ctx context.Context, c *embed.Client, build embed.BuildOptions, opts hybrid.Options) (*Searcher, error) {
+	snap := s.index.Snapshot()
+	texts := make([]string, snap.Len())
+	for i := range texts {
+		texts[i] = embed.ToolText(snap.Tool(i))
+	}
+	vecs, _, err := embed.Build(ctx, c, texts, build)
+	if err != nil {
+		return nil, err
+	}
+	out := *s
+	out.hybrid = hybrid.New(s.index, vecs, c, opts)
+	return &out, nil
 }
 
 // Definition returns the search tool to add to the request: a custom tool named
@@ -159,7 +185,14 @@ func (s *Searcher) find(query string, limit int) ([]*catalog.Tool, error) {
 	if limit <= 0 {
 		limit = DefaultSearchLimit
 	}
-	found, err := s.index.Search(query, search.Options{Limit: limit, Allow: s.plan.inDeferred})
+	opts := search.Options{Limit: limit, Allow: s.plan.inDeferred}
+	var found []search.Result
+	var err error
+	if s.hybrid != nil {
+		found, err = s.hybrid.Search(context.Background(), query, opts)
+	} else {
+		found, err = s.index.Search(query, opts)
+	}
 	if err != nil {
 		return nil, err
 	}
