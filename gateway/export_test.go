@@ -21,3 +21,11 @@ func SetPrimeDelay(d time.Duration) func() {
 	old := primeDelay.Swap(int64(d))
 	return func() { primeDelay.Store(old) }
 }
+
+// RelatedStreams counts the entries of relatedStreams, the process-wide map of the
+// Streamable HTTP requests in flight (for the tests that check none is left behind).
+func RelatedStreams() int {
+	n := 0
+	relatedStreams.Range(func(any, any) bool { n++; return true })
+	return n
+}

@@ -44,7 +44,7 @@ type stdioClient struct {
 
 func startStdio(dir, name string, args ...string) (*stdioClient, error) {
 	cmd := exec.Command(name, args...)
-	cmd.Dir, cmd.Stderr = dir, io.Discard
+	cmd.Dir, cmd.Stderr, cmd.Env = dir, io.Discard, isolatedEnv(dir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	in, err := cmd.StdinPipe()
 	if err != nil {

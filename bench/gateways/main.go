@@ -324,7 +324,7 @@ func startProcess(dir, name string, args ...string) (func(), int, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, io.Discard, io.Discard
-	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_STATE_HOME="+dir, "XDG_CONFIG_HOME="+dir)
+	cmd.Env = isolatedEnv(dir)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	if err := cmd.Start(); err != nil {
@@ -340,6 +340,13 @@ func startProcess(dir, name string, args ...string) (func(), int, error) {
 		cancel()
 	}
 	return stop, cmd.Process.Pid, nil
+}
+
+// isolatedEnv is the environment of a process under test: its home and XDG
+// directories are the run's work directory, so that nothing it keeps (toolshed's search
+// log, the peers' state) lands in the user's own.
+func isolatedEnv(dir string) []string {
+	return append(os.Environ(), "HOME="+dir, "XDG_STATE_HOME="+dir, "XDG_CONFIG_HOME="+dir, "XDG_DATA_HOME="+dir)
 }
 
 func freePort() string {

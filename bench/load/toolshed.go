@@ -136,6 +136,8 @@ func startGateway(bin, config, token string, extra []string) (*gatewayProc, erro
 	}
 	cmd := exec.Command(bin, append(args, extra...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// The search log goes beside the config, in the run's directory, not in the user's.
+	cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+filepath.Join(filepath.Dir(config), "data"))
 	p := &gatewayProc{cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw

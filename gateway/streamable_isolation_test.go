@@ -19,7 +19,7 @@ import (
 // nothing of the other's. (The sampling calls go to two servers, after the progress
 // calls: toolshed refuses a server's sampling request while two clients' requests run
 // on it, as it cannot tell whose it is.)
-func TestReviewNoCrossSessionMessages(t *testing.T) {
+func TestHTTPNoCrossSessionMessages(t *testing.T) {
 	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic"), testServer("beta", "basic")}}, gateway.Options{Mode: policy.Off})
 	endpoint := serveHTTP(t, h, gateway.HTTPOptions{}) + "/mcp"
 	samplingID := regexp.MustCompile(`"id":("?[\w-]+"?),"method":"sampling/createMessage"`)

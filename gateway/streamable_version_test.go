@@ -11,7 +11,7 @@ import (
 
 // An MCP-Protocol-Version that is no version at all is refused as the SDK refuses an
 // unsupported one; a newer, well-formed version is the session's to answer.
-func TestReviewProtocolVersionHeaderShape(t *testing.T) {
+func TestHTTPProtocolVersionHeaderShape(t *testing.T) {
 	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
 	endpoint := serveHTTP(t, h, gateway.HTTPOptions{}) + "/mcp"
 	session := ""

@@ -17,7 +17,7 @@ import (
 // A client that loses a resumable stream and never resumes it: the session must still
 // keep only its last maxReplayStreams (8) streams for resumption, not every stream
 // after the lost one forever.
-func TestReviewLostStreamPinsReplayBuffers(t *testing.T) {
+func TestHTTPLostStreamPinsReplayBuffers(t *testing.T) {
 	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
 	endpoint := serveHTTP(t, h, gateway.HTTPOptions{}) + "/mcp"
 	session := ""
@@ -53,7 +53,7 @@ func TestReviewLostStreamPinsReplayBuffers(t *testing.T) {
 
 // A client that lost a call's stream and resumes only after the call ended gets the
 // rest of it: the progress it missed and the result.
-func TestReviewResumeAfterCallEnded(t *testing.T) {
+func TestHTTPResumeAfterCallEnded(t *testing.T) {
 	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
 	endpoint := serveHTTP(t, h, gateway.HTTPOptions{}) + "/mcp"
 	session := ""

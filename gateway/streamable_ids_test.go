@@ -15,7 +15,7 @@ import (
 // Two POSTs of one session with the same request id in flight: the SDK's handler
 // refuses the second (400, "duplicate in-flight request ID"); each POST must at least
 // end, and neither may carry the other's answer.
-func TestReviewDuplicateInflightID(t *testing.T) {
+func TestHTTPDuplicateInflightID(t *testing.T) {
 	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
 	endpoint := serveHTTP(t, h, gateway.HTTPOptions{}) + "/mcp"
 	session := ""
@@ -61,7 +61,7 @@ func TestReviewDuplicateInflightID(t *testing.T) {
 // A client that cancels a request and sends a new one with the same id (which MCP
 // forbids, but a client may do): the new POST must not get the cancelled call's
 // response, and the cancelled call's POST must end.
-func TestReviewIDReusedAfterCancel(t *testing.T) {
+func TestHTTPIDReusedAfterCancel(t *testing.T) {
 	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
 	endpoint := serveHTTP(t, h, gateway.HTTPOptions{}) + "/mcp"
 	session := ""

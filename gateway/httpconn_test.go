@@ -13,7 +13,7 @@ import (
 // A client whose stream is open but that does not read it (its writer is blocked on
 // the connection): the notifications sent to it meanwhile are bounded, as the messages
 // held for a client without a GET stream are; requests and responses are never dropped.
-func TestReviewStreamQueueBounded(t *testing.T) {
+func TestHTTPStreamQueueBounded(t *testing.T) {
 	c := newHTTPConn("x")
 	standing := &stream{conn: c, standing: true, notify: make(chan struct{}, 1)}
 	c.standing = standing
@@ -41,7 +41,7 @@ func TestReviewStreamQueueBounded(t *testing.T) {
 // A POST that comes as its session closes registers nothing that outlives the
 // session: relatedStreams (a global map) would otherwise keep the closed connection,
 // its streams and their replay buffers for the life of the process.
-func TestReviewTrackAfterCloseLeavesNothing(t *testing.T) {
+func TestHTTPTrackAfterCloseLeavesNothing(t *testing.T) {
 	c := newHTTPConn("x")
 	c.Close()
 	id, _ := jsonrpc.MakeID("r1")
@@ -67,7 +67,7 @@ func TestReviewTrackAfterCloseLeavesNothing(t *testing.T) {
 // calls return large results over event streams (a file read, a long listing) would
 // otherwise keep its last maxReplayStreams results, whatever their size, for the
 // session's life, in every session.
-func TestReviewReplayBytesBounded(t *testing.T) {
+func TestHTTPReplayBytesBounded(t *testing.T) {
 	c := newHTTPConn("x")
 	big := strings.Repeat("x", 1<<20)
 	for i := range 2 * maxReplayStreams {

@@ -105,7 +105,7 @@ func hangingCall(t *testing.T) (h *harness, endpoint, session string, get *http.
 var primeID = regexp.MustCompile(`(?m)^id: (\w+)_0$`)
 
 // Opening and ending many sessions (and sessionless probes) leaves no goroutine behind.
-func TestReviewSessionsLeaveNoGoroutines(t *testing.T) {
+func TestHTTPSessionsLeaveNoGoroutines(t *testing.T) {
 	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
 	endpoint := serveHTTP(t, h, gateway.HTTPOptions{MaxSessionsPerToken: 4}) + "/mcp"
 	cycle := func() {
@@ -154,7 +154,7 @@ func TestReviewSessionsLeaveNoGoroutines(t *testing.T) {
 }
 
 // Odd but well-formed POSTs each end, with an answer for every request in them.
-func TestReviewOddPOSTsEnd(t *testing.T) {
+func TestHTTPOddPOSTsEnd(t *testing.T) {
 	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
 	endpoint := serveHTTP(t, h, gateway.HTTPOptions{}) + "/mcp"
 	for _, tc := range []struct{ name, body string }{
@@ -182,7 +182,7 @@ func TestReviewOddPOSTsEnd(t *testing.T) {
 
 // A batch (2025-03-26) mixing requests, notifications and a cancellation of one of its
 // own requests ends, with the answers of the requests not cancelled.
-func TestReviewMixedBatchEnds(t *testing.T) {
+func TestHTTPMixedBatchEnds(t *testing.T) {
 	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
 	endpoint := serveHTTP(t, h, gateway.HTTPOptions{}) + "/mcp"
 	post := func(session, body string) *http.Response {
@@ -205,7 +205,7 @@ func TestReviewMixedBatchEnds(t *testing.T) {
 
 // The gateway stopping ends a POST whose call the upstream never answers, and the
 // session's GET stream.
-func TestReviewStopEndsStreams(t *testing.T) {
+func TestHTTPStopEndsStreams(t *testing.T) {
 	h, _, _, get, call, _ := hangingCall(t)
 	go h.stopped(30 * time.Second)
 	bodyWithin(t, "the GET stream", get)
@@ -215,7 +215,7 @@ func TestReviewStopEndsStreams(t *testing.T) {
 // A sessionless probe (such as server/discover or ping before initialize) gives back its
 // session slot with its answer: a client at its cap of one session that probes and then
 // initializes is not refused.
-func TestReviewProbeFreesSlot(t *testing.T) {
+func TestHTTPProbeFreesSlot(t *testing.T) {
 	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
 	endpoint := serveHTTP(t, h, gateway.HTTPOptions{MaxSessionsPerToken: 1}) + "/mcp"
 	do := func(method, session, body string) *http.Response {
@@ -239,7 +239,7 @@ func TestReviewProbeFreesSlot(t *testing.T) {
 }
 
 // Another profile's client cannot resume a session's stream with its id and an event id.
-func TestReviewResumeHijack(t *testing.T) {
+func TestHTTPResumeHijack(t *testing.T) {
 	cfg := &config.Config{Servers: []config.Server{testServer("alpha", "basic")}, Profiles: map[string]config.Profile{"p1": {}, "p2": {}}}
 	h := startGateway(t, cfg, gateway.Options{Mode: policy.Off})
 	base := serveHTTP(t, h, gateway.HTTPOptions{})
@@ -266,7 +266,7 @@ func TestReviewResumeHijack(t *testing.T) {
 
 // DELETE in the middle of a call the upstream never answers: the DELETE is answered,
 // the call's POST and the GET stream end, and the session is gone.
-func TestReviewDeleteMidCall(t *testing.T) {
+func TestHTTPDeleteMidCall(t *testing.T) {
 	_, endpoint, session, get, call, post := hangingCall(t)
 	deleted := make(chan int, 1)
 	go func() {
@@ -297,7 +297,7 @@ func TestReviewDeleteMidCall(t *testing.T) {
 // Sessions that end every way a session ends (DELETE, a lost stream, a cancelled
 // call, a client gone mid-call, a call the session's end interrupts) leave nothing in
 // relatedStreams, the process-wide map of requests in flight.
-func TestReviewNoRelatedStreamsLeft(t *testing.T) {
+func TestHTTPNoRelatedStreamsLeft(t *testing.T) {
 	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
 	endpoint := serveHTTP(t, h, gateway.HTTPOptions{}) + "/mcp"
 	for i := range 10 {
