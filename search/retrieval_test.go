@@ -19,6 +19,8 @@ func TestRetrievalRegression(t *testing.T) {
 	}{
 		{"livemcpbench", 0.45},
 		{"bfcl", 0.87},
+		{"apibench", 0.25},
+		{"restbench", 0.49},
 	}
 	for _, tc := range tests {
 		t.Run(tc.set, func(t *testing.T) {
