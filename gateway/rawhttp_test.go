@@ -6,6 +6,10 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/toolshed/toolshed/gateway"
+	"github.com/toolshed/toolshed/gateway/config"
+	"github.com/toolshed/toolshed/policy"
 )
 
 // rawSession opens an MCP session on a Streamable HTTP endpoint with plain HTTP
@@ -48,4 +52,15 @@ func rawSessionWith(t *testing.T, endpoint, capabilities string, session *string
 	resp = post(context.Background(), `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	resp.Body.Close()
 	return post
+}
+
+// basicHTTPSession serves a gateway in front of the test upstream "alpha" (tool search
+// off) over HTTP and opens a raw session on it: the endpoint, the session's id (set
+// once the session is initialized) and a function that POSTs a message in it.
+func basicHTTPSession(t *testing.T) (string, *string, func(ctx context.Context, body string) *http.Response) {
+	t.Helper()
+	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
+	endpoint := serveHTTP(t, h, gateway.HTTPOptions{}) + "/mcp"
+	session := new(string)
+	return endpoint, session, rawSessionID(t, endpoint, session)
 }

@@ -6,20 +6,13 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/toolshed/toolshed/gateway"
-	"github.com/toolshed/toolshed/gateway/config"
-	"github.com/toolshed/toolshed/policy"
 )
 
 // Two POSTs of one session with the same request id in flight: the SDK's handler
 // refuses the second (400, "duplicate in-flight request ID"); each POST must at least
 // end, and neither may carry the other's answer.
 func TestHTTPDuplicateInflightID(t *testing.T) {
-	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
-	endpoint := serveHTTP(t, h, gateway.HTTPOptions{}) + "/mcp"
-	session := ""
-	post := rawSessionID(t, endpoint, &session)
+	_, _, post := basicHTTPSession(t)
 	first := post(context.Background(), `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"_meta":{"progressToken":"p"},"name":"alpha__slow","arguments":{"steps":20}}}`)
 	defer first.Body.Close()
 	events := sseEvents(first.Body)
@@ -62,10 +55,7 @@ func TestHTTPDuplicateInflightID(t *testing.T) {
 // forbids, but a client may do): the new POST must not get the cancelled call's
 // response, and the cancelled call's POST must end.
 func TestHTTPIDReusedAfterCancel(t *testing.T) {
-	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
-	endpoint := serveHTTP(t, h, gateway.HTTPOptions{}) + "/mcp"
-	session := ""
-	post := rawSessionID(t, endpoint, &session)
+	_, _, post := basicHTTPSession(t)
 	first := post(context.Background(), `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"alpha__hang","arguments":{}}}`)
 	defer first.Body.Close()
 	events := sseEvents(first.Body)

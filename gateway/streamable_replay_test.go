@@ -8,20 +8,13 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/toolshed/toolshed/gateway"
-	"github.com/toolshed/toolshed/gateway/config"
-	"github.com/toolshed/toolshed/policy"
 )
 
 // A client that loses a resumable stream and never resumes it: the session must still
 // keep only its last maxReplayStreams (8) streams for resumption, not every stream
 // after the lost one forever.
 func TestHTTPLostStreamPinsReplayBuffers(t *testing.T) {
-	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
-	endpoint := serveHTTP(t, h, gateway.HTTPOptions{}) + "/mcp"
-	session := ""
-	post := rawSessionID(t, endpoint, &session)
+	endpoint, session, post := basicHTTPSession(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	lost := post(ctx, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"_meta":{"progressToken":"p"},"name":"alpha__slow","arguments":{"steps":4}}}`)
 	events := sseEvents(lost.Body)
@@ -44,7 +37,7 @@ func TestHTTPLostStreamPinsReplayBuffers(t *testing.T) {
 	// The 20 streams' first ones are no longer kept: resuming one is refused.
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel2()
-	resp := getStream(t, ctx2, endpoint, session, ids[0]+"_0")
+	resp := getStream(t, ctx2, endpoint, *session, ids[0]+"_0")
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("resuming the 1st of 20 later streams got %d, want 400: every stream after a lost one is kept for replay, without bound", resp.StatusCode)
@@ -54,10 +47,7 @@ func TestHTTPLostStreamPinsReplayBuffers(t *testing.T) {
 // A client that lost a call's stream and resumes only after the call ended gets the
 // rest of it: the progress it missed and the result.
 func TestHTTPResumeAfterCallEnded(t *testing.T) {
-	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
-	endpoint := serveHTTP(t, h, gateway.HTTPOptions{}) + "/mcp"
-	session := ""
-	post := rawSessionID(t, endpoint, &session)
+	endpoint, session, post := basicHTTPSession(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	resp := post(ctx, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"_meta":{"progressToken":"p"},"name":"alpha__slow","arguments":{"steps":4}}}`)
 	events := sseEvents(resp.Body)
@@ -76,7 +66,7 @@ func TestHTTPResumeAfterCallEnded(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 		return len(b) > 0
 	})
-	g := getStream(t, context.Background(), endpoint, session, m[1]+"_0")
+	g := getStream(t, context.Background(), endpoint, *session, m[1]+"_0")
 	body := bodyWithin(t, "the resumed stream", g)
 	if g.StatusCode != http.StatusOK || strings.Count(body, "notifications/progress") != 4 || !strings.Contains(body, `"id":7,"result":{"content":[{"type":"text","text":"done 4 steps"}]}`) {
 		t.Errorf("resumed after the call ended: %d\n%s\nwant 4 progress events and the result", g.StatusCode, body)

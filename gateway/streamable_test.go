@@ -106,10 +106,7 @@ func TestHTTPProgressOnTheCallsStream(t *testing.T) {
 // A client that loses a call's stream gets the rest of it, result included, by asking
 // for what followed the last event it got (GET with Last-Event-ID).
 func TestHTTPResumeLostStream(t *testing.T) {
-	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
-	endpoint := serveHTTP(t, h, gateway.HTTPOptions{}) + "/mcp"
-	session := ""
-	post := rawSessionID(t, endpoint, &session)
+	endpoint, session, post := basicHTTPSession(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	resp := post(ctx, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"_meta":{"progressToken":"p"},"name":"alpha__slow","arguments":{"steps":6}}}`)
 	events := sseEvents(resp.Body)
@@ -124,7 +121,7 @@ func TestHTTPResumeLostStream(t *testing.T) {
 
 	req, _ := http.NewRequest(http.MethodGet, endpoint, nil)
 	req.Header.Set("Accept", "text/event-stream")
-	req.Header.Set("Mcp-Session-Id", session)
+	req.Header.Set("Mcp-Session-Id", *session)
 	req.Header.Set("Last-Event-ID", id[1])
 	resumed, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -151,10 +148,7 @@ func TestHTTPResumeLostStream(t *testing.T) {
 // A request the client cancels gets no response (MCP's cancellation says the receiver
 // should not send one): its POST's stream ends without it.
 func TestHTTPCancelledRequestNotAnswered(t *testing.T) {
-	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
-	endpoint := serveHTTP(t, h, gateway.HTTPOptions{}) + "/mcp"
-	session := ""
-	post := rawSessionID(t, endpoint, &session)
+	_, _, post := basicHTTPSession(t)
 	resp := post(context.Background(), `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"alpha__slow","arguments":{"steps":1000000}}}`)
 	defer resp.Body.Close()
 	events := sseEvents(resp.Body)
