@@ -73,17 +73,12 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 	switch {
 	case req.Method == "notifications/cancelled":
-		var p struct {
-			RequestID any `json:"requestId"`
-		}
-		if json.Unmarshal(req.Params, &p) == nil {
-			if id, err := jsonrpc.MakeID(p.RequestID); err == nil && id.IsValid() {
-				c.mu.Lock()
-				if _, ok := c.open[id]; ok {
-					c.open[id] = true
-				}
-				c.mu.Unlock()
+		if id, ok := cancelledRequest(req.Params); ok {
+			c.mu.Lock()
+			if _, ok := c.open[id]; ok {
+				c.open[id] = true
 			}
+			c.mu.Unlock()
 		}
 	case req.IsCall():
 		// A new request with an id cancelled before is not cancelled.
@@ -105,4 +100,17 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 		}
 	}
 	return c.Connection.Write(ctx, msg)
+}
+
+// cancelledRequest returns the id of the request a notifications/cancelled names,
+// false when its params name none.
+func cancelledRequest(params json.RawMessage) (jsonrpc.ID, bool) {
+	var p struct {
+		RequestID any `json:"requestId"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return jsonrpc.ID{}, false
+	}
+	id, err := jsonrpc.MakeID(p.RequestID)
+	return id, err == nil && id.IsValid()
 }

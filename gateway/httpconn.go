@@ -256,17 +256,7 @@ func (c *httpConn) track(msgs []jsonrpc.Message, extra func() *mcp.RequestExtra)
 // cancel notes a client's notifications/cancelled: the request's response is dropped,
 // and the stream waiting for it no longer does.
 func (c *httpConn) cancel(params json.RawMessage) {
-	var p struct {
-		RequestID any `json:"requestId"`
-	}
-	if json.Unmarshal(params, &p) != nil {
-		return
-	}
-	id, err := jsonrpc.MakeID(p.RequestID)
-	if err != nil || !id.IsValid() {
-		return
-	}
-	if s := c.pending[id]; s != nil {
+	if id, ok := cancelledRequest(params); ok && c.pending[id] != nil {
 		c.cancelled[id] = true
 	}
 }

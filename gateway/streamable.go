@@ -309,9 +309,7 @@ func (h *streamableFront) write(w http.ResponseWriter, r *http.Request, s *strea
 	}
 	start := func() {
 		sw.started = true
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.Header().Set("Cache-Control", "no-cache, no-transform")
-		w.WriteHeader(http.StatusOK)
+		startEventStream(w)
 		if sw.prime {
 			s.resumable()
 			fmt.Fprintf(w, "event: prime\nid: %s_0\ndata: \n\n", s.id)
@@ -365,7 +363,7 @@ func (h *streamableFront) write(w http.ResponseWriter, r *http.Request, s *strea
 		}
 		for i, m := range msgs {
 			if resumable {
-				fmt.Fprintf(w, "event: message\nid: %s_%d\ndata: %s\n\n", s.id, first+i, m)
+				s.event(w, first+i, m)
 			} else {
 				fmt.Fprintf(w, "event: message\ndata: %s\n\n", m)
 			}
@@ -409,9 +407,7 @@ func (h *streamableFront) serveGET(w http.ResponseWriter, r *http.Request, owner
 		}
 		c.mu.Unlock()
 	}()
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache, no-transform")
-	w.WriteHeader(http.StatusOK)
+	startEventStream(w)
 	fmt.Fprint(w, ": ok\n\n")
 	s.wake()
 	h.write(w, r, s, s.attach(), streamWriter{started: true})
@@ -438,14 +434,25 @@ func (h *streamableFront) resume(w http.ResponseWriter, r *http.Request, c *http
 	gen := s.gen
 	s.detached = false // what comes next is this writer's to send
 	c.mu.Unlock()
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache, no-transform")
-	w.WriteHeader(http.StatusOK)
+	startEventStream(w)
 	for i, data := range replay {
-		fmt.Fprintf(w, "event: message\nid: %s_%d\ndata: %s\n\n", s.id, idx+i+1, data)
+		s.event(w, idx+i+1, data)
 	}
 	s.wake()
 	h.write(w, r, s, gen, streamWriter{prime: true, started: true})
+}
+
+// startEventStream writes the headers of a server-sent event stream.
+func startEventStream(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache, no-transform")
+	w.WriteHeader(http.StatusOK)
+}
+
+// event writes s's event number n, whose ID ("stream_n", as the SDK writes them) a
+// client resumes from.
+func (s *stream) event(w io.Writer, n int, data []byte) {
+	fmt.Fprintf(w, "event: message\nid: %s_%d\ndata: %s\n\n", s.id, n, data)
 }
 
 // parseEventID splits an event ID, "stream_index", as the SDK writes them.
