@@ -91,13 +91,11 @@ func (l *learner) refresh(ctx context.Context) {
 		l.failing = false
 	}
 	h := fnv.New64a()
-	ev := make([]search.Evidence, len(got))
-	for i, e := range got {
-		ev[i] = search.Evidence(e)
+	for _, e := range got {
 		h.Write([]byte(e.Tool + "\x00" + e.Query + "\x00" + strconv.Itoa(e.Count) + "\x00" + strconv.FormatInt(e.Last.UnixMicro(), 10) + "\x00"))
 	}
-	if sum := h.Sum64(); sum != l.sum || len(ev) != len(l.ev) {
-		l.sum, l.ev = sum, ev
+	if sum := h.Sum64(); sum != l.sum || len(got) != len(l.ev) {
+		l.sum, l.ev = sum, got
 		l.version++
 	}
 }

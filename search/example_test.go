@@ -69,7 +69,7 @@ func ExampleCache() {
 	// weather__get_forecast
 }
 
-// The search log's evidence (searchlog.Evidence converts with search.Evidence(e)) gives
+// The search log's evidence (Log.Evidence: search.Evidence is the same type) gives
 // an index that has learned which tools earlier requests led to. Build it whenever the
 // catalog's index or the evidence changes; searches then run on it as on any index.
 func ExampleIndex_WithEvidence() {

@@ -8,22 +8,15 @@ import (
 	"time"
 
 	"github.com/toolshed/toolshed/internal/gloss"
+	"github.com/toolshed/toolshed/searchlog/record"
 )
 
-// Evidence is a query that found a tool its session then called with success. It has
-// the fields of searchlog.Evidence, so that search.Evidence(e) converts one; package
-// search keeps a type of its own so that the core does not depend on the search log's
-// database drivers.
-type Evidence struct {
-	// Tool is the qualified name (server__tool), or a bare name that one server offers.
-	Tool string
-	// Query is the query as the client sent it. A hashed query ("sha256:…") or an
-	// empty one (query logging off) says nothing about the tool and is skipped.
-	Query string
-	// Count is how many successful calls the query led to, and Last the newest of them.
-	Count int
-	Last  time.Time
-}
+// Evidence is a query that found a tool its session then called with success: the
+// search log's record (package searchlog/record, which has no dependency, so the core
+// links no database driver). Tool may also be a bare name that one server offers; a
+// hashed query ("sha256:…") or an empty one (query logging off) says nothing about the
+// tool and is skipped.
+type Evidence = record.Evidence
 
 // WithEvidence returns an index over the same catalog whose tools also have a learned
 // field: the queries that led to their successful calls, so that a request phrased the
