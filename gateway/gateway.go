@@ -185,7 +185,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	g := &Gateway{cfg: cfg, opts: opts, byName: map[string]*Upstream{}, servers: map[string]*profileServer{}, changes: make(chan struct{}, 1)}
 	g.calls = newCallRegistry(g)
-	g.rec = newRecorder(opts.SearchLog)
+	g.rec = newRecorder(opts.SearchLog, func(ss *mcp.ServerSession) string { return g.clients.tagOf(ss) })
 	g.learn = newLearner(opts.SearchLog, opts.NoLearning, g.logf)
 	if opts.Embed != nil {
 		g.vectors = newVectors(g, opts.Embed)

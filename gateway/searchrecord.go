@@ -26,6 +26,7 @@ const (
 // it never slows or fails a search or a call.
 type recorder struct {
 	log *searchlog.Log
+	tag func(*mcp.ServerSession) string // a session's name in the logs (clients.tagOf)
 
 	mu       sync.Mutex
 	sessions map[string]*sessionSearches
@@ -42,8 +43,8 @@ type recentSearch struct {
 	tools []string // best first
 }
 
-func newRecorder(log *searchlog.Log) *recorder {
-	return &recorder{log: log, sessions: map[string]*sessionSearches{}}
+func newRecorder(log *searchlog.Log, tag func(*mcp.ServerSession) string) *recorder {
+	return &recorder{log: log, tag: tag, sessions: map[string]*sessionSearches{}}
 }
 
 // search records a tool_search that returned res after latency.
@@ -58,7 +59,7 @@ func (r *recorder) search(ss *mcp.ServerSession, profile string, plan *policy.Pl
 		_ = json.Unmarshal(obj, &in)
 	}
 	s := searchlog.Search{
-		Time: time.Now().Add(-latency), Source: "gateway", Profile: profile, Session: sessionTag(ss),
+		Time: time.Now().Add(-latency), Source: "gateway", Profile: profile, Session: r.tag(ss),
 		Query: in.Query, Mode: "bm25", Latency: latency, Error: string(res.Code),
 		// What listing the tools the bridge hides would have cost.
 		CatalogTokens: plan.TotalTokens - plan.VisibleTokens,
@@ -148,7 +149,7 @@ func (r *recorder) refused(ss *mcp.ServerSession, profile string, plan *policy.P
 	if r.log == nil {
 		return
 	}
-	c := searchlog.Call{Time: time.Now().Add(-d), Source: "gateway", Profile: profile, Session: sessionTag(ss), Tool: name, Outcome: searchlog.OutcomeFailed, Duration: d}
+	c := searchlog.Call{Time: time.Now().Add(-d), Source: "gateway", Profile: profile, Session: r.tag(ss), Tool: name, Outcome: searchlog.OutcomeFailed, Duration: d}
 	if t, err := plan.Lookup(name); err == nil {
 		c.Tool, c.Server = t.Qualified, t.Server
 	}
