@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -125,10 +126,13 @@ func finalStageFile(t *testing.T, final stage) string {
 	for _, in := range final.steps {
 		args := in.args
 		if in.cmd == "COPY" {
-			if !strings.Contains(args, "--from=build ") || !strings.Contains(args, " /out/") {
+			fields := strings.Fields(args)
+			if !slices.Contains(fields, "--from=build") || len(fields) < 3 || !strings.HasPrefix(fields[len(fields)-2], "/out/") {
 				t.Fatalf("Dockerfile: final stage COPY %s: want a copy from the build stage's /out", args)
 			}
-			args = strings.Replace(strings.Replace(args, "--from=build ", "", 1), " /out/", " ", 1)
+			fields = slices.DeleteFunc(fields, func(f string) bool { return f == "--from=build" })
+			fields[len(fields)-2] = strings.TrimPrefix(fields[len(fields)-2], "/out/")
+			args = strings.Join(fields, " ")
 		}
 		fmt.Fprintf(&b, "%s %s\n", in.cmd, args)
 	}
