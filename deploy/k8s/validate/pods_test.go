@@ -267,4 +267,3 @@ func TestStatelessDeployment(t *testing.T) {
 		t.Errorf("PodDisruptionBudget %s: maxUnavailable %v, want 1", pdb.Name, pdb.Spec.MaxUnavailable)
 	}
 }
-
