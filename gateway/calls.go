@@ -428,6 +428,10 @@ func (r *callRegistry) relay(ctx context.Context, server string, params mcp.Inpu
 	if err != nil {
 		return nil, err
 	}
+	if r.g.clients.isStateless(ss) {
+		// Its client cannot answer: the request would fail the session's connection.
+		return nil, errStateless
+	}
 	r.g.rememberElicitation(server, params, ss)
 	ctx, cancel := r.g.relayContext(ctx, server, c == nil)
 	defer cancel()

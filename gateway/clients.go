@@ -149,11 +149,16 @@ type clients struct {
 	// elicitations maps the URL elicitations relayed to a client, by server and
 	// elicitation id, so that their completion reaches the same client.
 	elicitations map[[2]string]*mcp.ServerSession
+	// stateless are the sessions of stateless HTTP POSTs (HTTPOptions.Stateless): they
+	// never join. Their client cannot be asked anything, so what it supports must not
+	// change what upstreams are told, and one session per request would make
+	// upstreams reconnect at every change.
+	stateless map[*mcp.ServerSession]bool
 }
 
 func newClients(waitForClient bool) *clients {
 	c := &clients{sessions: map[*mcp.ServerSession]clientSupport{}, profiles: map[*mcp.ServerSession]string{}, tags: map[*mcp.ServerSession]string{}, ids: map[string]*mcp.ServerSession{}, creds: map[string]credential{}, known: make(chan struct{}),
-		forwards: map[string]map[*mcp.ServerSession]int{}, elicitations: map[[2]string]*mcp.ServerSession{}}
+		forwards: map[string]map[*mcp.ServerSession]int{}, elicitations: map[[2]string]*mcp.ServerSession{}, stateless: map[*mcp.ServerSession]bool{}}
 	if !waitForClient {
 		c.isKnown = true
 		close(c.known)
@@ -177,7 +182,7 @@ func (g *Gateway) join(ss *mcp.ServerSession, profile string) {
 	}
 	c := g.clients
 	c.mu.Lock()
-	if _, ok := c.sessions[ss]; ok {
+	if _, ok := c.sessions[ss]; ok || c.stateless[ss] {
 		c.mu.Unlock()
 		return
 	}
@@ -197,6 +202,25 @@ func (g *Gateway) join(ss *mcp.ServerSession, profile string) {
 		who = p.ClientInfo
 	}
 	g.redeclare(who)
+}
+
+// setStateless marks ss as a stateless HTTP POST's session (on), or forgets it once
+// it ended (off).
+func (c *clients) setStateless(ss *mcp.ServerSession, on bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if on {
+		c.stateless[ss] = true
+	} else {
+		delete(c.stateless, ss)
+	}
+}
+
+// isStateless reports whether ss is a stateless HTTP POST's session.
+func (c *clients) isStateless(ss *mcp.ServerSession) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.stateless[ss]
 }
 
 // byID returns the initialized session with Streamable HTTP session id id, if it is live.
