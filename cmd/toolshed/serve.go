@@ -143,6 +143,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	defer closeSearchLog(searchLog, stderr)
 	opts.SearchLog = searchLog
 	opts.NoLearning = cfg.SearchLog.NoLearn
+	opts.LearnInterval = cfg.SearchLog.LearnEvery
 	g, err := gateway.New(cfg, opts)
 	if err != nil {
 		return err

@@ -80,27 +80,8 @@ func startReplicas(t *testing.T, n int, stateless bool, files int) *replicaSet {
 		if stateless {
 			args = append(args, "--stateless")
 		}
-		r := &replica{id: fmt.Sprintf("toolshed-%d", i+1), cmd: exec.Command(toolshedBin, args...), stderr: &testupstream.SyncBuffer{}, exited: make(chan struct{})}
-		r.cmd.Env = append(os.Environ(), markerEnv+"="+rs.gw.marker)
-		r.cmd.Stderr = r.stderr
-		if err := r.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		go func() { r.cmd.Wait(); close(r.exited) }()
+		r := launchReplica(t, fmt.Sprintf("toolshed-%d", i+1), args, rs.gw.marker)
 		rs.replicas[i] = r
-		t.Cleanup(func() {
-			r.cmd.Process.Signal(os.Interrupt)
-			select {
-			case <-r.exited:
-			case <-time.After(15 * time.Second):
-				r.cmd.Process.Kill()
-				<-r.exited
-				t.Errorf("%s did not stop within 15s of SIGINT", r.id)
-			}
-			if t.Failed() {
-				t.Logf("%s stderr:\n%s", r.id, r.stderr)
-			}
-		})
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -133,6 +114,33 @@ func startReplicas(t *testing.T, n int, stateless bool, files int) *replicaSet {
 	})
 	rs.url = "http://" + listen + "/mcp"
 	return rs
+}
+
+// launchReplica starts toolshed with args as replica id, stopped (SIGINT) when the
+// test ends; wait tells when it is up.
+func launchReplica(t *testing.T, id string, args []string, marker string) *replica {
+	t.Helper()
+	r := &replica{id: id, cmd: exec.Command(toolshedBin, args...), stderr: &testupstream.SyncBuffer{}, exited: make(chan struct{})}
+	r.cmd.Env = append(os.Environ(), markerEnv+"="+marker)
+	r.cmd.Stderr = r.stderr
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { r.cmd.Wait(); close(r.exited) }()
+	t.Cleanup(func() {
+		r.cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-r.exited:
+		case <-time.After(15 * time.Second):
+			r.cmd.Process.Kill()
+			<-r.exited
+			t.Errorf("%s did not stop within 15s of SIGINT", r.id)
+		}
+		if t.Failed() {
+			t.Logf("%s stderr:\n%s", r.id, r.stderr)
+		}
+	})
+	return r
 }
 
 // wait returns the replica's address once its upstreams are up.
