@@ -153,12 +153,12 @@ type clients struct {
 	// never join. Their client cannot be asked anything, so what it supports must not
 	// change what upstreams are told, and one session per request would make
 	// upstreams reconnect at every change.
-	stateless map[*mcp.ServerSession]bool
+	stateless map[*mcp.ServerSession]sessionOwner
 }
 
 func newClients(waitForClient bool) *clients {
 	c := &clients{sessions: map[*mcp.ServerSession]clientSupport{}, profiles: map[*mcp.ServerSession]string{}, tags: map[*mcp.ServerSession]string{}, ids: map[string]*mcp.ServerSession{}, creds: map[string]credential{}, known: make(chan struct{}),
-		forwards: map[string]map[*mcp.ServerSession]int{}, elicitations: map[[2]string]*mcp.ServerSession{}, stateless: map[*mcp.ServerSession]bool{}}
+		forwards: map[string]map[*mcp.ServerSession]int{}, elicitations: map[[2]string]*mcp.ServerSession{}, stateless: map[*mcp.ServerSession]sessionOwner{}}
 	if !waitForClient {
 		c.isKnown = true
 		close(c.known)
@@ -182,7 +182,8 @@ func (g *Gateway) join(ss *mcp.ServerSession, profile string) {
 	}
 	c := g.clients
 	c.mu.Lock()
-	if _, ok := c.sessions[ss]; ok || c.stateless[ss] {
+	_, joined := c.sessions[ss]
+	if _, stateless := c.stateless[ss]; joined || stateless {
 		c.mu.Unlock()
 		return
 	}
@@ -204,23 +205,37 @@ func (g *Gateway) join(ss *mcp.ServerSession, profile string) {
 	g.redeclare(who)
 }
 
-// setStateless marks ss as a stateless HTTP POST's session (on), or forgets it once
-// it ended (off).
-func (c *clients) setStateless(ss *mcp.ServerSession, on bool) {
+// setStateless marks ss as the session of a stateless HTTP POST sent by owner.
+func (c *clients) setStateless(ss *mcp.ServerSession, owner sessionOwner) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if on {
-		c.stateless[ss] = true
-	} else {
-		delete(c.stateless, ss)
+	c.stateless[ss] = owner
+}
+
+// endStateless forgets a stateless HTTP POST's session once it ended.
+func (c *clients) endStateless(ss *mcp.ServerSession) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.stateless, ss)
+}
+
+// rateKey is what the calls of ss are rate-limited as (see rateLimits): the session,
+// or, for a stateless POST's session, whoever sent it.
+func (c *clients) rateKey(ss *mcp.ServerSession) any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if o, ok := c.stateless[ss]; ok {
+		return o
 	}
+	return ss
 }
 
 // isStateless reports whether ss is a stateless HTTP POST's session.
 func (c *clients) isStateless(ss *mcp.ServerSession) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.stateless[ss]
+	_, ok := c.stateless[ss]
+	return ok
 }
 
 // byID returns the initialized session with Streamable HTTP session id id, if it is live.

@@ -16,7 +16,8 @@ import (
 // the POST. Any replica can then serve any request, at the cost of what needs a
 // session: requests from server to client (sampling, elicitation, roots), resumable
 // streams, list_changed notifications and what the search log links within a session
-// (see docs/replicas.md).
+// (see docs/replicas.md). A rate limit per session (rate_limit) applies per token and
+// profile instead.
 
 // errStateless refuses a request toolshed would send a stateless client: it has no
 // session to answer on.
@@ -26,7 +27,7 @@ var errStateless = errors.New("stateless HTTP: toolshed cannot send requests to 
 // Mcp-Protocol-Version header's default).
 const statelessVersion = "2025-03-26"
 
-func (h *streamableFront) serveStateless(w http.ResponseWriter, r *http.Request, profile string) {
+func (h *streamableFront) serveStateless(w http.ResponseWriter, r *http.Request, owner sessionOwner) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
 		http.Error(w, "Method Not Allowed: this toolshed serves Streamable HTTP without sessions (--stateless): only POST", http.StatusMethodNotAllowed)
@@ -52,7 +53,7 @@ func (h *streamableFront) serveStateless(w http.ResponseWriter, r *http.Request,
 	}
 	conn := newHTTPConn("")
 	conn.stateless = true
-	ss, err := h.g.mcpServerFor(profile).Connect(context.WithoutCancel(r.Context()), httpTransport{conn}, &mcp.ServerSessionOptions{State: state})
+	ss, err := h.g.mcpServerFor(owner.profile).Connect(context.WithoutCancel(r.Context()), httpTransport{conn}, &mcp.ServerSessionOptions{State: state})
 	if err != nil {
 		h.g.logf("http: cannot start a session: %v", err)
 		http.Error(w, "failed connection", http.StatusInternalServerError)
@@ -60,12 +61,12 @@ func (h *streamableFront) serveStateless(w http.ResponseWriter, r *http.Request,
 	}
 	// The session is no client toolshed declares anything for (see join): it cannot
 	// be asked for anything, and it ends with the POST.
-	h.g.clients.setStateless(ss, true)
+	h.g.clients.setStateless(ss, owner)
 	finished := false
 	defer func() {
 		end := func() {
 			ss.Close()
-			h.g.clients.setStateless(ss, false)
+			h.g.clients.endStateless(ss)
 		}
 		if finished {
 			end()

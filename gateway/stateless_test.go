@@ -195,3 +195,23 @@ func TestStatelessHTTPLeavesNothingBehind(t *testing.T) {
 		}
 	}
 }
+
+// A rate limit per session applies to a stateless client as a whole (its token and
+// profile): each of its POSTs is a session of its own, which would start with a full
+// bucket.
+func TestStatelessHTTPRateLimitsPerClient(t *testing.T) {
+	cfg := &config.Config{Servers: []config.Server{testServer("alpha", "basic")}, RateLimit: config.RateLimit{CallsPerMinute: 1, Burst: 2}}
+	h := startGateway(t, cfg, gateway.Options{Mode: policy.Off})
+	endpoint := serveHTTP(t, h, gateway.HTTPOptions{Stateless: true}) + "/mcp"
+	var bodies []string
+	for i := range 3 {
+		_, body := rawPOST(t, context.Background(), endpoint, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"call %d"}}}`, i, i), nil)
+		bodies = append(bodies, body)
+	}
+	if strings.Contains(bodies[0], "rate limit") || strings.Contains(bodies[1], "rate limit") {
+		t.Errorf("the first two calls (the burst) were refused: %v", bodies[:2])
+	}
+	if !strings.Contains(bodies[2], "rate limit") {
+		t.Errorf("the third call within the minute was not refused for the rate limit: %s", bodies[2])
+	}
+}

@@ -90,7 +90,7 @@ func (h *streamableFront) serve(w http.ResponseWriter, r *http.Request, cred cre
 		return
 	}
 	if h.stateless {
-		h.serveStateless(w, r, profile)
+		h.serveStateless(w, r, sessionOwner{cred, profile})
 		return
 	}
 	switch r.Method {
