@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"sort"
@@ -111,9 +112,13 @@ func (s stats) merge(o stats) {
 // errLost marks a request that had no answer within -timeout.
 var errLost = errors.New("no answer in time")
 
+// sessionIDs matches the session ids of replicas (toolshed-2.ABC...), which would
+// make every session's error a class of its own.
+var sessionIDs = regexp.MustCompile(`[a-z0-9-]+\.[A-Z2-7]{26}`)
+
 // errorClass is an error's message, cut short, for counting errors by kind.
 func errorClass(err error) string {
-	msg := err.Error()
+	msg := sessionIDs.ReplaceAllString(err.Error(), "<session>")
 	if len(msg) > 120 {
 		msg = msg[:120] + "…"
 	}
