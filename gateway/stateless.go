@@ -83,6 +83,8 @@ func (h *streamableFront) serveStateless(w http.ResponseWriter, r *http.Request,
 		writeDuplicate(w, dup, err)
 		return
 	}
+	// Read before the requests are delivered: their answers change it.
+	single := s != nil && s.requests == 1 && !p.batch
 	for _, m := range p.msgs {
 		if !conn.deliver(m) {
 			if s != nil {
@@ -98,5 +100,5 @@ func (h *streamableFront) serveStateless(w http.ResponseWriter, r *http.Request,
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	finished = h.write(w, r, s, s.attach(), streamWriter{json: s.requests == 1 && !p.batch, hold: true})
+	finished = h.write(w, r, s, s.attach(), streamWriter{json: single, hold: true})
 }
