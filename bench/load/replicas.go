@@ -57,7 +57,7 @@ type failure struct {
 	afterKill     bool
 }
 
-// killed is the replica -kill-after kills: toolshed-2.
+// killedReplica is the replica -kill-after kills: toolshed-2.
 const killedReplica = 1
 
 func startFleet(o options, root, dir, config string) (*fleet, error) {
@@ -158,7 +158,8 @@ func (f *fleet) failed(session, kind string, err error) {
 	f.failures = append(f.failures, failure{at: time.Now(), session: session, kind: kind, msg: errorClass(err), afterKill: f.killed >= 0})
 }
 
-func (f *fleet) reconnected(old, new string) {
+// reconnected counts a session that connected again.
+func (f *fleet) reconnected() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.reconnects++

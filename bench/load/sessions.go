@@ -236,14 +236,7 @@ func (s *session) run(ctx context.Context, o options, endpoint string, deadline 
 	st := stats{}
 	hc := newHTTPClient(o.token, 4)
 	defer hc.CloseIdleConnections()
-	t0 := time.Now()
-	cctx, cancel := context.WithTimeout(ctx, o.timeout)
-	cs, err := connect(cctx, endpoint, hc, fmt.Sprintf("load-%04d", s.n))
-	if err != nil && cctx.Err() != nil {
-		err = errLost
-	}
-	cancel()
-	st.record("connect", time.Since(t0), err, "")
+	cs, err := s.connect(ctx, o, st, "connect", endpoint, hc)
 	if err != nil {
 		return st
 	}
@@ -261,7 +254,7 @@ func (s *session) run(ctx context.Context, o options, endpoint string, deadline 
 			step()
 		}
 	}
-	t0 = time.Now()
+	t0 := time.Now()
 	err = s.cs.Close()
 	st.record("close", time.Since(t0), err, "")
 	return st
@@ -297,25 +290,29 @@ func (s *session) request(ctx context.Context, o options, st stats, kind, tool s
 // agent's client must (the go-sdk does not initialize again by itself), retrying until
 // deadline; false when it could not.
 func (s *session) reconnect(ctx context.Context, o options, st stats, endpoint string, hc *http.Client, deadline time.Time) bool {
-	old := s.cs.ID()
 	go s.cs.Close() // a DELETE to a replica that may be gone
 	for time.Now().Before(deadline) {
-		t0 := time.Now()
-		cctx, cancel := context.WithTimeout(ctx, o.timeout)
-		cs, err := connect(cctx, endpoint, hc, fmt.Sprintf("load-%04d", s.n))
-		if err != nil && cctx.Err() != nil {
-			err = errLost
-		}
-		cancel()
-		st.record("reconnect", time.Since(t0), err, "")
-		if err == nil {
+		if cs, err := s.connect(ctx, o, st, "reconnect", endpoint, hc); err == nil {
 			s.cs, s.broken = cs, false
-			s.fleet.reconnected(old, cs.ID())
+			s.fleet.reconnected()
 			return true
 		}
 		time.Sleep(time.Second)
 	}
 	return false
+}
+
+// connect opens the session's client session, recorded as kind.
+func (s *session) connect(ctx context.Context, o options, st stats, kind, endpoint string, hc *http.Client) (*mcp.ClientSession, error) {
+	t0 := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	cs, err := connect(cctx, endpoint, hc, fmt.Sprintf("load-%04d", s.n))
+	if err != nil && cctx.Err() != nil {
+		err = errLost
+	}
+	st.record(kind, time.Since(t0), err, "")
+	return cs, err
 }
 
 func (s *session) search(ctx context.Context, o options, st stats, tg target) {
