@@ -27,8 +27,10 @@ import (
 	"github.com/toolshed/toolshed/searchlog"
 )
 
-// Version is toolshed's version, reported to clients and upstreams.
-const Version = "0.1.0"
+// Version is toolshed's version, reported to clients and upstreams. It is a variable so
+// that release builds stamp it: go build -ldflags "-X github.com/toolshed/toolshed/gateway.Version=1.2.3"
+// (the Dockerfile and .goreleaser.yaml do).
+var Version = "0.1.0"
 
 // Options configure a Gateway beyond its config file. The zero value works.
 type Options struct {
