@@ -74,6 +74,10 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 	mux := http.NewServeMux()
 	g.handleHealth(mux, auth)
 	serveMCP := func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			g.posts.Add(1)
+			defer g.posts.Add(-1)
+		}
 		profile, cred, ok := auth.profile(w, r)
 		if !ok {
 			return

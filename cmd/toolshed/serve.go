@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"time"
 
 	"golang.org/x/term"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/toolshed/toolshed/gateway/config"
 	"github.com/toolshed/toolshed/hybrid"
 	"github.com/toolshed/toolshed/internal/builtin"
+	"github.com/toolshed/toolshed/metrics"
 	"github.com/toolshed/toolshed/policy"
 )
 
@@ -31,7 +33,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	token := fs.String("token", os.Getenv("TOOLSHED_TOKEN"), "bearer `TOKEN` HTTP clients must send (default $TOOLSHED_TOKEN)")
 	maxSessions := fs.Int("max-sessions", gateway.DefaultMaxSessions, "keep at most `N` HTTP sessions open at once; past it, a new one gets 503 (-1: no cap)")
 	maxPerToken := fs.Int("max-sessions-per-token", gateway.DefaultMaxSessionsPerToken, "keep at most `N` HTTP sessions open at once per token (all clients count as one when no token is needed); past it, a new one gets 503 (-1: no cap)")
-	drain := fs.Duration("drain-timeout", gateway.DefaultDrainTimeout, "after SIGINT or SIGTERM, stop within `DURATION`: calls in flight are cancelled and servers stopped, then killed (a second signal stops at once)")
+	drain := fs.Duration("drain-timeout", gateway.DefaultDrainTimeout, "after SIGINT or SIGTERM, drain for up to `DURATION`: /readyz answers 503 and new sessions are refused while open sessions are served and calls in flight may finish; then what is left is cancelled and the servers stopped (a second signal stops at once)")
+	metricsAddr := fs.String("metrics-addr", "", "also serve Prometheus metrics at http://`ADDR`/metrics, without a token (a bare port binds 127.0.0.1); over --http, GET /metrics is served too, with the token /status needs")
 	doors := addDoorFlags(fs)
 	logFlags := searchLogFlags{
 		db:      fs.String("db", "", "record searches and calls in `DSN`: a SQLite file, a postgres:// URL, or off (default: the config's search_log.db, else $XDG_DATA_HOME/toolshed/searchlog.db)"),
@@ -85,6 +88,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return usageErr("--drain-timeout must be a positive duration, such as 5s, got %v", *drain)
 	}
 	opts.DrainTimeout = *drain
+	opts.StopTimeout = min(*drain, gateway.DefaultStopTimeout)
 	cfg := &config.Config{}
 	if *configFile != "" {
 		var warns []config.Warning
@@ -113,6 +117,19 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		}
 		defer ln.Close()
 	}
+	var metricsLn net.Listener
+	if *metricsAddr != "" {
+		var err error
+		// The metrics say which servers run and how busy they are, nothing a
+		// client sends: no token, and no warning off loopback.
+		if metricsLn, err = listen("--metrics-addr", *metricsAddr, true, stderr); err != nil {
+			return err
+		}
+		defer metricsLn.Close()
+	}
+	if *httpAddr != "" || metricsLn != nil {
+		opts.Metrics = metrics.New(gateway.Version, os.Getenv("TOOLSHED_REPLICA_ID"))
+	}
 	for _, f := range catalogs {
 		sources, problems := catalog.ReadFile(f)
 		for _, p := range problems {
@@ -140,16 +157,33 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	g.OnEvent(progress.event)
 
 	// Signals are handled until the upstreams have stopped: a second signal while
-	// they stop kills their process groups before exiting (see onSignals).
-	ctx, stopSignals := onSignals(stderr, *drain, g.Kill)
+	// they stop kills their process groups before exiting (see onSignals). The first
+	// signal drains the gateway; the fronts and the upstreams run until it has (ctx),
+	// then stop, cancelling what is left.
+	signalled, stopSignals := onSignals(stderr, *drain, opts.StopTimeout+httpStopBound, g.Kill)
 	defer stopSignals()
-	runCtx, stopRun := context.WithCancel(ctx)
+	ctx, stopRun := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-signalled.Done():
+		}
+		if left := g.Drain(ctx); left > 0 {
+			fmt.Fprintf(stderr, "toolshed: %d calls still running after the drain timeout (%v, --drain-timeout): cancelling them\n", left, *drain)
+		}
+		stopRun()
+	}()
 	runDone := make(chan struct{})
 	go func() {
-		g.Run(runCtx)
+		g.Run(ctx)
 		close(runDone)
 	}()
 	defer func() { stopRun(); <-runDone }()
+	if metricsLn != nil {
+		go serveUntil(ctx, metricsLn, opts.Metrics.Handler(), doors.limits(), time.Second, "the stop")
+		fmt.Fprintf(stderr, "toolshed: serving Prometheus metrics at http://%s/metrics\n", metricsLn.Addr())
+	}
 
 	if *httpAddr == "" {
 		if hint := stdinHint(term.IsTerminal(int(os.Stdin.Fd()))); hint != "" {
@@ -164,8 +198,14 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	fmt.Fprintf(stderr, "toolshed: serving MCP over Streamable HTTP at http://%s/mcp (profiles at /mcp/{profile})\n", ln.Addr())
-	return serveUntil(ctx, ln, g.Handler(gateway.HTTPOptions{Token: *token, AllowOrigins: doors.origins, AllowHosts: doors.hosts, MaxSessions: *maxSessions, MaxSessionsPerToken: *maxPerToken}), doors.limits(), *drain)
+	return serveUntil(ctx, ln, g.Handler(gateway.HTTPOptions{Token: *token, AllowOrigins: doors.origins, AllowHosts: doors.hosts, MaxSessions: *maxSessions, MaxSessionsPerToken: *maxPerToken}), doors.limits(), opts.StopTimeout+httpStopBound,
+		fmt.Sprintf("the drain timeout (%v, --drain-timeout) and the cancellation of their calls", *drain))
 }
+
+// httpStopBound is how long, past the gateway's stop timeout, the HTTP requests still
+// open when the drain ends may take to be answered: their calls were cancelled at the
+// start of the stop, so what is left is writing the results.
+const httpStopBound = time.Second
 
 func hasProfileTokens(cfg *config.Config) bool {
 	for _, p := range cfg.Profiles {
