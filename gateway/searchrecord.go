@@ -161,11 +161,13 @@ func (r *recorder) call(a activity, tool *catalog.Tool, d time.Duration) {
 // or arguments its schema refuses.
 func (r *recorder) refused(ss *mcp.ServerSession, profile string, plan *policy.Plan, name string, d time.Duration) {
 	if r.m != nil {
-		server := ""
+		// A tool the profile has, with arguments its schema refuses, failed as a
+		// direct call of it does (invalid_arguments); any other was refused.
+		server, outcome := "", metrics.Refused
 		if t, err := plan.Lookup(name); err == nil {
-			server = t.Server
+			server, outcome = t.Server, searchlog.OutcomeFailed
 		}
-		r.m.Call(server, metrics.Refused, d)
+		r.m.Call(server, outcome, d)
 	}
 	if r.log == nil {
 		return
