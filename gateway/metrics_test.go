@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -11,73 +10,14 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/toolshed/toolshed/gateway"
 	"github.com/toolshed/toolshed/gateway/config"
+	"github.com/toolshed/toolshed/internal/promtest"
 	"github.com/toolshed/toolshed/internal/testupstream"
 	"github.com/toolshed/toolshed/metrics"
 	"github.com/toolshed/toolshed/policy"
 )
-
-// scrape reads url's Prometheus exposition (text format), with a bearer token when one
-// is given, and parses it.
-func scrape(t *testing.T, url, token string) map[string]*dto.MetricFamily {
-	t.Helper()
-	req, err := http.NewRequest("GET", url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		b, _ := io.ReadAll(resp.Body)
-		t.Fatalf("GET %s: %s %s", url, resp.Status, b)
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		t.Fatalf("parsing the exposition of %s: %v", url, err)
-	}
-	return families
-}
-
-// sample returns the value of family's series with exactly labels (counter, gauge, or
-// a histogram's count), and whether there is one.
-func sample(families map[string]*dto.MetricFamily, family string, labels map[string]string) (float64, bool) {
-	f := families[family]
-	if f == nil {
-		return 0, false
-	}
-next:
-	for _, m := range f.GetMetric() {
-		if len(m.GetLabel()) != len(labels) {
-			continue
-		}
-		for _, l := range m.GetLabel() {
-			if v, ok := labels[l.GetName()]; !ok || v != l.GetValue() {
-				continue next
-			}
-		}
-		switch {
-		case m.Counter != nil:
-			return m.Counter.GetValue(), true
-		case m.Gauge != nil:
-			return m.Gauge.GetValue(), true
-		case m.Histogram != nil:
-			return float64(m.Histogram.GetSampleCount()), true
-		}
-	}
-	return 0, false
-}
 
 // pidWrapped runs a server's command through a shell that writes its pid to a file
 // first, so that the test can kill the real server and watch toolshed restart it.
@@ -113,23 +53,23 @@ func TestMetricsCountWhatClientsSaw(t *testing.T) {
 	auth := map[string]string{"Authorization": "Bearer " + token}
 
 	// Before any traffic: the upstreams are up, with their tools, nothing counted.
-	before := scrape(t, base+"/metrics", token)
+	before := promtest.Scrape(t, base+"/metrics", token)
 	for _, name := range []string{"everything", "filesystem"} {
 		st := status(h, name)
-		if v, _ := sample(before, "toolshed_upstream_up", map[string]string{"server": name}); v != 1 {
+		if v, _ := before.Value("toolshed_upstream_up", map[string]string{"server": name}); v != 1 {
 			t.Errorf("toolshed_upstream_up{server=%q} = %v, want 1 (state %s)", name, v, st.State)
 		}
-		if v, _ := sample(before, "toolshed_upstream_tools", map[string]string{"server": name}); int(v) != st.Tools || st.Tools == 0 {
+		if v, _ := before.Value("toolshed_upstream_tools", map[string]string{"server": name}); int(v) != st.Tools || st.Tools == 0 {
 			t.Errorf("toolshed_upstream_tools{server=%q} = %v, want %d", name, v, st.Tools)
 		}
-		if v, ok := sample(before, "toolshed_calls_total", map[string]string{"server": name, "outcome": "ok"}); !ok || v != 0 {
+		if v, ok := before.Value("toolshed_calls_total", map[string]string{"server": name, "outcome": "ok"}); !ok || v != 0 {
 			t.Errorf("toolshed_calls_total{server=%q,outcome=ok} = %v (present %v) before any call, want 0", name, v, ok)
 		}
 	}
-	if v, _ := sample(before, "toolshed_build_info", map[string]string{"version": gateway.Version, "replica": "replica-1"}); v != 1 {
+	if v, _ := before.Value("toolshed_build_info", map[string]string{"version": gateway.Version, "replica": "replica-1"}); v != 1 {
 		t.Errorf("toolshed_build_info = %v, want 1", v)
 	}
-	if v, _ := sample(before, "toolshed_catalog_tokens", map[string]string{}); int(v) != h.g.Catalog().Tokens() || v == 0 {
+	if v, _ := before.Value("toolshed_catalog_tokens", map[string]string{}); int(v) != h.g.Catalog().Tokens() || v == 0 {
 		t.Errorf("toolshed_catalog_tokens = %v, want the catalog's %d", v, h.g.Catalog().Tokens())
 	}
 
@@ -180,7 +120,7 @@ func TestMetricsCountWhatClientsSaw(t *testing.T) {
 	// One session ends: the gauge follows, the started counter does not.
 	c2.Close()
 	waitFor(t, "the closed session to leave the sessions gauge", func() bool {
-		v, _ := sample(scrape(t, base+"/metrics", token), "toolshed_sessions", map[string]string{"transport": "http"})
+		v, _ := promtest.Scrape(t, base+"/metrics", token).Value("toolshed_sessions", map[string]string{"transport": "http"})
 		return v == 1
 	})
 
@@ -202,10 +142,10 @@ func TestMetricsCountWhatClientsSaw(t *testing.T) {
 	})
 	toolCall(c1, "everything__echo", map[string]any{"message": "back"}, "", "everything", "ok")
 
-	got := scrape(t, base+"/metrics", token)
+	got := promtest.Scrape(t, base+"/metrics", token)
 	check := func(family string, labels map[string]string, want float64) {
 		t.Helper()
-		if v, ok := sample(got, family, labels); v != want || !ok {
+		if v, ok := got.Value(family, labels); v != want || !ok {
 			t.Errorf("%s%v = %v (present %v), want %v", family, labels, v, ok, want)
 		}
 	}
@@ -244,8 +184,8 @@ func TestMetricsCountWhatClientsSaw(t *testing.T) {
 
 	// Each session's first tools/list saved the same: what every tool costs minus
 	// the bridge (everything is deferred).
-	saved, _ := sample(got, "toolshed_tokens_saved_total", map[string]string{})
-	all, _ := sample(got, "toolshed_catalog_tokens", map[string]string{})
+	saved, _ := got.Value("toolshed_tokens_saved_total", map[string]string{})
+	all, _ := got.Value("toolshed_catalog_tokens", map[string]string{})
 	if per := saved / 2; saved <= 0 || per >= all || per < all/2 {
 		t.Errorf("toolshed_tokens_saved_total = %v after 2 sessions listed tools, want twice a session's saving, which is below the catalog's %v tokens and more than half of it", saved, all)
 	}
@@ -283,7 +223,7 @@ func TestMetricsOffAndApart(t *testing.T) {
 	}
 	call(t, clients[0], "tool_search", map[string]any{"query": "echo"})
 	for i, want := range []float64{1, 0} {
-		if v, _ := sample(scrape(t, bases[i]+"/metrics", ""), "toolshed_searches_total", map[string]string{"outcome": "ok"}); v != want {
+		if v, _ := promtest.Scrape(t, bases[i]+"/metrics", "").Value("toolshed_searches_total", map[string]string{"outcome": "ok"}); v != want {
 			t.Errorf("gateway %d: toolshed_searches_total{outcome=ok} = %v, want %v", i, v, want)
 		}
 	}
