@@ -10,6 +10,7 @@ package metrics
 
 import (
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -52,7 +53,12 @@ type Metrics struct {
 	reg *prometheus.Registry
 
 	searches, describes *prometheus.CounterVec
-	calls               *prometheus.CounterVec
+	// The children of searches and describes, by success; of calls, by server and
+	// outcome (a sync.Map of [2]string to prometheus.Counter), filled as they come:
+	// counting is then a map load and an atomic add, not a hash of the labels.
+	searchOK, searchErr, describeOK, describeErr prometheus.Counter
+	calls                                        *prometheus.CounterVec
+	callCounters                                 sync.Map
 	duration            *prometheus.HistogramVec
 	// The duration histogram's children, looked up once: an observation is then an
 	// atomic add, not a hash of its labels.
@@ -117,10 +123,8 @@ func New(version, replica string) *Metrics {
 		Name: "toolshed_build_info", Help: "1, labelled with toolshed's version and its replica id (empty when none).",
 	}, []string{"version", "replica"})
 	info.WithLabelValues(version, replica).Set(1)
-	for _, o := range []string{OK, Error} {
-		m.searches.WithLabelValues(o)
-		m.describes.WithLabelValues(o)
-	}
+	m.searchOK, m.searchErr = m.searches.WithLabelValues(OK), m.searches.WithLabelValues(Error)
+	m.describeOK, m.describeErr = m.describes.WithLabelValues(OK), m.describes.WithLabelValues(Error)
 	for _, t := range []string{Stdio, HTTP} {
 		m.sessionsLive.WithLabelValues(t)
 		m.sessionsStarted.WithLabelValues(t)
@@ -143,19 +147,16 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
 
-func outcome(ok bool) string {
-	if ok {
-		return OK
-	}
-	return Error
-}
-
 // Search counts a tool_search that took d.
 func (m *Metrics) Search(ok bool, d time.Duration) {
 	if m == nil {
 		return
 	}
-	m.searches.WithLabelValues(outcome(ok)).Inc()
+	if ok {
+		m.searchOK.Inc()
+	} else {
+		m.searchErr.Inc()
+	}
 	m.searchDur.Observe(d.Seconds())
 }
 
@@ -164,7 +165,11 @@ func (m *Metrics) Describe(ok bool, d time.Duration) {
 	if m == nil {
 		return
 	}
-	m.describes.WithLabelValues(outcome(ok)).Inc()
+	if ok {
+		m.describeOK.Inc()
+	} else {
+		m.describeErr.Inc()
+	}
 	m.describeDur.Observe(d.Seconds())
 }
 
@@ -174,8 +179,18 @@ func (m *Metrics) Call(server, outcome string, d time.Duration) {
 	if m == nil {
 		return
 	}
-	m.calls.WithLabelValues(server, outcome).Inc()
+	m.callCounter(server, outcome).Inc()
 	m.callDur.Observe(d.Seconds())
+}
+
+// callCounter is the calls counter of server and outcome.
+func (m *Metrics) callCounter(server, outcome string) prometheus.Counter {
+	key := [2]string{server, outcome}
+	if c, ok := m.callCounters.Load(key); ok {
+		return c.(prometheus.Counter)
+	}
+	c, _ := m.callCounters.LoadOrStore(key, m.calls.WithLabelValues(server, outcome))
+	return c.(prometheus.Counter)
 }
 
 // Upstream reports an upstream server's state: up when its tools are served, and how
@@ -192,7 +207,7 @@ func (m *Metrics) Upstream(server string, up bool, tools int) {
 	m.upstreamTools.WithLabelValues(server).Set(float64(tools))
 	m.restarts.WithLabelValues(server)
 	for _, o := range CallOutcomes {
-		m.calls.WithLabelValues(server, o)
+		m.callCounter(server, o)
 	}
 }
 
