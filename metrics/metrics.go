@@ -59,7 +59,7 @@ type Metrics struct {
 	searchOK, searchErr, describeOK, describeErr prometheus.Counter
 	calls                                        *prometheus.CounterVec
 	callCounters                                 sync.Map
-	duration            *prometheus.HistogramVec
+	duration                                     *prometheus.HistogramVec
 	// The duration histogram's children, looked up once: an observation is then an
 	// atomic add, not a hash of its labels.
 	searchDur, describeDur, callDur prometheus.Observer
