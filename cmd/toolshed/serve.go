@@ -33,7 +33,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	token := fs.String("token", os.Getenv("TOOLSHED_TOKEN"), "bearer `TOKEN` HTTP clients must send (default $TOOLSHED_TOKEN)")
 	maxSessions := fs.Int("max-sessions", gateway.DefaultMaxSessions, "keep at most `N` HTTP sessions open at once; past it, a new one gets 503 (-1: no cap)")
 	maxPerToken := fs.Int("max-sessions-per-token", gateway.DefaultMaxSessionsPerToken, "keep at most `N` HTTP sessions open at once per token (all clients count as one when no token is needed); past it, a new one gets 503 (-1: no cap)")
-	drain := fs.Duration("drain-timeout", gateway.DefaultDrainTimeout, "after SIGINT or SIGTERM, drain for up to `DURATION`: /readyz answers 503 and new sessions are refused while open sessions are served and calls in flight may finish; then what is left is cancelled and the servers stopped (a second signal stops at once)")
+	drain := fs.Duration("drain-timeout", gateway.DefaultDrainTimeout, "after SIGINT or SIGTERM over --http, drain for up to `DURATION`: /readyz answers 503 and new sessions are refused while open sessions are served and calls in flight may finish; then what is left is cancelled and the servers stopped (over stdio, calls are cancelled at once; a second signal stops at once)")
 	metricsAddr := fs.String("metrics-addr", "", "also serve Prometheus metrics at http://`ADDR`/metrics, without a token (a bare port binds 127.0.0.1); over --http, GET /metrics is served too, with the token /status needs")
 	doors := addDoorFlags(fs)
 	logFlags := searchLogFlags{
@@ -157,10 +157,16 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	g.OnEvent(progress.event)
 
 	// Signals are handled until the upstreams have stopped: a second signal while
-	// they stop kills their process groups before exiting (see onSignals). The first
-	// signal drains the gateway; the fronts and the upstreams run until it has (ctx),
-	// then stop, cancelling what is left.
-	signalled, stopSignals := onSignals(stderr, *drain, opts.StopTimeout+httpStopBound, g.Kill)
+	// they stop kills their process groups before exiting (see onSignals). Over HTTP
+	// the first signal drains the gateway; the fronts and the upstreams run until it
+	// has (ctx), then stop, cancelling what is left. Over stdio the one client is the
+	// process that started toolshed: when it signals, it is leaving and will read no
+	// result, so the calls in flight are cancelled at once.
+	drainFor, stopFor := *drain, opts.StopTimeout+httpStopBound
+	if *httpAddr == "" {
+		drainFor, stopFor = opts.StopTimeout, 0
+	}
+	signalled, stopSignals := onSignals(stderr, drainFor, stopFor, g.Kill)
 	defer stopSignals()
 	ctx, stopRun := context.WithCancel(context.Background())
 	go func() {
@@ -169,8 +175,10 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 			return
 		case <-signalled.Done():
 		}
-		if left := g.Drain(ctx); left > 0 {
-			fmt.Fprintf(stderr, "toolshed: %d calls still running after the drain timeout (%v, --drain-timeout): cancelling them\n", left, *drain)
+		if *httpAddr != "" {
+			if left := g.Drain(ctx); left > 0 {
+				fmt.Fprintf(stderr, "toolshed: %d calls still running after the drain timeout (%v, --drain-timeout): cancelling them\n", left, *drain)
+			}
 		}
 		stopRun()
 	}()

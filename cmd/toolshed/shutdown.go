@@ -12,7 +12,8 @@ import (
 )
 
 // How serve and proxy stop. The first SIGINT or SIGTERM starts a clean stop. serve
-// drains first (see gateway.Gateway.Drain): /readyz answers 503 and new sessions are
+// --http drains first (see gateway.Gateway.Drain; over stdio its one client is the
+// process that signals it, leaving, so its calls are cancelled at once): /readyz answers 503 and new sessions are
 // refused, while the sessions it has are served and the calls in flight may finish, for
 // up to --drain-timeout; then it cancels what is left (each client is told why, each
 // upstream sent notifications/cancelled), stops the upstream servers (within
