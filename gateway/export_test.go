@@ -29,3 +29,11 @@ func RelatedStreams() int {
 	relatedStreams.Range(func(any, any) bool { n++; return true })
 	return n
 }
+
+// ClientCounts counts the client sessions the gateway tracks: those that joined, and
+// the stateless HTTP POSTs' sessions alive (for the tests that check none is left).
+func (g *Gateway) ClientCounts() (joined, stateless int) {
+	g.clients.mu.Lock()
+	defer g.clients.mu.Unlock()
+	return len(g.clients.sessions), len(g.clients.stateless)
+}
