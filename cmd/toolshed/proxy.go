@@ -62,7 +62,7 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "toolshed: Messages API with tool search at http://%s/v1/messages, forwarding to %s\n", ln.Addr(), target)
 	fmt.Fprintf(stderr, "toolshed: point a client at it, e.g. ANTHROPIC_BASE_URL=http://%s\n", ln.Addr())
-	ctx, stop := onSignals(stderr, *drain, nil)
+	ctx, stop := onSignals(stderr, *drain, 0, nil)
 	defer stop()
-	return serveUntil(ctx, ln, p.Handler(), doors.limits(), *drain)
+	return serveUntil(ctx, ln, p.Handler(), doors.limits(), *drain, fmt.Sprintf("the drain timeout (%v, --drain-timeout)", *drain))
 }
