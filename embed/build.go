@@ -204,3 +204,13 @@ func embedAll(ctx context.Context, c *Client, texts []string, todo []int, hashes
 	}
 	return firstErr
 }
+
+// ToolTexts is ToolText of each of snap's tools, in snapshot order: what Build takes
+// for a catalog, so that vector i is tool i.
+func ToolTexts(snap *catalog.Snapshot) []string {
+	texts := make([]string, snap.Len())
+	for i := range texts {
+		texts[i] = ToolText(snap.Tool(i))
+	}
+	return texts
+}

@@ -65,10 +65,7 @@ func (v *vectors) prepare(ix *search.Index) { v.rank(ix) }
 
 func (v *vectors) build(ix *search.Index, hash string) {
 	snap := ix.Snapshot()
-	texts := make([]string, snap.Len())
-	for i := range texts {
-		texts[i] = embed.ToolText(snap.Tool(i))
-	}
+	texts := embed.ToolTexts(snap)
 	var last time.Time
 	vecs, st, err := embed.Build(v.g.life, v.client, texts, embed.BuildOptions{
 		CacheDir: v.g.opts.EmbedCacheDir,

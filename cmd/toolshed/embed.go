@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 	"time"
 
-	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/embed"
 	"github.com/toolshed/toolshed/gateway"
 	"github.com/toolshed/toolshed/hybrid"
+	"github.com/toolshed/toolshed/messages"
 	"github.com/toolshed/toolshed/search"
 )
 
@@ -56,7 +57,7 @@ func (f *embedFlags) searcher(ix *search.Index, stderr io.Writer) (*hybrid.Searc
 		return nil, embed.BuildStats{}, err
 	}
 	snap := ix.Snapshot()
-	vecs, stats, err := embed.Build(context.Background(), c, toolTexts(snap), embed.BuildOptions{
+	vecs, stats, err := embed.Build(context.Background(), c, embed.ToolTexts(snap), embed.BuildOptions{
 		Progress: embedProgress(stderr, *f.model),
 		Warn:     func(err error) { fmt.Fprintf(stderr, "toolshed: %v\n", err) },
 	})
@@ -81,6 +82,26 @@ func (f *embedFlags) gateway(opts *gateway.Options) error {
 	return nil
 }
 
+// proxy sets the proxy's embedding options when hybrid search was asked for: its
+// tool_search_tool_bm25 then fuses words and vectors, with progress of a long first
+// embedding on stderr.
+func (f *embedFlags) proxy(p *messages.Proxy, stderr io.Writer) error {
+	on, err := f.on()
+	if !on || err != nil {
+		return err
+	}
+	c, err := f.client()
+	if err != nil {
+		return err
+	}
+	p.Embed, p.EmbedQueryTimeout = c, *f.queryTimeout
+	p.EmbedBuild = embed.BuildOptions{
+		Progress: embedProgress(stderr, *f.model),
+		Warn:     func(err error) { fmt.Fprintf(stderr, "toolshed: %v\n", err) },
+	}
+	return nil
+}
+
 func (f *embedFlags) client() (*embed.Client, error) {
 	c, err := embed.New(embed.Options{URL: *f.url, Model: *f.model, Dimensions: *f.dimensions,
 		QueryPrefix: *f.queryPrefix, DocumentPrefix: *f.docPrefix})
@@ -93,19 +114,16 @@ func (f *embedFlags) client() (*embed.Client, error) {
 // interactiveQueryTimeout is search's and eval's default wait for a query's embedding.
 const interactiveQueryTimeout = 10 * time.Second
 
-func toolTexts(snap *catalog.Snapshot) []string {
-	texts := make([]string, snap.Len())
-	for i := range texts {
-		texts[i] = embed.ToolText(snap.Tool(i))
-	}
-	return texts
-}
-
 // embedProgress prints how far a first embedding has gone, at most once a second and
 // at the end, so that a catalog of thousands of tools on a slow model shows it works.
 func embedProgress(w io.Writer, model string) func(done, total int) {
-	var last time.Time
+	var (
+		mu   sync.Mutex // the proxy embeds several tools lists at once
+		last time.Time
+	)
 	return func(done, total int) {
+		mu.Lock()
+		defer mu.Unlock()
 		if now := time.Now(); done == total || now.Sub(last) >= time.Second {
 			last = now
 			fmt.Fprintf(w, "toolshed: embedding tools with %s: %d/%d\n", model, done, total)

@@ -89,6 +89,8 @@ func TestEmbedFlagUsage(t *testing.T) {
 		{"search", "--embed-url", "localhost:11434", "--embed-model", "m", "x"},
 		{"serve", "--embed-url", "http://localhost:11434/api/embed"},
 		{"serve", "--embed-url", "ftp://x", "--embed-model", "m"},
+		{"proxy", "--embed-model", "m"},
+		{"proxy", "--embed-url", "ftp://x", "--embed-model", "m"},
 		{"eval", "--catalog", "testdata/small.json", "--queries", "testdata/small-queries.jsonl", "--embed-url", "http://x/api/embed"},
 	} {
 		if code, _, errOut := runArgs(args...); code != 2 || errOut == "" {
