@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/toolshed/toolshed/embed"
 	"github.com/toolshed/toolshed/gateway"
+	"github.com/toolshed/toolshed/gateway/config"
 	"github.com/toolshed/toolshed/hybrid"
 	"github.com/toolshed/toolshed/messages"
 	"github.com/toolshed/toolshed/search"
@@ -21,6 +23,32 @@ type embedFlags struct {
 	url, model, queryPrefix, docPrefix *string
 	dimensions                         *int
 	queryTimeout                       *time.Duration
+	// apiKeyEnv names the variable the key is read from (the config's api_key_env);
+	// empty means embed.APIKeyEnv.
+	apiKeyEnv string
+}
+
+// withConfig takes the config file's embed section for every flag not given on the
+// command line: flags override the file key by key.
+func (f *embedFlags) withConfig(fs *flag.FlagSet, e config.Embed) {
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	str := func(name string, dst *string, v string) {
+		if !set[name] && v != "" {
+			*dst = v
+		}
+	}
+	str("embed-url", f.url, e.URL)
+	str("embed-model", f.model, e.Model)
+	str("embed-query-prefix", f.queryPrefix, e.QueryPrefix)
+	str("embed-document-prefix", f.docPrefix, e.DocumentPrefix)
+	if !set["embed-dimensions"] && e.Dimensions != 0 {
+		*f.dimensions = e.Dimensions
+	}
+	if !set["embed-query-timeout"] && e.QueryTimeout != 0 {
+		*f.queryTimeout = e.QueryTimeout
+	}
+	f.apiKeyEnv = e.APIKeyEnv
 }
 
 // addEmbedFlags adds the flags; queryTimeout is the default wait for a query's
@@ -103,8 +131,12 @@ func (f *embedFlags) proxy(p *messages.Proxy, stderr io.Writer) error {
 }
 
 func (f *embedFlags) client() (*embed.Client, error) {
+	key := ""
+	if f.apiKeyEnv != "" {
+		key = os.Getenv(f.apiKeyEnv)
+	}
 	c, err := embed.New(embed.Options{URL: *f.url, Model: *f.model, Dimensions: *f.dimensions,
-		QueryPrefix: *f.queryPrefix, DocumentPrefix: *f.docPrefix})
+		QueryPrefix: *f.queryPrefix, DocumentPrefix: *f.docPrefix, APIKey: key})
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}

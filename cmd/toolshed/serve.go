@@ -57,9 +57,6 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	// Over stdio exactly one client comes: the upstreams start when it has said what it
 	// supports, and are told so from the start.
 	opts := gateway.Options{NoPrefix: *noPrefix, MaxNameLen: *maxName, ContextWindow: *window, Log: stderr, WaitForClient: *httpAddr == ""}
-	if err := emb.gateway(&opts); err != nil {
-		return err
-	}
 	if *maxName != 0 && *maxName < gateway.MinNameLen {
 		return usageErr("--max-name-length must be 0 (no limit) or at least %d, got %d", gateway.MinNameLen, *maxName)
 	}
@@ -99,6 +96,10 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	// Every flag and the config are checked before anything starts: a mistake is
 	// reported at once, not after the upstream servers have started.
+	emb.withConfig(fs, cfg.Embed)
+	if err := emb.gateway(&opts); err != nil {
+		return err
+	}
 	if err := cfg.CheckProfile(*profile); err != nil {
 		return usageErr("--profile: %v", err)
 	}
