@@ -132,6 +132,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	// Closed last, once the gateway has stopped and recorded its last calls.
 	defer closeSearchLog(searchLog, stderr)
 	opts.SearchLog = searchLog
+	if searchLog != nil {
+		opts.EmbedStore = searchLog // tool vectors shared by the replicas of one database
+	}
 	opts.NoLearning = cfg.SearchLog.NoLearn
 	g, err := gateway.New(cfg, opts)
 	if err != nil {
