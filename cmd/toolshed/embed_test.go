@@ -78,8 +78,32 @@ func TestEvalEmbed(t *testing.T) {
 	srv := embedtest.Start()
 	defer srv.Close()
 	code, out, errOut := runArgs("eval", "--catalog", "testdata/small.json", "--queries", "testdata/small-queries.jsonl", "--embed-url", srv.URL+"/v1/embeddings", "--embed-model", embedtest.Model)
-	if code != 0 || !strings.Contains(out, "hybrid: BM25F fused with test-embed (") || !strings.Contains(out, "recall@5") {
+	host := strings.TrimPrefix(srv.URL, "http://")
+	if code != 0 || !strings.Contains(out, "hybrid: BM25F fused with test-embed at "+host+" (5 tools embedded, 0 from the cache)\n") || !strings.Contains(out, "recall@5") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	// --json says the run was hybrid, with what, and how many queries fell back to
+	// words: here every one, the endpoint failing after the tools came from the cache.
+	srv.SetMode(embedtest.Error, 0)
+	evalArgs := []string{"eval", "--catalog", "testdata/small.json", "--queries", "testdata/small-queries.jsonl", "--embed-url", srv.URL + "/v1/embeddings", "--embed-model", embedtest.Model}
+	code, out, errOut = runArgs(append(evalArgs, "--json")...)
+	var report struct {
+		Recall5 *float64 `json:"recall@5"`
+	}
+	var raw map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &raw) != nil || json.Unmarshal([]byte(out), &report) != nil || report.Recall5 == nil {
+		t.Fatalf("--json: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	want := map[string]any{"mode": "hybrid", "model": embedtest.Model, "endpoint_host": host, "tools_embedded": 0.0, "tools_cached": 5.0, "query_fallbacks": 4.0}
+	if got, _ := raw["search"].(map[string]any); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("--json search = %v, want %v", got, want)
+	}
+	if code, out, _ = runArgs(evalArgs...); code != 0 || !strings.Contains(out, "; 4 of 4 queries fell back to words alone") {
+		t.Errorf("text output does not count the fallbacks: exit %d, %q", code, out)
+	}
+	code, out, _ = runArgs("eval", "--catalog", "testdata/small.json", "--queries", "testdata/small-queries.jsonl", "--json")
+	if json.Unmarshal([]byte(out), &raw) != nil || fmt.Sprint(raw["search"]) != fmt.Sprint(map[string]any{"mode": "bm25", "tools_embedded": 0.0, "tools_cached": 0.0, "query_fallbacks": 0.0}) {
+		t.Errorf("words alone --json search = %v (exit %d)", raw["search"], code)
 	}
 	// Measuring needs the vectors: a failing endpoint is an error here.
 	srv.SetMode(embedtest.Error, 0)
