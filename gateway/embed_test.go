@@ -93,9 +93,14 @@ func TestToolVectorsSharedThroughStore(t *testing.T) {
 				}
 				t.Fatalf("tool_search never found camera__take_picture by meaning; log:\n%s", h.log.String())
 			}
-			waitFinds(replica())
+			first := replica()
+			waitFinds(first)
 			if n := srv.Inputs(); n < 3 {
 				t.Fatalf("the first replica embedded %d texts, want at least its 3 tools", n)
+			}
+			// A first embedding shows its progress in the gateway's log (stderr).
+			if !strings.Contains(first.log.String(), "embedding tools for tool_search: 3/3") {
+				t.Errorf("no progress of the first embedding:\n%s", first.log.String())
 			}
 			srv.Reset()
 			second := replica()
