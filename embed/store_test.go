@@ -13,19 +13,6 @@ import (
 	"github.com/toolshed/toolshed/searchlog"
 )
 
-// storeDSNs are a SQLite file and, where PostgreSQL is installed (always in CI), a
-// database of a PostgreSQL server started for t.
-func storeDSNs(t *testing.T) map[string]func(t *testing.T) string {
-	out := map[string]func(t *testing.T) string{"sqlite": func(t *testing.T) string { return filepath.Join(t.TempDir(), "log.db") }}
-	if !pgtest.Installed() && !pgtest.Required() {
-		t.Log("PostgreSQL is not installed: tested on SQLite only")
-		return out
-	}
-	pg := pgtest.Start(t)
-	out["postgres"] = func(t *testing.T) string { return pg.Database(t) }
-	return out
-}
-
 func openLog(t *testing.T, dsn string) *searchlog.Log {
 	t.Helper()
 	l, err := searchlog.Open(context.Background(), dsn, searchlog.Options{})
@@ -40,11 +27,11 @@ func openLog(t *testing.T, dsn string) *searchlog.Log {
 // own Log and no file cache) embeds nothing, a catalog change embeds only the changed
 // tools, and another model or document prefix is another set of vectors.
 func TestBuildStore(t *testing.T) {
-	for name, dsn := range storeDSNs(t) {
-		t.Run(name, func(t *testing.T) {
+	for _, store := range pgtest.Stores(t) {
+		t.Run(store.Name, func(t *testing.T) {
 			srv := embedtest.Start()
 			defer srv.Close()
-			db := dsn(t)
+			db := store.DSN(t)
 			c := newClient(t, embed.Options{URL: srv.URL + "/api/embed", Model: embedtest.Model, BatchSize: 4})
 			in := texts(10)
 			ctx := context.Background()

@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -64,15 +63,15 @@ func TestToolSearchEmbeddings(t *testing.T) {
 // each with a file cache of its own, embed the catalog's tools once between them: the
 // second embeds nothing but its queries. On SQLite and on PostgreSQL.
 func TestToolVectorsSharedThroughStore(t *testing.T) {
-	for _, db := range storeDSNs(t) {
-		t.Run(db.name, func(t *testing.T) {
+	for _, db := range pgtest.Stores(t) {
+		t.Run(db.Name, func(t *testing.T) {
 			srv := embedtest.Start()
 			defer srv.Close()
 			c, err := embed.New(embed.Options{URL: srv.URL + "/api/embed", Model: embedtest.Model})
 			if err != nil {
 				t.Fatal(err)
 			}
-			dsn := db.dsn(t)
+			dsn := db.DSN(t)
 			cat := catalog.Source{Server: "camera", Tools: []json.RawMessage{
 				json.RawMessage(`{"name": "take_picture", "description": "Take a picture with the device camera.", "inputSchema": {"type": "object"}}`),
 				json.RawMessage(`{"name": "record_video", "description": "Record a video clip.", "inputSchema": {"type": "object"}}`),
@@ -115,22 +114,4 @@ func TestToolVectorsSharedThroughStore(t *testing.T) {
 			}
 		})
 	}
-}
-
-// storeDSN names a kind of search-log database and makes a new, empty one.
-type storeDSN struct {
-	name string
-	dsn  func(t *testing.T) string
-}
-
-// storeDSNs are a SQLite file and, where PostgreSQL is installed (always in CI), a
-// database of a PostgreSQL server started for t.
-func storeDSNs(t *testing.T) []storeDSN {
-	sqlite := storeDSN{"sqlite", func(t *testing.T) string { return filepath.Join(t.TempDir(), "log.db") }}
-	if !pgtest.Installed() && !pgtest.Required() {
-		t.Log("PostgreSQL is not installed: tested on SQLite only")
-		return []storeDSN{sqlite}
-	}
-	pg := pgtest.Start(t)
-	return []storeDSN{sqlite, {"postgres", func(t *testing.T) string { return pg.Database(t) }}}
 }

@@ -1,11 +1,9 @@
 package messages_test
 
 import (
-	"bytes"
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,25 +12,8 @@ import (
 	"github.com/toolshed/toolshed/embed"
 	"github.com/toolshed/toolshed/internal/embedtest"
 	"github.com/toolshed/toolshed/internal/fakellm"
+	"github.com/toolshed/toolshed/internal/testupstream"
 )
-
-// syncBuffer is a log destination the proxy's goroutines may write to at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // withCamera is the tools of kind plus a deferred tool that shares no word with
 // "grab a selfie" but means it to the embedding model (embedtest.Synonyms).
@@ -46,14 +27,14 @@ func withCamera(kind string) []anthropic.ToolUnionParam {
 
 // embedHarness is a proxy whose tool_search_tool_bm25 fuses words with the embeddings
 // of srvURL (an embedtest server, or a closed one), its log in the returned buffer.
-func embedHarness(t *testing.T, srvURL string, replies ...fakellm.Reply) (*harness, *syncBuffer) {
+func embedHarness(t *testing.T, srvURL string, replies ...fakellm.Reply) (*harness, *testupstream.SyncBuffer) {
 	t.Helper()
 	h := newHarness(t, replies...)
 	c, err := embed.New(embed.Options{URL: srvURL + "/api/embed", Model: embedtest.Model})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs testupstream.SyncBuffer
 	h.proxy.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	h.proxy.Embed = c
 	// Generous: the first search of a tools list waits this long for its vectors, and

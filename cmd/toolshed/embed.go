@@ -98,12 +98,8 @@ func (f *embedFlags) searcher(ix *search.Index, stderr io.Writer) (*hybrid.Searc
 
 // gateway sets the gateway's embedding options when hybrid search was asked for.
 func (f *embedFlags) gateway(opts *gateway.Options) error {
-	on, err := f.on()
-	if !on || err != nil {
-		return err
-	}
-	c, err := f.client()
-	if err != nil {
+	c, err := f.clientIfOn()
+	if c == nil || err != nil {
 		return err
 	}
 	opts.Embed, opts.EmbedQueryTimeout = c, *f.queryTimeout
@@ -114,12 +110,8 @@ func (f *embedFlags) gateway(opts *gateway.Options) error {
 // tool_search_tool_bm25 then fuses words and vectors, with progress of a long first
 // embedding on stderr.
 func (f *embedFlags) proxy(p *messages.Proxy, stderr io.Writer) error {
-	on, err := f.on()
-	if !on || err != nil {
-		return err
-	}
-	c, err := f.client()
-	if err != nil {
+	c, err := f.clientIfOn()
+	if c == nil || err != nil {
 		return err
 	}
 	p.Embed, p.EmbedQueryTimeout = c, *f.queryTimeout
@@ -128,6 +120,14 @@ func (f *embedFlags) proxy(p *messages.Proxy, stderr io.Writer) error {
 		Warn:     func(err error) { fmt.Fprintf(stderr, "toolshed: %v\n", err) },
 	}
 	return nil
+}
+
+// clientIfOn is the endpoint's client when hybrid search was asked for, nil otherwise.
+func (f *embedFlags) clientIfOn() (*embed.Client, error) {
+	if on, err := f.on(); !on || err != nil {
+		return nil, err
+	}
+	return f.client()
 }
 
 func (f *embedFlags) client() (*embed.Client, error) {
