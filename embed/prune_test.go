@@ -18,7 +18,7 @@ func TestPrune(t *testing.T) {
 	q, _ := quantize([]float32{1, 2})
 	at := func(d time.Duration) quantized { v := q; v.used = now.Add(-d).Unix(); return v }
 	vecs := map[textHash]quantized{
-		hashText("current, old"): at(90 * 24 * time.Hour),
+		hashText("current, old"):  at(90 * 24 * time.Hour),
 		hashText("other, recent"): at(24 * time.Hour),
 		hashText("other, old"):    at(CacheMaxAge + time.Hour),
 	}
