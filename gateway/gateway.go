@@ -90,6 +90,10 @@ type Options struct {
 	Embed *embed.Client
 	// EmbedCacheDir is where tool vectors are cached (see embed.BuildOptions.CacheDir).
 	EmbedCacheDir string
+	// EmbedStore, when set, keeps tool vectors in place of the file cache: the search
+	// log's database, so that replicas sharing it embed each tool once (see
+	// embed.BuildOptions.Store). A store that fails falls back to the file cache.
+	EmbedStore embed.Store
 	// EmbedQueryTimeout bounds a query's embedding (default hybrid.DefaultQueryTimeout).
 	EmbedQueryTimeout time.Duration
 	// Metrics, when set, counts searches, describes and calls, upstream states and

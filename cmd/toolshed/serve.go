@@ -63,9 +63,6 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	// Over stdio exactly one client comes: the upstreams start when it has said what it
 	// supports, and are told so from the start.
 	opts := gateway.Options{NoPrefix: *noPrefix, MaxNameLen: *maxName, ContextWindow: *window, Log: stderr, WaitForClient: *httpAddr == ""}
-	if err := emb.gateway(&opts); err != nil {
-		return err
-	}
 	if *maxName != 0 && *maxName < gateway.MinNameLen {
 		return usageErr("--max-name-length must be 0 (no limit) or at least %d, got %d", gateway.MinNameLen, *maxName)
 	}
@@ -114,6 +111,10 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	// Every flag and the config are checked before anything starts: a mistake is
 	// reported at once, not after the upstream servers have started.
+	emb.withConfig(fs, cfg.Embed)
+	if err := emb.gateway(&opts); err != nil {
+		return err
+	}
 	if err := cfg.CheckProfile(*profile); err != nil {
 		return usageErr("--profile: %v", err)
 	}
@@ -159,6 +160,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	// Closed last, once the gateway has stopped and recorded its last calls.
 	defer closeSearchLog(searchLog, stderr)
 	opts.SearchLog = searchLog
+	if searchLog != nil {
+		opts.EmbedStore = searchLog // tool vectors shared by the replicas of one database
+	}
 	opts.NoLearning = cfg.SearchLog.NoLearn
 	opts.LearnInterval = cfg.SearchLog.LearnEvery
 	g, err := gateway.New(cfg, opts)
