@@ -63,6 +63,9 @@ async function run() {
       const h = Object.assign({"Mcp-Session-Id": i.sid, "Mcp-Protocol-Version": "2025-06-18"}, hdrs);
       await attempt(url, {method: "POST", headers: h, body: initialized});
       out[name + " cors call"] = await attempt(url, {method: "POST", headers: h, body: call});
+    } else if (i.status == 200) {
+      // Stateless: no session to name; the call stands alone.
+      out[name + " cors call"] = await attempt(url, {method: "POST", headers: hdrs, body: call});
     }
   }
   await fetch("/report", {method: "POST", body: JSON.stringify(out)});
@@ -112,39 +115,51 @@ func TestBrowserAttackServe(t *testing.T) {
 	bin := testupstream.Chromium(t)
 	up := writeUpstreams(t)
 
-	t.Run("refused", func(t *testing.T) {
-		page := newAttackSite(t, attackPage)
-		got := page.run(t, bin, serveHTTP(t, up.config, "memory__create_entities"))
-		for name, r := range got {
-			switch {
-			case strings.Contains(name, "csrf"):
-				// The browser hides the answer; what matters is that nothing ran (below).
-				if r.Type != "opaque" && r.Error == "" {
-					t.Errorf("%s: the page read the answer: %+v", name, r)
+	// Stateless, a lone tools/call needs no session: a forged one would run at once
+	// unless toolshed refuses it for its origin.
+	for _, mode := range [][]string{nil, {"--stateless"}} {
+		name := "sessions"
+		if mode != nil {
+			name = "stateless"
+		}
+		t.Run(name+": refused", func(t *testing.T) {
+			page := newAttackSite(t, attackPage)
+			got := page.run(t, bin, serveHTTP(t, up.config, "memory__create_entities", mode...))
+			for name, r := range got {
+				switch {
+				case strings.Contains(name, "csrf"):
+					// The browser hides the answer; what matters is that nothing ran (below).
+					if r.Type != "opaque" && r.Error == "" {
+						t.Errorf("%s: the page read the answer: %+v", name, r)
+					}
+				case r.Error == "" || r.SID != "":
+					t.Errorf("%s: the page got an answer from toolshed: %+v", name, r)
 				}
-			case r.Error == "" || r.SID != "":
-				t.Errorf("%s: the page got an answer from toolshed: %+v", name, r)
 			}
-		}
-		if _, ok := got["loopback cors call"]; ok {
-			t.Error("the page obtained a session and sent a call")
-		}
-		if m := readMemory(t, up.memoryFile); strings.Contains(m, "PWNED") {
-			t.Errorf("the page wrote to the memory server:\n%s", m)
-		}
-	})
+			if _, ok := got["loopback cors call"]; ok {
+				t.Error("the page sent a call that toolshed answered")
+			}
+			if m := readMemory(t, up.memoryFile); strings.Contains(m, "PWNED") {
+				t.Errorf("the page wrote to the memory server:\n%s", m)
+			}
+		})
 
-	t.Run("control: origin allowed", func(t *testing.T) {
-		page := newAttackSite(t, attackPage)
-		got := page.run(t, bin, serveHTTP(t, up.config, "memory__create_entities", "--allow-origin", page.origin))
-		r, ok := got["loopback cors call"]
-		if !ok || r.Status != http.StatusOK || !strings.Contains(r.Body, "PWNED") {
-			t.Fatalf("with its origin allowed, the page's call did not go through: %+v\nall: %+v", r, got)
-		}
-		if m := readMemory(t, up.memoryFile); !strings.Contains(m, "PWNED") {
-			t.Errorf("the allowed call left no trace in the memory server's file:\n%s", m)
-		}
-	})
+		t.Run(name+": control, origin allowed", func(t *testing.T) {
+			page := newAttackSite(t, attackPage)
+			args := append([]string{"--allow-origin", page.origin}, mode...)
+			got := page.run(t, bin, serveHTTP(t, up.config, "memory__create_entities", args...))
+			r, ok := got["loopback cors call"]
+			if !ok || r.Status != http.StatusOK || !strings.Contains(r.Body, "PWNED") {
+				t.Fatalf("with its origin allowed, the page's call did not go through: %+v\nall: %+v", r, got)
+			}
+			if m := readMemory(t, up.memoryFile); !strings.Contains(m, "PWNED") {
+				t.Errorf("the allowed call left no trace in the memory server's file:\n%s", m)
+			}
+			if err := os.Remove(up.memoryFile); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
 }
 
 // attackSite serves an attack page at http://evil.test:PORT/ and collects its report.
