@@ -58,3 +58,31 @@ func TestVectors(t *testing.T) {
 		})
 	}
 }
+
+// TestVectorsShortMaxAgeKeepsWhatIsLoaded: with a MaxAge shorter than a day, a vector a
+// toolshed has just loaded (in use) is not pruned: the load marks it used whenever its
+// mark would otherwise be old enough for pruning, not only after a day.
+func TestVectorsShortMaxAgeKeepsWhatIsLoaded(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			l := open(t, b.dsn(t), Options{MaxAge: 2 * time.Hour, PruneInterval: time.Hour})
+			h := sha256.Sum256([]byte("a"))
+			if err := l.SaveVectors(ctx, "m", 0, "", map[[32]byte][]byte{h: {1, 2, 3}}); err != nil {
+				t.Fatal(err)
+			}
+			// Stored, and last marked, 3 hours ago: past MaxAge, within touchAfter.
+			old := time.Now().Add(-3 * time.Hour).UnixMicro()
+			if err := l.st.tx(ctx, func(q querier) error { return q.exec(ctx, `UPDATE tool_vectors SET used = ?`, old) }); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := l.LoadVectors(ctx, "m", 0, "", [][32]byte{h}); len(got) != 1 {
+				t.Fatal("the vector is gone before pruning")
+			}
+			l.prune(ctx)
+			if got, _ := l.LoadVectors(ctx, "m", 0, "", [][32]byte{h}); len(got) != 1 {
+				t.Errorf("a vector loaded just before pruning was pruned (MaxAge 2h): every replica would embed it again")
+			}
+		})
+	}
+}
