@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -27,6 +28,8 @@ import (
 // now served.
 type directFront struct {
 	mcp.Transport
+	// conn is the connection Connect made, for serve.
+	conn *stdioConn
 }
 
 func (t *directFront) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -34,7 +37,21 @@ func (t *directFront) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &stdioConn{Connection: conn, open: map[jsonrpc.ID]bool{}}, nil
+	life, end := context.WithCancel(ctx)
+	t.conn = &stdioConn{Connection: conn, open: map[jsonrpc.ID]bool{}, fast: map[jsonrpc.ID]context.CancelFunc{}, life: life, end: end}
+	return t.conn, nil
+}
+
+// connect connects a session of profile's server over t, whose connection then serves
+// ordinary tools/call requests itself (see fastcall.go).
+func (g *Gateway) connect(ctx context.Context, t mcp.Transport, profile string) (*mcp.ServerSession, error) {
+	front := &directFront{Transport: t}
+	ss, err := g.mcpServerFor(profile).Connect(ctx, front, nil)
+	if err != nil {
+		return nil, err
+	}
+	front.conn.serveFast(g, profile, ss)
+	return ss, nil
 }
 
 // SupportsProtocolVersion reports the versions of ProtocolVersions that the wrapped
@@ -60,33 +77,107 @@ type stdioConn struct {
 	// open holds the client's requests not answered yet, by id, and whether the client
 	// cancelled them. A cancellation of a request already answered is forgotten.
 	open map[jsonrpc.ID]bool
+	// fast holds the cancel function of each request served by the fast path
+	// (fastcall.go) and not answered yet; life ends them all when the connection
+	// closes or its reading fails, as the SDK ends its own requests.
+	fast      map[jsonrpc.ID]context.CancelFunc
+	life      context.Context
+	end       context.CancelFunc
+	fastCalls atomic.Pointer[fastSession]
+}
+
+// fastSession is what a connection needs to serve tools/call itself: the session's
+// gateway, profile and server session.
+type fastSession struct {
+	g       *Gateway
+	profile string
+	ss      *mcp.ServerSession
+}
+
+// serveFast makes c serve the ordinary tools/call requests of session ss itself, from
+// now on.
+func (c *stdioConn) serveFast(g *Gateway, profile string, ss *mcp.ServerSession) {
+	c.fastCalls.Store(&fastSession{g: g, profile: profile, ss: ss})
 }
 
 func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	msg, err := c.Connection.Read(ctx)
-	if err != nil {
-		return msg, err
-	}
-	req, ok := msg.(*jsonrpc.Request)
-	if !ok {
-		return msg, nil
-	}
-	switch {
-	case req.Method == "notifications/cancelled":
-		if id, ok := cancelledRequest(req.Params); ok {
-			c.mu.Lock()
-			if _, ok := c.open[id]; ok {
-				c.open[id] = true
+	for {
+		msg, err := c.Connection.Read(ctx)
+		if err != nil {
+			c.end()
+			return msg, err
+		}
+		req, ok := msg.(*jsonrpc.Request)
+		if !ok {
+			return msg, nil
+		}
+		switch {
+		case req.Method == "notifications/cancelled":
+			if id, ok := cancelledRequest(req.Params); ok {
+				c.mu.Lock()
+				if _, ok := c.open[id]; ok {
+					c.open[id] = true
+				}
+				if cancel := c.fast[id]; cancel != nil {
+					cancel()
+				}
+				c.mu.Unlock()
 			}
+		case req.IsCall():
+			if c.tryFast(req) {
+				continue
+			}
+			// A new request with an id cancelled before is not cancelled.
+			c.mu.Lock()
+			c.open[req.ID] = false
 			c.mu.Unlock()
 		}
-	case req.IsCall():
-		// A new request with an id cancelled before is not cancelled.
-		c.mu.Lock()
-		c.open[req.ID] = false
-		c.mu.Unlock()
+		return msg, nil
 	}
-	return msg, nil
+}
+
+// tryFast serves req on the fast path when it can (see fastCallOf), and reports
+// whether it did.
+func (c *stdioConn) tryFast(req *jsonrpc.Request) bool {
+	fs := c.fastCalls.Load()
+	if fs == nil {
+		return false
+	}
+	fc, ok := fs.g.fastCallOf(fs.profile, fs.ss, req)
+	if !ok {
+		return false
+	}
+	c.mu.Lock()
+	if c.fast[req.ID] != nil {
+		c.mu.Unlock()
+		// In flight on the fast path: refused, as the SDK refuses its own.
+		_ = c.Connection.Write(context.Background(), duplicateID(req.ID))
+		return true
+	}
+	if _, busy := c.open[req.ID]; busy {
+		c.mu.Unlock()
+		return false // in flight on the SDK's path: the SDK refuses it
+	}
+	ctx, cancel := context.WithCancel(c.life)
+	c.open[req.ID] = false
+	c.fast[req.ID] = cancel
+	c.mu.Unlock()
+	go func() {
+		resp := fc.run(ctx)
+		c.mu.Lock()
+		delete(c.fast, req.ID)
+		c.mu.Unlock()
+		cancel()
+		// Not with ctx: a response is written whether or not its request was
+		// cancelled; Write drops the cancelled ones.
+		_ = c.Write(context.Background(), resp)
+	}()
+	return true
+}
+
+func (c *stdioConn) Close() error {
+	c.end()
+	return c.Connection.Close()
 }
 
 func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
