@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 )
 
 // toolshed is a client of every upstream on behalf of its own clients. What it declares
