@@ -29,3 +29,13 @@ func RelatedStreams() int {
 	relatedStreams.Range(func(any, any) bool { n++; return true })
 	return n
 }
+
+// SetFastCalls turns the connections' own serving of tools/call (fastcall.go) on or
+// off, and returns what restores it.
+func SetFastCalls(on bool) func() {
+	old := fastCallsOff.Swap(!on)
+	return func() { fastCallsOff.Store(old) }
+}
+
+// FastCallsServed is how many calls the fast path has served in this process.
+func FastCallsServed() int64 { return fastCallsServed.Load() }

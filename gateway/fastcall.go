@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -33,8 +34,13 @@ import (
 // unknown), a gateway with approval rules (the SDK's middleware asks the user and
 // calls again). fastCallsOff turns the fast path off (tests compare both paths).
 
-// fastCallsOff, set by tests before sessions start, sends every tools/call to the SDK.
-var fastCallsOff bool
+// fastCallsOff, set by tests, sends every tools/call to the SDK;
+// fastCallsServed counts the calls the fast path served (for the tests that check it
+// was taken).
+var (
+	fastCallsOff    atomic.Bool
+	fastCallsServed atomic.Int64
+)
 
 // fastCall is a tools/call the connection serves itself; run serves it.
 type fastCall struct {
@@ -49,7 +55,7 @@ type fastCall struct {
 // fastCallOf returns the fast path of msg on session ss of profile, or false when the
 // SDK is to serve it.
 func (g *Gateway) fastCallOf(profile string, ss *mcp.ServerSession, msg *jsonrpc.Request) (*fastCall, bool) {
-	if fastCallsOff || ss == nil || msg.Method != "tools/call" || !msg.IsCall() {
+	if fastCallsOff.Load() || ss == nil || msg.Method != "tools/call" || !msg.IsCall() {
 		return nil, false
 	}
 	if len(g.hooks.cfg.Approve) > 0 || g.hooks.cfg.ApproveDestructive {
@@ -119,6 +125,7 @@ func fastParams(raw []byte) (*mcp.CallToolParamsRaw, bool) {
 
 // run serves the call: the response to write, as the SDK would have written it.
 func (fc *fastCall) run(ctx context.Context) *jsonrpc.Response {
+	fastCallsServed.Add(1)
 	// What relatedStream does: over Streamable HTTP, what the handler sends with ctx
 	// goes to the request's stream.
 	if fc.extra != nil {
@@ -164,12 +171,6 @@ func wireError(err error) *jsonrpc.Error {
 		out.Code = we.Code
 	}
 	return out
-}
-
-// duplicateID is the SDK's answer to a request whose id is one in flight: an error
-// without id, so that it is not taken for the answer to the other request.
-func duplicateID(id jsonrpc.ID) *jsonrpc.Response {
-	return &jsonrpc.Response{Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("invalid request: request ID %v already in use", id)}}
 }
 
 // upstreamsFor is upstreamsOf for a request's method and, for tools/call, the name of

@@ -150,8 +150,8 @@ func (c *stdioConn) tryFast(req *jsonrpc.Request) bool {
 	c.mu.Lock()
 	if c.fast[req.ID] != nil {
 		c.mu.Unlock()
-		// In flight on the fast path: refused, as the SDK refuses its own.
-		_ = c.Connection.Write(context.Background(), duplicateID(req.ID))
+		// In flight on the fast path: dropped, as the SDK drops its own (its refusal
+		// has no id, and so is never written).
 		return true
 	}
 	if _, busy := c.open[req.ID]; busy {
