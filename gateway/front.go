@@ -39,6 +39,9 @@ func (t *directFront) Connect(ctx context.Context) (mcp.Connection, error) {
 	}
 	life, end := context.WithCancel(ctx)
 	t.conn = &stdioConn{Connection: conn, open: map[jsonrpc.ID]bool{}, fast: map[jsonrpc.ID]context.CancelFunc{}, life: life, end: end}
+	if lc, ok := conn.(*lineConn); ok && lc.route == nil {
+		lc.route, t.conn.routed = t.conn.observe, true
+	}
 	return t.conn, nil
 }
 
@@ -84,6 +87,8 @@ type stdioConn struct {
 	life      context.Context
 	end       context.CancelFunc
 	fastCalls atomic.Pointer[fastSession]
+	// routed: the wrapped connection calls observe as it reads (see lineConn.route).
+	routed bool
 }
 
 // fastSession is what a connection needs to serve tools/call itself: the session's
@@ -107,33 +112,43 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			c.end()
 			return msg, err
 		}
-		req, ok := msg.(*jsonrpc.Request)
-		if !ok {
+		if c.routed || !c.observe(msg) {
 			return msg, nil
 		}
-		switch {
-		case req.Method == "notifications/cancelled":
-			if id, ok := cancelledRequest(req.Params); ok {
-				c.mu.Lock()
-				if _, ok := c.open[id]; ok {
-					c.open[id] = true
-				}
-				if cancel := c.fast[id]; cancel != nil {
-					cancel()
-				}
-				c.mu.Unlock()
-			}
-		case req.IsCall():
-			if c.tryFast(req) {
-				continue
-			}
-			// A new request with an id cancelled before is not cancelled.
+	}
+}
+
+// observe keeps track of a message from the client, in the order they come, and
+// reports whether the fast path took it (and so the SDK is not to see it). On
+// toolshed's own line connection it runs on the reading goroutine (lineConn.route),
+// so that a call taken by the fast path skips the hand-over to the SDK's reader.
+func (c *stdioConn) observe(msg jsonrpc.Message) bool {
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok {
+		return false
+	}
+	switch {
+	case req.Method == "notifications/cancelled":
+		if id, ok := cancelledRequest(req.Params); ok {
 			c.mu.Lock()
-			c.open[req.ID] = false
+			if _, ok := c.open[id]; ok {
+				c.open[id] = true
+			}
+			if cancel := c.fast[id]; cancel != nil {
+				cancel()
+			}
 			c.mu.Unlock()
 		}
-		return msg, nil
+	case req.IsCall():
+		if c.tryFast(req) {
+			return true
+		}
+		// A new request with an id cancelled before is not cancelled.
+		c.mu.Lock()
+		c.open[req.ID] = false
+		c.mu.Unlock()
 	}
+	return false
 }
 
 // tryFast serves req on the fast path when it can (see fastCallOf), and reports
