@@ -1,7 +1,9 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -145,6 +147,16 @@ func (fc *fastCall) run(ctx context.Context) *jsonrpc.Response {
 	case res == nil:
 		// As jsonrpc2 answers a handler that returns neither.
 		return &jsonrpc.Response{ID: fc.id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error: the tool returned no result"}}
+	case res == slot.placeholder && res.Meta == nil:
+		// The upstream's bytes as they are: the SDK annotates results only for
+		// clients of the protocol versions the fast path leaves to it, so
+		// forwardedResult would add nothing; compacted, as encoding/json compacts
+		// what a Marshaler returns.
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, slot.raw); err == nil {
+			return &jsonrpc.Response{ID: fc.id, Result: buf.Bytes()}
+		}
+		result = &forwardedResult{CallToolResult: res, raw: slot.raw}
 	case res == slot.placeholder:
 		result = &forwardedResult{CallToolResult: res, raw: slot.raw}
 	case res.Content == nil:
@@ -158,6 +170,29 @@ func (fc *fastCall) run(ctx context.Context) *jsonrpc.Response {
 		return &jsonrpc.Response{ID: fc.id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("internal error: %v", err)}}
 	}
 	return &jsonrpc.Response{ID: fc.id, Result: data}
+}
+
+// encodeResponse returns resp as jsonrpc.EncodeMessage writes it, without encoding
+// again a result that is JSON already (compact, as run makes it).
+func encodeResponse(resp *jsonrpc.Response) ([]byte, error) {
+	if resp.Error != nil || !resp.ID.IsValid() || len(resp.Result) == 0 {
+		return jsonrpc.EncodeMessage(resp)
+	}
+	b := make([]byte, 0, len(resp.Result)+40)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	switch id := resp.ID.Raw().(type) {
+	case int64:
+		b = strconv.AppendInt(b, id, 10)
+	default:
+		data, err := marshal(id)
+		if err != nil {
+			return nil, err
+		}
+		b = append(b, data...)
+	}
+	b = append(b, `,"result":`...)
+	b = append(b, resp.Result...)
+	return append(b, '}'), nil
 }
 
 // wireError is the JSON-RPC error the SDK's connection writes for a handler's error.

@@ -127,6 +127,9 @@ func fastCallTranscript(t *testing.T, front string, mode policy.Mode) string {
 			out.WriteString(strings.Join(s.until(t, requestID(t, line)), ""))
 		}
 	case "http":
+		// Every call is answered as JSON unless it sends progress first, however
+		// slow the machine (the stream or JSON choice is not what is compared).
+		defer gateway.SetPrimeDelay(time.Minute)()
 		post := rawSession(t, serveHTTP(t, h, gateway.HTTPOptions{})+"/mcp")
 		for _, line := range fastCallScript(mode) {
 			resp := post(context.Background(), line)

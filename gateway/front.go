@@ -184,8 +184,8 @@ func (c *stdioConn) tryFast(req *jsonrpc.Request) bool {
 		c.mu.Unlock()
 		cancel()
 		// Not with ctx: a response is written whether or not its request was
-		// cancelled; Write drops the cancelled ones.
-		_ = c.Write(context.Background(), resp)
+		// cancelled; the cancelled ones are dropped.
+		_ = c.writeFast(resp)
 	}()
 	return true
 }
@@ -196,16 +196,41 @@ func (c *stdioConn) Close() error {
 }
 
 func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	if resp, ok := msg.(*jsonrpc.Response); ok {
-		c.mu.Lock()
-		dropped := c.open[resp.ID]
-		delete(c.open, resp.ID)
-		c.mu.Unlock()
-		if dropped {
-			return nil
-		}
+	if resp, ok := msg.(*jsonrpc.Response); ok && c.answered(resp.ID) {
+		return nil
 	}
 	return c.Connection.Write(ctx, msg)
+}
+
+// answered forgets request id, answered now, and reports whether its answer is to be
+// dropped (the client cancelled it).
+func (c *stdioConn) answered(id jsonrpc.ID) (drop bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	drop = c.open[id]
+	delete(c.open, id)
+	return drop
+}
+
+// writeFast writes the fast path's response to a request, as Write would.
+func (c *stdioConn) writeFast(resp *jsonrpc.Response) error {
+	if c.answered(resp.ID) {
+		return nil
+	}
+	lc, ok := c.Connection.(*lineConn)
+	if !ok {
+		return c.Connection.Write(context.Background(), resp)
+	}
+	select {
+	case <-lc.closed:
+		return mcp.ErrConnectionClosed
+	default:
+	}
+	data, err := encodeResponse(resp)
+	if err != nil {
+		return err
+	}
+	return lc.writeLine(data)
 }
 
 // cancelledRequest returns the id of the request a notifications/cancelled names,

@@ -120,7 +120,14 @@ func (c *httpConn) tryFast(m jsonrpc.Message) bool {
 		delete(c.fast, req.ID)
 		c.mu.Unlock()
 		cancel()
-		_ = c.Write(context.Background(), resp)
+		select {
+		case <-c.closed:
+			return
+		default:
+		}
+		if data, err := encodeResponse(resp); err == nil {
+			_ = c.write(context.Background(), resp, data)
+		}
 	}()
 	return true
 }
@@ -191,6 +198,11 @@ func (c *httpConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return err
 	}
+	return c.write(ctx, msg, data)
+}
+
+// write routes msg, encoded as data (see Write).
+func (c *httpConn) write(ctx context.Context, msg jsonrpc.Message, data []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if resp, ok := msg.(*jsonrpc.Response); ok {
