@@ -88,20 +88,30 @@ func fastParams(raw []byte) (*mcp.CallToolParamsRaw, bool) {
 	}
 	p := &mcp.CallToolParamsRaw{}
 	ok, named := true, false
+	var seen [3]bool // name, arguments, _meta: a member twice is left to the SDK
+	once := func(i int) bool {
+		if seen[i] {
+			return false
+		}
+		seen[i] = true
+		return true
+	}
 	jsonscan.Members(raw, func(key string, val []byte) bool {
 		switch key {
 		case "name":
-			if named = len(val) > 0 && val[0] == '"'; named {
+			if named = once(0) && len(val) > 0 && val[0] == '"'; named {
 				p.Name = jsonscan.Unquote(val)
 			}
 		case "arguments":
-			if ok = len(val) > 0 && val[0] == '{'; ok {
+			if ok = once(1) && len(val) > 0 && val[0] == '{'; ok {
 				p.Arguments = val
 			}
 		case "_meta":
-			ok = len(val) > 0 && val[0] == '{'
+			if ok = once(2) && len(val) > 0 && val[0] == '{'; !ok {
+				return false
+			}
 			jsonscan.Members(val, func(key string, tok []byte) bool {
-				if key != "progressToken" || len(tok) == 0 {
+				if key != "progressToken" || len(tok) == 0 || p.Meta != nil {
 					ok = false
 					return false
 				}
