@@ -139,7 +139,7 @@ func (r *callRegistry) run(ctx context.Context, spec callSpec) (*mcp.CallToolRes
 	if state := spec.req.Params.RequestState; state != "" {
 		return r.resume(ctx, spec, finish)
 	}
-	if !r.g.limits.allow(spec.req.Session) {
+	if !r.g.limits.allow(r.g.clients.rateKey(spec.req.Session)) {
 		return finish(errorResult(search.TooManyRequests, "this session is over its rate limit of %s; slow down and retry in a few seconds", r.g.limits.describe()), "rate_limited")
 	}
 	if why := r.g.hooks.denied(spec.tool); why != "" {
@@ -427,6 +427,10 @@ func (r *callRegistry) relay(ctx context.Context, server string, params mcp.Inpu
 	c, ss, err := r.cause(server)
 	if err != nil {
 		return nil, err
+	}
+	if r.g.clients.isStateless(ss) {
+		// Its client cannot answer: the request would fail the session's connection.
+		return nil, errStateless
 	}
 	r.g.rememberElicitation(server, params, ss)
 	ctx, cancel := r.g.relayContext(ctx, server, c == nil)

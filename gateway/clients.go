@@ -147,11 +147,16 @@ type clients struct {
 	// elicitations maps the URL elicitations relayed to a client, by server and
 	// elicitation id, so that their completion reaches the same client.
 	elicitations map[[2]string]*mcp.ServerSession
+	// stateless are the sessions of stateless HTTP POSTs (HTTPOptions.Stateless): they
+	// never join. Their client cannot be asked anything, so what it supports must not
+	// change what upstreams are told, and one session per request would make
+	// upstreams reconnect at every change.
+	stateless map[*mcp.ServerSession]sessionOwner
 }
 
 func newClients(waitForClient bool) *clients {
 	c := &clients{sessions: map[*mcp.ServerSession]clientSupport{}, profiles: map[*mcp.ServerSession]string{}, tags: map[*mcp.ServerSession]string{}, ids: map[string]*mcp.ServerSession{}, creds: map[string]credential{}, known: make(chan struct{}),
-		forwards: map[string]map[*mcp.ServerSession]int{}, elicitations: map[[2]string]*mcp.ServerSession{}}
+		forwards: map[string]map[*mcp.ServerSession]int{}, elicitations: map[[2]string]*mcp.ServerSession{}, stateless: map[*mcp.ServerSession]sessionOwner{}}
 	if !waitForClient {
 		c.isKnown = true
 		close(c.known)
@@ -175,7 +180,8 @@ func (g *Gateway) join(ss *mcp.ServerSession, profile string) {
 	}
 	c := g.clients
 	c.mu.Lock()
-	if _, ok := c.sessions[ss]; ok {
+	_, joined := c.sessions[ss]
+	if _, stateless := c.stateless[ss]; joined || stateless {
 		c.mu.Unlock()
 		return
 	}
@@ -195,6 +201,39 @@ func (g *Gateway) join(ss *mcp.ServerSession, profile string) {
 		who = p.ClientInfo
 	}
 	g.redeclare(who)
+}
+
+// setStateless marks ss as the session of a stateless HTTP POST sent by owner.
+func (c *clients) setStateless(ss *mcp.ServerSession, owner sessionOwner) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.stateless[ss] = owner
+}
+
+// endStateless forgets a stateless HTTP POST's session once it ended.
+func (c *clients) endStateless(ss *mcp.ServerSession) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.stateless, ss)
+}
+
+// rateKey is what the calls of ss are rate-limited as (see rateLimits): the session,
+// or, for a stateless POST's session, whoever sent it.
+func (c *clients) rateKey(ss *mcp.ServerSession) any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if o, ok := c.stateless[ss]; ok {
+		return o
+	}
+	return ss
+}
+
+// isStateless reports whether ss is a stateless HTTP POST's session.
+func (c *clients) isStateless(ss *mcp.ServerSession) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.stateless[ss]
+	return ok
 }
 
 // byID returns the initialized session with Streamable HTTP session id id, if it is live.

@@ -39,3 +39,11 @@ func SetFastCalls(on bool) func() {
 
 // FastCallsServed is how many calls the fast path has served in this process.
 func FastCallsServed() int64 { return fastCallsServed.Load() }
+
+// ClientCounts counts the client sessions the gateway tracks: those that joined, and
+// the stateless HTTP POSTs' sessions alive (for the tests that check none is left).
+func (g *Gateway) ClientCounts() (joined, stateless int) {
+	g.clients.mu.Lock()
+	defer g.clients.mu.Unlock()
+	return len(g.clients.sessions), len(g.clients.stateless)
+}

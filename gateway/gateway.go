@@ -72,6 +72,10 @@ type Options struct {
 	// the queries whose searches led to successful calls of a tool are indexed as a
 	// field of that tool.
 	NoLearning bool
+	// LearnInterval is how often what searches led to is read again from SearchLog
+	// (default DefaultLearnInterval): replicas sharing a log learn from each other's
+	// traffic within it.
+	LearnInterval time.Duration
 	// Embed, when set, makes tool_search fuse its word ranking with the cosine ranking of
 	// embeddings from this endpoint (see package hybrid): the catalog's tools are
 	// embedded in the background, and until then, or whenever the endpoint fails,
@@ -186,7 +190,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g := &Gateway{cfg: cfg, opts: opts, byName: map[string]*Upstream{}, servers: map[string]*profileServer{}, changes: make(chan struct{}, 1)}
 	g.calls = newCallRegistry(g)
 	g.rec = newRecorder(opts.SearchLog, func(ss *mcp.ServerSession) string { return g.clients.tagOf(ss) })
-	g.learn = newLearner(opts.SearchLog, opts.NoLearning, g.logf)
+	g.learn = newLearner(opts.SearchLog, opts.NoLearning, opts.LearnInterval, g.logf)
 	if opts.Embed != nil {
 		g.vectors = newVectors(g, opts.Embed)
 	}

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
 
 	"github.com/toolshed/toolshed/catalog"
@@ -153,11 +152,13 @@ func redact(args json.RawMessage, secrets map[string]bool) json.RawMessage {
 	return b
 }
 
-// rateLimits holds one token bucket per session.
+// rateLimits holds one token bucket per session: per key, which is the session, or,
+// for a stateless HTTP POST's session, who sent it (its credential and profile; see
+// clients.rateKey), since each of its requests is a session of its own.
 type rateLimits struct {
 	cfg config.RateLimit
 	mu  sync.Mutex
-	per map[*mcp.ServerSession]*limiter
+	per map[any]*limiter
 }
 
 type limiter struct {
@@ -166,11 +167,12 @@ type limiter struct {
 }
 
 func newRateLimits(cfg config.RateLimit) *rateLimits {
-	return &rateLimits{cfg: cfg, per: map[*mcp.ServerSession]*limiter{}}
+	return &rateLimits{cfg: cfg, per: map[any]*limiter{}}
 }
 
-// allow reports whether the session may make one more call now.
-func (r *rateLimits) allow(ss *mcp.ServerSession) bool {
+// allow reports whether the session (or stateless client) key may make one more call
+// now.
+func (r *rateLimits) allow(ss any) bool {
 	if r.cfg.CallsPerMinute <= 0 {
 		return true
 	}

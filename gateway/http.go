@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -38,6 +39,35 @@ type HTTPOptions struct {
 	// Past a cap, a new session is refused with 503 and Retry-After. Zero means
 	// DefaultMaxSessions and DefaultMaxSessionsPerToken; a negative value, no cap.
 	MaxSessions, MaxSessionsPerToken int
+	// Stateless serves Streamable HTTP without sessions, as the go-sdk's
+	// StreamableHTTPOptions.Stateless does: no Mcp-Session-Id is issued or read, every
+	// POST is served on its own (a request other than initialize as if its session had
+	// been initialized with no client capabilities), and GET and DELETE answer 405. Any
+	// replica behind a balancer can then serve any request; what needs a session is
+	// lost: requests from server to client (sampling, elicitation, roots), resumable
+	// streams, list_changed notifications (see docs/replicas.md).
+	Stateless bool
+	// ReplicaID, when set, names this replica in every session id it issues
+	// ("ReplicaID.random"), so that a balancer can route each session's requests to
+	// the replica that owns it (see deploy/nginx). It must be a DNS label (see
+	// CheckReplicaID). A session id of another replica is unknown here (404), as any
+	// unknown session is: its client initializes again.
+	ReplicaID string
+}
+
+// replicaID is the shape of HTTPOptions.ReplicaID: a DNS label (RFC 1123), so that a
+// Kubernetes pod name fits, and no dot, which ends it in a session id.
+var replicaID = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// ErrReplicaID is CheckReplicaID's error.
+var ErrReplicaID = errors.New("a replica id must be a DNS label: 1 to 63 lowercase letters, digits and hyphens, starting and ending with a letter or digit (such as toolshed-1)")
+
+// CheckReplicaID reports whether id can be an HTTPOptions.ReplicaID.
+func CheckReplicaID(id string) error {
+	if !replicaID.MatchString(id) {
+		return fmt.Errorf("%w; got %q", ErrReplicaID, id)
+	}
+	return nil
 }
 
 // DefaultIdleTimeout is HTTPOptions.IdleTimeout's default.
@@ -70,10 +100,23 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 		idle = 0 // never
 	}
 	front := newStreamableFront(g, newHTTPSessions(g, opts, auth.required, idle), maxBody, idle)
+	front.stateless = opts.Stateless
+	badReplica := error(nil)
+	if opts.ReplicaID != "" {
+		if badReplica = CheckReplicaID(opts.ReplicaID); badReplica != nil {
+			g.logf("http: HTTPOptions.ReplicaID: %v", badReplica)
+		}
+		front.replica = opts.ReplicaID
+	}
 
 	mux := http.NewServeMux()
 	g.handleHealth(mux, auth)
 	serveMCP := func(w http.ResponseWriter, r *http.Request) {
+		if badReplica != nil {
+			// A balancer routing by it would send sessions to the wrong replica.
+			httpError(w, http.StatusInternalServerError, "toolshed is misconfigured: HTTPOptions.ReplicaID: %v", badReplica)
+			return
+		}
 		profile, cred, ok := auth.profile(w, r)
 		if !ok {
 			return

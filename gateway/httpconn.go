@@ -59,6 +59,9 @@ type httpConn struct {
 	incoming chan jsonrpc.Message
 	closed   chan struct{}
 	once     sync.Once
+	// stateless: the session lives for one POST (HTTPOptions.Stateless), so no client
+	// can answer a request of toolshed's.
+	stateless bool
 
 	mu        sync.Mutex
 	pending   map[jsonrpc.ID]*stream // requests not answered yet, and the stream to answer on
@@ -219,6 +222,9 @@ func (c *httpConn) write(ctx context.Context, msg jsonrpc.Message, data []byte) 
 	}
 	req, _ := msg.(*jsonrpc.Request)
 	note := req != nil && !req.IsCall()
+	if c.stateless && req != nil && req.IsCall() {
+		return errStateless
+	}
 	if s, ok := ctx.Value(streamKey{}).(*stream); ok && s.conn == c && s.open() {
 		s.send(data, note)
 		return nil

@@ -13,13 +13,14 @@ import (
 
 // The gateway's search learns from use (see search.Index.WithEvidence): the queries
 // whose searches led to a successful call of a tool, read from the search log, are
-// indexed as a field of that tool. The evidence is read again every learnInterval from
+// indexed as a field of that tool. The evidence is read again every LearnInterval from
 // the store, which replicas share, so every replica learns from all of their traffic;
 // the index with it is built off the request path, and a search uses the plain index
 // until it is ready.
 
-// learnInterval is how often the evidence is read again.
-const learnInterval = time.Minute
+// DefaultLearnInterval is Options.LearnInterval's default: how often the evidence is
+// read again.
+const DefaultLearnInterval = time.Minute
 
 // learnPerTool bounds the queries read per tool. The log returns the newest, and the
 // field keeps the weightiest (search's Params.LearnedPerTool, 32): reading a few times
@@ -32,8 +33,9 @@ const learnedKept = 4
 
 // learner keeps the evidence and the learned indexes built with it.
 type learner struct {
-	log  *searchlog.Log
-	logf func(format string, args ...any)
+	log   *searchlog.Log
+	logf  func(format string, args ...any)
+	every time.Duration
 
 	mu       sync.Mutex
 	ev       []search.Evidence
@@ -50,16 +52,19 @@ type learnedIndex struct {
 }
 
 // newLearner returns nil when there is no log or learning is off.
-func newLearner(log *searchlog.Log, off bool, logf func(string, ...any)) *learner {
+func newLearner(log *searchlog.Log, off bool, every time.Duration, logf func(string, ...any)) *learner {
 	if log == nil || off {
 		return nil
 	}
-	return &learner{log: log, logf: logf, built: map[*search.Index]learnedIndex{}, building: map[*search.Index]bool{}}
+	if every <= 0 {
+		every = DefaultLearnInterval
+	}
+	return &learner{log: log, logf: logf, every: every, built: map[*search.Index]learnedIndex{}, building: map[*search.Index]bool{}}
 }
 
-// run reads the evidence at once, then every learnInterval, until ctx ends.
+// run reads the evidence at once, then every l.every, until ctx ends.
 func (l *learner) run(ctx context.Context) {
-	t := time.NewTicker(learnInterval)
+	t := time.NewTicker(l.every)
 	defer t.Stop()
 	for {
 		l.refresh(ctx)

@@ -30,6 +30,11 @@ type streamableFront struct {
 	sessions *httpSessions
 	maxBody  int64
 	idle     time.Duration // 0: sessions never time out
+	// replica prefixes the session ids this front issues ("replica."), so that a
+	// balancer can send each session's requests to the replica that owns it.
+	replica string
+	// stateless serves every POST with a session of its own (HTTPOptions.Stateless).
+	stateless bool
 
 	mu   sync.Mutex
 	live map[string]*httpSession
@@ -68,12 +73,24 @@ func newStreamableFront(g *Gateway, sessions *httpSessions, maxBody int64, idle 
 	return &streamableFront{g: g, sessions: sessions, maxBody: maxBody, idle: idle, live: map[string]*httpSession{}}
 }
 
+// newID returns a new session id: random, after the replica's name when it has one.
+func (h *streamableFront) newID() string {
+	if h.replica != "" {
+		return h.replica + "." + rand.Text()
+	}
+	return rand.Text()
+}
+
 // serve serves one request of a client that carries credential cred as profile.
 func (h *streamableFront) serve(w http.ResponseWriter, r *http.Request, cred credential, profile string) {
 	// MCP-Protocol-Version, when sent, must be a version toolshed negotiates; newer
 	// versions are the session's to answer, as on stdio.
 	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(protocolVersions, v) && (v < "2026-07-28" || !versionShape.MatchString(v)) {
 		http.Error(w, fmt.Sprintf("Bad Request: Unsupported protocol version (supported versions: %s)", strings.Join(protocolVersions, ",")), http.StatusBadRequest)
+		return
+	}
+	if h.stateless {
+		h.serveStateless(w, r, sessionOwner{cred, profile})
 		return
 	}
 	switch r.Method {
@@ -115,7 +132,7 @@ func (h *streamableFront) named(w http.ResponseWriter, r *http.Request, owner se
 
 // open starts a session for owner, in a slot reserved for it.
 func (h *streamableFront) open(ctx context.Context, owner sessionOwner) (*httpSession, error) {
-	id := rand.Text()
+	id := h.newID()
 	conn := newHTTPConn(id)
 	// Bound before the client can learn the id.
 	h.sessions.bind(id, owner)
@@ -173,13 +190,78 @@ func (s *httpSession) end() {
 	}
 }
 
-func (h *streamableFront) servePOST(w http.ResponseWriter, r *http.Request, owner sessionOwner) {
+// post is a POST's messages, read and checked.
+type post struct {
+	msgs        []jsonrpc.Message
+	batch       bool   // the body is a JSON-RPC batch
+	version     string // the protocol version: the header's, or an initialize's
+	initialize  bool   // the POST carries an initialize request
+	initialized bool   // and a notifications/initialized
+}
+
+// postHeadersOK checks the headers of a POST, answering the client when they are
+// not acceptable.
+func postHeadersOK(w http.ResponseWriter, r *http.Request) bool {
 	if len(r.Header.Values("Last-Event-ID")) > 0 {
 		http.Error(w, "can't send Last-Event-ID for POST request", http.StatusBadRequest)
-		return
+		return false
 	}
 	if jsonOK, streamOK := accepts(r.Header.Values("Accept")); !jsonOK || !streamOK {
 		http.Error(w, "Accept must contain both 'application/json' and 'text/event-stream'", http.StatusBadRequest)
+		return false
+	}
+	return true
+}
+
+// readPOST reads and checks the messages of a POST, answering the client when they
+// are not acceptable (false).
+func (h *streamableFront) readPOST(w http.ResponseWriter, r *http.Request) (post, bool) {
+	var p post
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
+	if err != nil {
+		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
+			return p, false
+		}
+		// Such as a body that did not arrive in time.
+		httpError(w, http.StatusBadRequest, "cannot read the request body: %v", err)
+		return p, false
+	}
+	if len(body) == 0 {
+		http.Error(w, "POST requires a non-empty body", http.StatusBadRequest)
+		return p, false
+	}
+	if p.msgs, err = decodeMessages(body); err != nil {
+		http.Error(w, fmt.Sprintf("malformed payload: %v", err), http.StatusBadRequest)
+		return p, false
+	}
+	p.version = r.Header.Get("Mcp-Protocol-Version")
+	p.batch = body[jsonscan.SkipSpace(body, 0)] == '['
+	if p.batch && p.version >= "2025-06-18" {
+		http.Error(w, fmt.Sprintf("JSON-RPC batching is not supported in 2025-06-18 and later (request version: %s)", p.version), http.StatusBadRequest)
+		return p, false
+	}
+	for _, m := range p.msgs {
+		req, ok := m.(*jsonrpc.Request)
+		switch {
+		case !ok:
+		case req.Method == "initialize":
+			p.initialize = true
+			var params struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			}
+			if json.Unmarshal(req.Params, &params) == nil && params.ProtocolVersion != "" {
+				p.version = params.ProtocolVersion
+			}
+		case req.Method == "notifications/initialized":
+			p.initialized = true
+		}
+	}
+	return p, true
+}
+
+func (h *streamableFront) servePOST(w http.ResponseWriter, r *http.Request, owner sessionOwner) {
+	if !postHeadersOK(w, r) {
 		return
 	}
 	var sess *httpSession
@@ -188,43 +270,12 @@ func (h *streamableFront) servePOST(w http.ResponseWriter, r *http.Request, owne
 			return
 		}
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
-	if err != nil {
-		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
-			http.Error(w, fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
-			return
-		}
-		// Such as a body that did not arrive in time.
-		httpError(w, http.StatusBadRequest, "cannot read the request body: %v", err)
+	p, ok := h.readPOST(w, r)
+	if !ok {
 		return
 	}
-	if len(body) == 0 {
-		http.Error(w, "POST requires a non-empty body", http.StatusBadRequest)
-		return
-	}
-	msgs, err := decodeMessages(body)
-	if err != nil {
-		http.Error(w, fmt.Sprintf("malformed payload: %v", err), http.StatusBadRequest)
-		return
-	}
-	version := r.Header.Get("Mcp-Protocol-Version")
-	batch := body[jsonscan.SkipSpace(body, 0)] == '['
-	if batch && version >= "2025-06-18" {
-		http.Error(w, fmt.Sprintf("JSON-RPC batching is not supported in 2025-06-18 and later (request version: %s)", version), http.StatusBadRequest)
-		return
-	}
-	initialize := false
-	for _, m := range msgs {
-		if req, ok := m.(*jsonrpc.Request); ok && req.Method == "initialize" {
-			initialize = true
-			var p struct {
-				ProtocolVersion string `json:"protocolVersion"`
-			}
-			if json.Unmarshal(req.Params, &p) == nil && p.ProtocolVersion != "" {
-				version = p.ProtocolVersion
-			}
-		}
-	}
+	msgs, version, batch, initialize := p.msgs, p.version, p.batch, p.initialize
+	var err error
 	if sess == nil {
 		// A POST without a session starts one, for an initialize (or a probe before
 		// it, such as server/discover, whose session ends with the POST).
@@ -258,11 +309,7 @@ func (h *streamableFront) servePOST(w http.ResponseWriter, r *http.Request, owne
 		return
 	}
 	if err != nil {
-		// As the SDK's handler answers it.
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		data, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: dup, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("%v %v", err, dup.Raw())}})
-		w.Write(data)
+		writeDuplicate(w, dup, err)
 		return
 	}
 	if s == nil {
@@ -293,20 +340,33 @@ func (h *streamableFront) servePOST(w http.ResponseWriter, r *http.Request, owne
 	h.write(w, r, s, s.attach(), streamWriter{json: single, prime: version >= primingVersion})
 }
 
+// writeDuplicate refuses a POST with a request whose id is in flight, as the SDK's
+// handler does.
+func writeDuplicate(w http.ResponseWriter, dup jsonrpc.ID, err error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	data, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: dup, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("%v %v", err, dup.Raw())}})
+	w.Write(data)
+}
+
 // streamWriter says how a stream is written to one response.
 type streamWriter struct {
-	json    bool // the response may be application/json: one request, answered at once
+	json bool // the response may be application/json: one request, answered at once
+	// hold keeps json until a message other than the answer comes, however long the
+	// answer takes: a stream that cannot be resumed has no priming event to send.
+	hold    bool
 	prime   bool // the stream is resumable: it starts with a priming event, its events have IDs
 	started bool // the event stream's headers are written
 }
 
 // write writes s's messages to w until s is finished, the client goes away, another
 // writer takes s over or the session ends.
-// gen is the writer's generation, from stream.attach.
-func (h *streamableFront) write(w http.ResponseWriter, r *http.Request, s *stream, gen int, sw streamWriter) {
+// gen is the writer's generation, from stream.attach. It reports whether s finished:
+// every answer written.
+func (h *streamableFront) write(w http.ResponseWriter, r *http.Request, s *stream, gen int, sw streamWriter) bool {
 	rc := http.NewResponseController(w)
 	var wait <-chan time.Time
-	if sw.json {
+	if sw.json && !sw.hold {
 		t := time.NewTimer(time.Duration(primeDelay.Load()))
 		defer t.Stop()
 		wait = t.C
@@ -333,7 +393,7 @@ func (h *streamableFront) write(w http.ResponseWriter, r *http.Request, s *strea
 			continue
 		case <-r.Context().Done():
 			s.abandon(gen, sw.prime && sw.started)
-			return
+			return false
 		case <-s.conn.closed:
 			closing = true
 		case <-life:
@@ -342,7 +402,7 @@ func (h *streamableFront) write(w http.ResponseWriter, r *http.Request, s *strea
 			// server's drain (http.Server.Shutdown) until its timeout. A POST's
 			// stream ends with its answers, which the stop sends.
 			if s.standing {
-				return
+				return false
 			}
 			life = nil
 			continue
@@ -351,12 +411,12 @@ func (h *streamableFront) write(w http.ResponseWriter, r *http.Request, s *strea
 		msgs, first, done, replaced := s.take(gen, resumable)
 		if replaced {
 			s.wake() // the wake-up may have been the new writer's
-			return
+			return false
 		}
 		if sw.json && done && len(msgs) == 1 {
 			w.Header().Set("Content-Type", "application/json")
 			w.Write(msgs[0])
-			return
+			return true
 		}
 		if !sw.started && (len(msgs) > 0 || done || closing) {
 			sw.json = false
@@ -373,7 +433,7 @@ func (h *streamableFront) write(w http.ResponseWriter, r *http.Request, s *strea
 			}
 		}
 		if done || closing {
-			return
+			return done
 		}
 		rc.Flush()
 	}

@@ -31,6 +31,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 type options struct {
@@ -45,6 +47,11 @@ type options struct {
 
 	sessions int
 	duration time.Duration
+
+	replicas  int
+	nginx     bool
+	stateless bool
+	killAfter time.Duration
 
 	flood     int
 	floodConc int
@@ -73,6 +80,10 @@ func main() {
 	flag.BoolVar(&o.markdown, "markdown", false, "also print the results as a Markdown table")
 	flag.IntVar(&o.sessions, "sessions", 200, "load: concurrent client sessions")
 	flag.DurationVar(&o.duration, "duration", 60*time.Second, "load: how long the sessions run")
+	flag.IntVar(&o.replicas, "replicas", 1, "load: run `N` toolshed replicas (toolshed-1 ... toolshed-N) behind nginx (needs -nginx)")
+	flag.BoolVar(&o.nginx, "nginx", false, "load: put Debian's nginx with the shipped config (deploy/nginx) in front of the replicas")
+	flag.BoolVar(&o.stateless, "stateless", false, "load: serve with --stateless (and nginx's round-robin config) instead of session affinity")
+	flag.DurationVar(&o.killAfter, "kill-after", 0, "load: SIGKILL toolshed-2 (and its npm servers) this long into the run (0: never)")
 	flag.IntVar(&o.flood, "flood", 30000, "init-flood: initialize requests to send")
 	flag.IntVar(&o.floodConc, "flood-conc", 32, "init-flood: requests in flight at once")
 	flag.DurationVar(&o.settle, "settle", 10*time.Second, "init-flood: how long to wait after the flood before measuring again")
@@ -121,7 +132,20 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	p, err := startGateway(o.toolshed, config, o.token, o.extra)
+	if o.replicas < 1 {
+		return fmt.Errorf("-replicas must be 1 or more, got %d", o.replicas)
+	}
+	if o.mode != "load" && (o.replicas > 1 || o.nginx || o.stateless || o.killAfter > 0) {
+		return fmt.Errorf("-replicas, -nginx, -stateless and -kill-after are for -mode load")
+	}
+	if o.nginx || o.replicas > 1 {
+		return runFleet(o, root, dir, config)
+	}
+	extra := o.extra
+	if o.stateless {
+		extra = append(extra, "--stateless")
+	}
+	p, err := startGateway(o.toolshed, config, o.token, extra)
 	if err != nil {
 		return err
 	}
@@ -144,5 +168,36 @@ func run(o options) error {
 	case "slow-body":
 		return slowBody(ctx, o, p)
 	}
-	return runLoad(ctx, o, p, setup, filepath.Join(filepath.Dir(config), "files"))
+	return runLoad(ctx, o, p, p.endpoint, setup, filepath.Join(filepath.Dir(config), "files"), nil)
+}
+
+// runFleet runs the load through nginx in front of -replicas replicas.
+func runFleet(o options, root, dir, config string) error {
+	f, err := startFleet(o, root, dir, config)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	// The memory servers of every replica share one graph file: the entities are
+	// created once, on toolshed-1, and every replica's memory server reads them.
+	hc := newHTTPClient(o.token, 8)
+	var setup *mcp.ClientSession
+	for i, p := range f.procs {
+		s, err := connect(ctx, p.endpoint, hc, "load-setup")
+		if err != nil {
+			f.stopAll()
+			return fmt.Errorf("connecting to toolshed-%d: %v\n%s", i+1, err, p.stderr.String())
+		}
+		if err := waitReady(ctx, s, "everything__echo", "memory__open_nodes", "filesystem__read_text_file"); err != nil {
+			f.stopAll()
+			return fmt.Errorf("toolshed-%d: %v\n%s", i+1, err, p.stderr.String())
+		}
+		if i == 0 {
+			setup = s
+			defer s.Close()
+		} else {
+			s.Close()
+		}
+	}
+	return runLoad(ctx, o, f.procs[0], f.endpoint, setup, filepath.Join(filepath.Dir(config), "files"), f)
 }

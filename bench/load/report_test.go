@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -43,5 +44,28 @@ func TestPercentile(t *testing.T) {
 	}
 	if percentile(nil, 50) != 0 || percentile(d[:1], 99) != 1 {
 		t.Error("percentile of an empty or one-element list")
+	}
+}
+
+// The /metrics scrape sums samples by name and by name and outcome, skipping comments
+// and what is not a sample.
+func TestParseMetrics(t *testing.T) {
+	text := `# HELP toolshed_calls_total Calls.
+# TYPE toolshed_calls_total counter
+toolshed_calls_total{outcome="ok",server="everything"} 7
+toolshed_calls_total{server="memory",outcome="ok"} 3
+toolshed_calls_total{outcome="failed",server="memory"} 2
+toolshed_searches_total{outcome="ok"} 1.5e+01
+toolshed_build_info{replica="toolshed-1",version="dev"} 1
+garbage line
+`
+	m := parseMetrics(strings.NewReader(text))
+	for k, want := range map[string]float64{
+		"toolshed_calls_total": 12, "toolshed_calls_total{ok}": 10, "toolshed_calls_total{failed}": 2,
+		"toolshed_searches_total{ok}": 15, "toolshed_build_info": 1,
+	} {
+		if m[k] != want {
+			t.Errorf("%s = %v, want %v", k, m[k], want)
+		}
 	}
 }

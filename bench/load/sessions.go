@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"slices"
 	"sort"
@@ -47,7 +49,7 @@ var targets = []target{
 }
 
 // kinds are the request kinds reported, in order.
-var kinds = []string{"connect", "tool_search", "tool_describe", "call " + targets[0].tool, "call " + targets[1].tool, "call " + targets[2].tool, "close"}
+var kinds = []string{"connect", "reconnect", "tool_search", "tool_describe", "call " + targets[0].tool, "call " + targets[1].tool, "call " + targets[2].tool, "close"}
 
 // kindStats is what one kind of request did.
 type kindStats struct {
@@ -110,9 +112,13 @@ func (s stats) merge(o stats) {
 // errLost marks a request that had no answer within -timeout.
 var errLost = errors.New("no answer in time")
 
+// sessionIDs matches the session ids of replicas (toolshed-2.ABC...), which would
+// make every session's error a class of its own.
+var sessionIDs = regexp.MustCompile(`[a-z0-9-]+\.[A-Z2-7]{26}`)
+
 // errorClass is an error's message, cut short, for counting errors by kind.
 func errorClass(err error) string {
-	msg := err.Error()
+	msg := sessionIDs.ReplaceAllString(err.Error(), "<session>")
 	if len(msg) > 120 {
 		msg = msg[:120] + "…"
 	}
@@ -127,9 +133,13 @@ type session struct {
 	content string // its contents
 	entity  string // the name of the session's memory entity
 	token   string // its observation
+	fleet   *fleet // the replicas behind nginx, or nil for one toolshed
+	broken  bool   // a request failed without an answer: connect again (fleet only)
 }
 
-func runLoad(ctx context.Context, o options, p *gatewayProc, setup *mcp.ClientSession, files string) error {
+// runLoad runs the sessions against endpoint: p's, or nginx's in front of fl's replicas
+// (p is then the replica whose CPU and memory are reported).
+func runLoad(ctx context.Context, o options, p *gatewayProc, endpoint string, setup *mcp.ClientSession, files string, fl *fleet) error {
 	if o.sessions < 1 || o.duration <= 0 {
 		return fmt.Errorf("-sessions and -duration must be positive")
 	}
@@ -137,7 +147,7 @@ func runLoad(ctx context.Context, o options, p *gatewayProc, setup *mcp.ClientSe
 	sessions := make([]*session, o.sessions)
 	var entities []map[string]any
 	for i := range sessions {
-		s := &session{n: i + 1, entity: fmt.Sprintf("load-session-%04d", i+1), token: "token-" + randHex(8)}
+		s := &session{fleet: fl, n: i + 1, entity: fmt.Sprintf("load-session-%04d", i+1), token: "token-" + randHex(8)}
 		s.file = filepath.Join(files, fmt.Sprintf("session-%04d.txt", s.n))
 		s.content = fmt.Sprintf("load session %d, run %s, %s\n", s.n, nonce, randHex(8))
 		if err := os.WriteFile(s.file, []byte(s.content), 0o644); err != nil {
@@ -182,11 +192,14 @@ func runLoad(ctx context.Context, o options, p *gatewayProc, setup *mcp.ClientSe
 	var wg sync.WaitGroup
 	start := time.Now()
 	deadline := start.Add(o.duration)
+	if fl != nil {
+		fl.start(o)
+	}
 	for _, s := range sessions {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st := s.run(ctx, o, p.endpoint, deadline)
+			st := s.run(ctx, o, endpoint, deadline)
 			mu.Lock()
 			all.merge(st)
 			mu.Unlock()
@@ -202,9 +215,15 @@ func runLoad(ctx context.Context, o options, p *gatewayProc, setup *mcp.ClientSe
 	rssAfter, _ := rss(pid)
 
 	r := report{o: o, all: all, elapsed: elapsed, cpu: cpuUsed, upstreamCPU: upUsed, clientCPU: selfUsed, rssStart: rssStart, rssPeakSampled: peakSampled, rssHWM: hwm, rssAfter: rssAfter}
+	if fl != nil {
+		r.who = "toolshed-1 (one of the replicas)"
+	}
 	r.print(os.Stdout)
 	if o.markdown {
 		r.markdown(os.Stdout)
+	}
+	if fl != nil {
+		return fl.report(os.Stdout, r)
 	}
 	if r.failures() > 0 {
 		return fmt.Errorf("%d requests failed, were lost or were answered wrongly", r.failures())
@@ -217,26 +236,26 @@ func (s *session) run(ctx context.Context, o options, endpoint string, deadline 
 	st := stats{}
 	hc := newHTTPClient(o.token, 4)
 	defer hc.CloseIdleConnections()
-	t0 := time.Now()
-	cctx, cancel := context.WithTimeout(ctx, o.timeout)
-	cs, err := connect(cctx, endpoint, hc, fmt.Sprintf("load-%04d", s.n))
-	if err != nil && cctx.Err() != nil {
-		err = errLost
-	}
-	cancel()
-	st.record("connect", time.Since(t0), err, "")
+	cs, err := s.connect(ctx, o, st, "connect", endpoint, hc)
 	if err != nil {
 		return st
 	}
 	s.cs = cs
 	for i := 0; time.Now().Before(deadline); i++ {
 		tg := targets[(s.n+i)%len(targets)]
-		s.search(ctx, o, st, tg)
-		s.describe(ctx, o, st, tg)
-		s.call(ctx, o, st, tg, i)
+		for _, step := range []func(){
+			func() { s.search(ctx, o, st, tg) },
+			func() { s.describe(ctx, o, st, tg) },
+			func() { s.call(ctx, o, st, tg, i) },
+		} {
+			if s.broken && !s.reconnect(ctx, o, st, endpoint, hc, deadline) {
+				return st
+			}
+			step()
+		}
 	}
-	t0 = time.Now()
-	err = cs.Close()
+	t0 := time.Now()
+	err = s.cs.Close()
 	st.record("close", time.Since(t0), err, "")
 	return st
 }
@@ -252,11 +271,48 @@ func (s *session) request(ctx context.Context, o options, st stats, kind, tool s
 	if err != nil && rctx.Err() != nil && ctx.Err() == nil {
 		err = errLost
 	}
+	var te *toolError
+	if s.fleet != nil && err != nil && !errors.As(err, &te) {
+		// Its replica died, or the session is gone: noted for the report, which
+		// checks that only the killed replica's requests failed. With affinity the
+		// session connects again; stateless, it just goes on.
+		s.fleet.failed(s.cs.ID(), kind, err)
+		s.broken = !s.fleet.stateless
+	}
 	bad := ""
 	if err == nil {
 		bad = check(text)
 	}
 	st.record(kind, d, err, bad)
+}
+
+// reconnect replaces a session whose replica died or forgot it with a new one, as an
+// agent's client must (the go-sdk does not initialize again by itself), retrying until
+// deadline; false when it could not.
+func (s *session) reconnect(ctx context.Context, o options, st stats, endpoint string, hc *http.Client, deadline time.Time) bool {
+	go s.cs.Close() // a DELETE to a replica that may be gone
+	for time.Now().Before(deadline) {
+		if cs, err := s.connect(ctx, o, st, "reconnect", endpoint, hc); err == nil {
+			s.cs, s.broken = cs, false
+			s.fleet.reconnected()
+			return true
+		}
+		time.Sleep(time.Second)
+	}
+	return false
+}
+
+// connect opens the session's client session, recorded as kind.
+func (s *session) connect(ctx context.Context, o options, st stats, kind, endpoint string, hc *http.Client) (*mcp.ClientSession, error) {
+	t0 := time.Now()
+	cctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	cs, err := connect(cctx, endpoint, hc, fmt.Sprintf("load-%04d", s.n))
+	if err != nil && cctx.Err() != nil {
+		err = errLost
+	}
+	st.record(kind, time.Since(t0), err, "")
+	return cs, err
 }
 
 func (s *session) search(ctx context.Context, o options, st stats, tg target) {
@@ -331,6 +387,7 @@ type report struct {
 	all                                        stats
 	elapsed, cpu, upstreamCPU, clientCPU       time.Duration
 	rssStart, rssPeakSampled, rssHWM, rssAfter int64
+	who                                        string // whose CPU and RSS: "" for the one toolshed
 }
 
 // row is one kind's figures.
@@ -368,7 +425,7 @@ func (r report) rows() []row {
 func (r report) loopRequests() int {
 	n := 0
 	for _, row := range r.rows() {
-		if row.kind != "connect" && row.kind != "close" {
+		if row.kind != "connect" && row.kind != "reconnect" && row.kind != "close" {
 			n += row.answered + row.lost
 		}
 	}
@@ -417,6 +474,9 @@ func (r report) print(w *os.File) {
 	}
 	n := r.loopRequests()
 	fmt.Fprintf(w, "requests (search + describe + call): %d, %.0f/s\n", n, float64(n)/r.elapsed.Seconds())
+	if r.who != "" {
+		fmt.Fprintf(w, "CPU and RSS below are of %s\n", r.who)
+	}
 	fmt.Fprintf(w, "toolshed CPU: %.1f s over the run (%.0f%% of one core), %.0f µs per request\n",
 		r.cpu.Seconds(), 100*r.cpu.Seconds()/r.elapsed.Seconds(), float64(r.cpu.Microseconds())/float64(max(n, 1)))
 	fmt.Fprintf(w, "CPU of the rest: the three npm servers %.1f s, this program's %d clients %.1f s (on a machine of %d cores)\n",

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -48,6 +49,10 @@ func TestInspectorConfig(t *testing.T) {
 		defer cancel()
 		cmd := exec.CommandContext(ctx, testupstream.Node22(t), args...)
 		cmd.Dir = t.TempDir()
+		// The Inspector gives the server it starts HOME and little else of its
+		// environment (not TestMain's XDG_DATA_HOME): a HOME of its own keeps toolshed
+		// off the user's search log.
+		cmd.Env = append(os.Environ(), "HOME="+cmd.Dir)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()

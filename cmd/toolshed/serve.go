@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 
 	"golang.org/x/term"
 
@@ -31,6 +32,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	token := fs.String("token", os.Getenv("TOOLSHED_TOKEN"), "bearer `TOKEN` HTTP clients must send (default $TOOLSHED_TOKEN)")
 	maxSessions := fs.Int("max-sessions", gateway.DefaultMaxSessions, "keep at most `N` HTTP sessions open at once; past it, a new one gets 503 (-1: no cap)")
 	maxPerToken := fs.Int("max-sessions-per-token", gateway.DefaultMaxSessionsPerToken, "keep at most `N` HTTP sessions open at once per token (all clients count as one when no token is needed); past it, a new one gets 503 (-1: no cap)")
+	stateless := fs.Bool("stateless", false, "serve Streamable HTTP without sessions: every POST on its own, GET and DELETE 405; any replica serves any request, but server-to-client requests (sampling, elicitation, roots), resumable streams and list_changed are lost (see docs/replicas.md)")
+	replica := fs.String("replica-id", os.Getenv("TOOLSHED_REPLICA_ID"), "name this replica `ID` (a DNS label, such as toolshed-1) in the HTTP session ids it issues, ID.random, for a balancer to route each session to its owner (default $TOOLSHED_REPLICA_ID)")
 	drain := fs.Duration("drain-timeout", gateway.DefaultDrainTimeout, "after SIGINT or SIGTERM, stop within `DURATION`: calls in flight are cancelled and servers stopped, then killed (a second signal stops at once)")
 	doors := addDoorFlags(fs)
 	logFlags := searchLogFlags{
@@ -79,6 +82,14 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}{{"--max-sessions", *maxSessions}, {"--max-sessions-per-token", *maxPerToken}} {
 		if f.n == 0 || f.n < -1 {
 			return usageErr("%s must be a number of sessions above 0, or -1 for no cap; got %d", f.name, f.n)
+		}
+	}
+	if *stateless && *httpAddr == "" {
+		return usageErr("--stateless is a mode of Streamable HTTP: add --http ADDR, or leave --stateless out")
+	}
+	if *replica != "" {
+		if err := gateway.CheckReplicaID(*replica); err != nil {
+			return usageErr("--replica-id (or $TOOLSHED_REPLICA_ID): %v", err)
 		}
 	}
 	if *drain <= 0 {
@@ -132,6 +143,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	defer closeSearchLog(searchLog, stderr)
 	opts.SearchLog = searchLog
 	opts.NoLearning = cfg.SearchLog.NoLearn
+	opts.LearnInterval = cfg.SearchLog.LearnEvery
 	g, err := gateway.New(cfg, opts)
 	if err != nil {
 		return err
@@ -163,8 +175,23 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	fmt.Fprintf(stderr, "toolshed: serving MCP over Streamable HTTP at http://%s/mcp (profiles at /mcp/{profile})\n", ln.Addr())
-	return serveUntil(ctx, ln, g.Handler(gateway.HTTPOptions{Token: *token, AllowOrigins: doors.origins, AllowHosts: doors.hosts, MaxSessions: *maxSessions, MaxSessionsPerToken: *maxPerToken}), doors.limits(), *drain)
+	fmt.Fprintf(stderr, "toolshed: serving MCP over Streamable HTTP at http://%s/mcp (profiles at /mcp/{profile})%s\n", ln.Addr(), httpMode(*stateless, *replica))
+	return serveUntil(ctx, ln, g.Handler(gateway.HTTPOptions{Token: *token, AllowOrigins: doors.origins, AllowHosts: doors.hosts, MaxSessions: *maxSessions, MaxSessionsPerToken: *maxPerToken, Stateless: *stateless, ReplicaID: *replica}), doors.limits(), *drain)
+}
+
+// httpMode says how the HTTP front serves sessions, for its startup line.
+func httpMode(stateless bool, replica string) string {
+	var parts []string
+	if stateless {
+		parts = append(parts, "stateless: no sessions")
+	}
+	if replica != "" {
+		parts = append(parts, "replica "+replica)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, "; ") + ")"
 }
 
 func hasProfileTokens(cfg *config.Config) bool {

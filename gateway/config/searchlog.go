@@ -23,9 +23,12 @@ type SearchLog struct {
 	// NoLearn turns off the learned field (learn: off): search then ignores what the
 	// log says searches led to.
 	NoLearn bool
+	// LearnEvery is how often the learned field is read again from the log (learn_every);
+	// 0 means the gateway's default (a minute).
+	LearnEvery time.Duration
 }
 
-// searchLog reads search_log: {db, queries, max_age, max_rows, learn}.
+// searchLog reads search_log: {db, queries, max_age, max_rows, learn, learn_every}.
 func (l *loader) searchLog(n *yaml.Node, key string) SearchLog {
 	var s SearchLog
 	if isNull(n) {
@@ -79,8 +82,18 @@ func (l *loader) searchLog(n *yaml.Node, key string) SearchLog {
 			default:
 				l.warn(k, "%s is not on or off; search learns from the log (on)", describe(p.val))
 			}
+		case "learn_every":
+			d, problem := duration(p.val)
+			if problem == "" && d < time.Second {
+				problem = "under a second"
+			}
+			if problem != "" {
+				l.warn(k, "%s is %s; write a duration of a second or more, such as 30s or 5m; the default (1m) applies", describe(p.val), problem)
+				continue
+			}
+			s.LearnEvery = d
 		default:
-			l.warn(k, "unknown setting, ignored; search_log takes db, queries, max_age, max_rows and learn")
+			l.warn(k, "unknown setting, ignored; search_log takes db, queries, max_age, max_rows, learn and learn_every")
 		}
 	}
 	return s

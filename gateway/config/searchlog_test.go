@@ -26,6 +26,10 @@ func TestSearchLog(t *testing.T) {
 		{"learn false", `{learn: false}`, SearchLog{NoLearn: true}, "", nil},
 		{"learn on", `{learn: on}`, SearchLog{}, "", nil},
 		{"learn wrong", `{learn: maybe}`, SearchLog{}, "search_log.learn", []string{`"maybe" is not on or off`}},
+		{"learn_every", `{learn_every: 5s}`, SearchLog{LearnEvery: 5 * time.Second}, "", nil},
+		{"learn_every seconds", `{learn_every: 90}`, SearchLog{LearnEvery: 90 * time.Second}, "", nil},
+		{"learn_every too short", `{learn_every: 10ms}`, SearchLog{}, "search_log.learn_every", []string{"under a second", "the default (1m) applies"}},
+		{"learn_every wrong", `{learn_every: soon}`, SearchLog{}, "search_log.learn_every", []string{"not a duration"}},
 		{"unknown key", `{path: x}`, SearchLog{}, "search_log.path", []string{"search_log takes db, queries"}},
 		{"not a mapping", `[a]`, SearchLog{}, "search_log", []string{"not a mapping"}},
 	}

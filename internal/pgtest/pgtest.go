@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -28,7 +29,14 @@ type Server struct {
 	URL  string
 	port int
 	seq  atomic.Int64
+
+	stopOnce sync.Once
+	stop     func()
 }
+
+// Stop stops the server now (a fast shutdown), as a database that goes away in the
+// middle of a run does; the test's end does it otherwise.
+func (s *Server) Stop() { s.stopOnce.Do(s.stop) }
 
 // Required reports whether a missing PostgreSQL fails tests rather than skips them.
 func Required() bool {
@@ -76,7 +84,8 @@ func Start(tb testing.TB) *Server {
 	if err != nil {
 		tb.Fatalf("pgtest: %v", err)
 	}
-	tb.Cleanup(stop)
+	s.stop = stop
+	tb.Cleanup(s.Stop)
 	return s
 }
 

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/net/html"
+
+	"github.com/toolshed/toolshed/internal/testupstream"
 )
 
 // TestHTMLSelfContained checks that the page needs nothing from anywhere: no script, no
@@ -53,22 +55,6 @@ func TestHTMLEscapes(t *testing.T) {
 	}
 }
 
-// chromium finds the headless browser, or skips the test where it is not installed and
-// CI (which installs it) is not running.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("chromium is not installed; .ci/run installs it (apt-get install chromium)")
-	}
-	t.Skip("chromium is not installed (apt-get install chromium); CI runs this test")
-	return ""
-}
-
 // runChromium runs headless Chromium on a file with the given flags and returns what it
 // wrote to standard output.
 func runChromium(t *testing.T, bin, file string, flags ...string) []byte {
@@ -93,7 +79,7 @@ func runChromium(t *testing.T, bin, file string, flags ...string) []byte {
 // headline figures back from the DOM the browser built, and checks that the screenshot
 // is a page of the window's size with the charts' colors drawn on it.
 func TestHTMLInChromium(t *testing.T) {
-	bin := chromium(t)
+	bin := testupstream.Chromium(t)
 	r := recordedReport(t, testCatalog(t))
 	var b bytes.Buffer
 	if err := r.WriteHTML(&b); err != nil {

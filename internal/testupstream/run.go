@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"regexp"
 	"slices"
@@ -157,6 +158,10 @@ func run(ctx context.Context, dir, name string, args ...string) (stdout, stderr 
 	}
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Dir = dir
+	// dir is HOME too: a stdio server the command starts gets HOME and little else
+	// from it (the MCP SDKs' default environment), so this keeps a toolshed it starts
+	// off the user's own search log and caches.
+	cmd.Env = append(os.Environ(), "HOME="+dir)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	cmd.WaitDelay = 5 * time.Second

@@ -1,0 +1,104 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Stateless Streamable HTTP (HTTPOptions.Stateless) serves every POST on a session of
+// its own, as the go-sdk's StreamableHTTPOptions.Stateless does: no Mcp-Session-Id is
+// issued or read, a request that is not initialize is served as if its session had
+// been initialized with default (no) client capabilities, and the session ends with
+// the POST. Any replica can then serve any request, at the cost of what needs a
+// session: requests from server to client (sampling, elicitation, roots), resumable
+// streams, list_changed notifications and what the search log links within a session
+// (see docs/replicas.md). A rate limit per session (rate_limit) applies per token and
+// profile instead.
+
+// errStateless refuses a request toolshed would send a stateless client: it has no
+// session to answer on.
+var errStateless = errors.New("stateless HTTP: toolshed cannot send requests to the client (sampling, elicitation, roots need a session)")
+
+// statelessVersion is the protocol of a stateless request that names none (the
+// Mcp-Protocol-Version header's default).
+const statelessVersion = "2025-03-26"
+
+func (h *streamableFront) serveStateless(w http.ResponseWriter, r *http.Request, owner sessionOwner) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		http.Error(w, "Method Not Allowed: this toolshed serves Streamable HTTP without sessions (--stateless): only POST", http.StatusMethodNotAllowed)
+		return
+	}
+	if !postHeadersOK(w, r) {
+		return
+	}
+	p, ok := h.readPOST(w, r)
+	if !ok {
+		return
+	}
+	state := &mcp.ServerSessionState{LogLevel: "info"}
+	if !p.initialize {
+		v := p.version
+		if !slices.Contains(protocolVersions, v) {
+			v = statelessVersion
+		}
+		state.InitializeParams = &mcp.InitializeParams{ProtocolVersion: v}
+	}
+	if !p.initialized {
+		state.InitializedParams = &mcp.InitializedParams{}
+	}
+	conn := newHTTPConn("")
+	conn.stateless = true
+	ss, err := h.g.mcpServerFor(owner.profile).Connect(context.WithoutCancel(r.Context()), httpTransport{conn}, &mcp.ServerSessionOptions{State: state})
+	if err != nil {
+		h.g.logf("http: cannot start a session: %v", err)
+		http.Error(w, "failed connection", http.StatusInternalServerError)
+		return
+	}
+	// The session is no client toolshed declares anything for (see join): it cannot
+	// be asked for anything, and it ends with the POST.
+	h.g.clients.setStateless(ss, owner)
+	finished := false
+	defer func() {
+		end := func() {
+			ss.Close()
+			h.g.clients.endStateless(ss)
+		}
+		if finished {
+			end()
+			return
+		}
+		// The client went away with requests in flight: the calls are cancelled, and
+		// the session ends once the SDK has their answers, which it waits for.
+		h.g.calls.cancelWhere(func(c *call) bool { return c.session == ss })
+		go end()
+	}()
+	s, dup, err := conn.track(p.msgs, func() *mcp.RequestExtra { return &mcp.RequestExtra{Header: r.Header} })
+	if err != nil {
+		finished = true
+		writeDuplicate(w, dup, err)
+		return
+	}
+	// Read before the requests are delivered: their answers change it.
+	single := s != nil && s.requests == 1 && !p.batch
+	for _, m := range p.msgs {
+		if !conn.deliver(m) {
+			if s != nil {
+				s.abandon(s.gen, false)
+			}
+			http.Error(w, "session is closing", http.StatusServiceUnavailable)
+			return
+		}
+	}
+	if s == nil {
+		// Notifications and responses only: accepted, nothing to answer.
+		finished = true
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	finished = h.write(w, r, s, s.attach(), streamWriter{json: single, hold: true})
+}
