@@ -173,20 +173,10 @@ func (c *stdioConn) tryFast(req *jsonrpc.Request) bool {
 		c.mu.Unlock()
 		return false // in flight on the SDK's path: the SDK refuses it
 	}
-	ctx, cancel := context.WithCancel(c.life)
 	c.open[req.ID] = false
-	c.fast[req.ID] = cancel
-	c.mu.Unlock()
-	go func() {
-		resp := fc.run(ctx)
-		c.mu.Lock()
-		delete(c.fast, req.ID)
-		c.mu.Unlock()
-		cancel()
-		// Not with ctx: a response is written whether or not its request was
-		// cancelled; the cancelled ones are dropped.
-		_ = c.writeFast(resp)
-	}()
+	// A response is written whether or not its request was cancelled; the cancelled
+	// ones are dropped.
+	startFast(&c.mu, c.fast, c.life, fc, func(resp *jsonrpc.Response) { _ = c.writeFast(resp) })
 	return true
 }
 

@@ -114,15 +114,7 @@ func (c *httpConn) tryFast(m jsonrpc.Message) bool {
 		_ = c.Write(context.Background(), &jsonrpc.Response{ID: req.ID, Error: wireError(context.Canceled)})
 		return true
 	}
-	ctx, cancel := context.WithCancel(c.life)
-	c.fast[req.ID] = cancel
-	c.mu.Unlock()
-	go func() {
-		resp := fc.run(ctx)
-		c.mu.Lock()
-		delete(c.fast, req.ID)
-		c.mu.Unlock()
-		cancel()
+	startFast(&c.mu, c.fast, c.life, fc, func(resp *jsonrpc.Response) {
 		select {
 		case <-c.closed:
 			return
@@ -131,7 +123,7 @@ func (c *httpConn) tryFast(m jsonrpc.Message) bool {
 		if data, err := encodeResponse(resp); err == nil {
 			_ = c.write(context.Background(), resp, data)
 		}
-	}()
+	})
 	return true
 }
 
