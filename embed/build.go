@@ -66,15 +66,32 @@ type BuildOptions struct {
 	// (cached ones are not counted). It is called from one goroutine at a time.
 	Progress func(done, total int)
 	// Warn, when set, is told of problems that cost time but not correctness: a cache
-	// that cannot be read or written.
+	// or store that cannot be read or written.
 	Warn func(error)
+	// Store, when set, keeps the vectors in place of the file cache: the search log's
+	// database (searchlog.Log), which replicas share, so that each tool is embedded
+	// once for all of them. A store that fails is warned about and the file cache used
+	// for this Build instead.
+	Store Store
+}
+
+// Store keeps tool vectors by the model, dimensions and document prefix they were made
+// with and the SHA-256 of the text embedded. The bytes are the vector as this package
+// encodes it; a store keeps them as they are. searchlog.Log is one.
+type Store interface {
+	// LoadVectors returns the stored vectors among hashes, by hash.
+	LoadVectors(ctx context.Context, model string, dimensions int, prefix string, hashes [][32]byte) (map[[32]byte][]byte, error)
+	// SaveVectors stores vectors, by hash.
+	SaveVectors(ctx context.Context, model string, dimensions int, prefix string, vecs map[[32]byte][]byte) error
 }
 
 // BuildStats says what Build did.
 type BuildStats struct {
 	Tools    int // vectors wanted
-	Cached   int // found in the cache
+	Cached   int // found in the cache or the store
 	Embedded int // sent to the endpoint
+	// StoreFailed is set when Store failed and the file cache served instead.
+	StoreFailed bool
 }
 
 // Build returns a vector for each text, in order, embedding with c only those texts
@@ -100,20 +117,30 @@ func Build(ctx context.Context, c *Client, texts []string, opts BuildOptions) (*
 		}
 	}
 	key := c.cacheKey()
-	var path string
+	hashes := make([]textHash, len(texts))
+	for i, t := range texts {
+		hashes[i] = hashText(t)
+	}
 	cache := map[textHash]quantized{}
-	if dir != "-" {
+	useStore := opts.Store != nil
+	if useStore {
+		var err error
+		if cache, err = c.loadStore(ctx, opts.Store, hashes); err != nil {
+			warn(fmt.Errorf("%w: %v; using the file cache instead", ErrStore, err))
+			useStore, stats.StoreFailed = false, true
+			cache = map[textHash]quantized{}
+		}
+	}
+	var path string
+	if !useStore && dir != "-" {
 		path = cacheFile(dir, key)
 		var err error
 		cache, err = loadCache(path, key)
 		warn(err)
 	}
-	hashes := make([]textHash, len(texts))
 	var todo []int // positions of texts to embed, one per distinct hash
 	seen := map[textHash]bool{}
-	for i, t := range texts {
-		h := hashText(t)
-		hashes[i] = h
+	for i, h := range hashes {
 		if _, ok := cache[h]; ok {
 			if !seen[h] {
 				stats.Cached++
@@ -124,8 +151,22 @@ func Build(ctx context.Context, c *Client, texts []string, opts BuildOptions) (*
 		seen[h] = true
 	}
 	err := embedAll(ctx, c, texts, todo, hashes, cache, &stats, opts.Progress)
+	if stats.Embedded > 0 && useStore {
+		if serr := c.saveStore(ctx, opts.Store, cache, hashes, todo); serr != nil {
+			warn(fmt.Errorf("%w: %v; keeping the vectors in the file cache instead", ErrStore, serr))
+			stats.StoreFailed = true
+			if dir != "-" {
+				path = cacheFile(dir, key)
+				old, _ := loadCache(path, key)
+				for h, q := range cache {
+					old[h] = q
+				}
+				cache = old
+			}
+		}
+	}
 	if path != "" && stats.Embedded > 0 {
-		warn(saveCache(path, key, cache))
+		warn(saveCache(path, key, cache, hashes))
 	}
 	if err != nil {
 		return nil, stats, err
@@ -203,4 +244,14 @@ func embedAll(ctx context.Context, c *Client, texts []string, todo []int, hashes
 		firstErr = fmt.Errorf("%w: %v", ErrTimeout, ctx.Err())
 	}
 	return firstErr
+}
+
+// ToolTexts is ToolText of each of snap's tools, in snapshot order: what Build takes
+// for a catalog, so that vector i is tool i.
+func ToolTexts(snap *catalog.Snapshot) []string {
+	texts := make([]string, snap.Len())
+	for i := range texts {
+		texts[i] = ToolText(snap.Tool(i))
+	}
+	return texts
 }

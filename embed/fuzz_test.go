@@ -36,7 +36,7 @@ func FuzzLoadCache(f *testing.F) {
 	dir := f.TempDir()
 	good := filepath.Join(dir, "good.vec")
 	q, _ := quantize([]float32{0.5, -0.25, 1})
-	if err := saveCache(good, "k", map[textHash]quantized{hashText("a"): q}); err != nil {
+	if err := saveCache(good, "k", map[textHash]quantized{hashText("a"): q}, []textHash{hashText("a")}); err != nil {
 		f.Fatal(err)
 	}
 	data, _ := os.ReadFile(good)

@@ -51,6 +51,7 @@ const exactWork = 1 << 19
 type quantized struct {
 	q     []int8
 	scale float32
+	used  int64 // in a cache: when a Build last wanted it, Unix seconds
 }
 
 // quantize normalizes v to unit length and rounds it to int8. It returns false for a

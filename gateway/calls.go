@@ -527,7 +527,7 @@ func mapOutcome(ctx context.Context, out outcome) (*mcp.CallToolResult, string) 
 	case errors.Is(out.err, ErrUnavailable):
 		return errorResult(search.Unavailable, "%v; toolshed restarts it automatically, retry with backoff in a few seconds", out.err), "unavailable"
 	case errors.Is(out.err, errStopping):
-		return errorResult(search.Unavailable, "the call was cancelled because toolshed is shutting down (the server was told); retry once toolshed is back"), "cancelled"
+		return errorResult(search.Unavailable, "the call was cancelled because toolshed is shutting down and the call was still running when its drain time (--drain-timeout) ran out; the server was told. Retry it in a few seconds, once toolshed (or, behind a load balancer, another replica) serves again"), "cancelled"
 	case errors.Is(out.err, context.Canceled):
 		return errorResult(search.Unavailable, "the call was cancelled"), "cancelled"
 	}

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolshed/toolshed/metrics"
 )
 
 // toolshed is a client of every upstream on behalf of its own clients. What it declares
@@ -144,6 +146,7 @@ type clients struct {
 	known    chan struct{}                 // closed once support is known (see Options.WaitForClient)
 	isKnown  bool
 	forwards map[string]map[*mcp.ServerSession]int // server -> session -> requests in flight
+	listed   map[*mcp.ServerSession]bool           // the sessions that listed tools (see countSaved)
 	// elicitations maps the URL elicitations relayed to a client, by server and
 	// elicitation id, so that their completion reaches the same client.
 	elicitations map[[2]string]*mcp.ServerSession
@@ -155,7 +158,7 @@ type clients struct {
 }
 
 func newClients(waitForClient bool) *clients {
-	c := &clients{sessions: map[*mcp.ServerSession]clientSupport{}, profiles: map[*mcp.ServerSession]string{}, tags: map[*mcp.ServerSession]string{}, ids: map[string]*mcp.ServerSession{}, creds: map[string]credential{}, known: make(chan struct{}),
+	c := &clients{sessions: map[*mcp.ServerSession]clientSupport{}, profiles: map[*mcp.ServerSession]string{}, tags: map[*mcp.ServerSession]string{}, listed: map[*mcp.ServerSession]bool{}, ids: map[string]*mcp.ServerSession{}, creds: map[string]credential{}, known: make(chan struct{}),
 		forwards: map[string]map[*mcp.ServerSession]int{}, elicitations: map[[2]string]*mcp.ServerSession{}, stateless: map[*mcp.ServerSession]sessionOwner{}}
 	if !waitForClient {
 		c.isKnown = true
@@ -187,6 +190,7 @@ func (g *Gateway) join(ss *mcp.ServerSession, profile string) {
 	}
 	c.sessions[ss] = supportOf(p)
 	c.profiles[ss] = profile
+	g.opts.Metrics.SessionStarted(transportOf(ss))
 	c.tags[ss] = sessionTag(ss)
 	if id := ss.ID(); id != "" {
 		c.ids[id] = ss
@@ -258,9 +262,11 @@ func (c *clients) tagOf(ss *mcp.ServerSession) string {
 func (g *Gateway) leave(ss *mcp.ServerSession) {
 	c := g.clients
 	c.mu.Lock()
+	g.opts.Metrics.SessionEnded(transportOf(ss))
 	delete(c.sessions, ss)
 	delete(c.profiles, ss)
 	delete(c.tags, ss)
+	delete(c.listed, ss)
 	if id := ss.ID(); id != "" && c.ids[id] == ss {
 		delete(c.ids, id)
 	}
@@ -456,6 +462,14 @@ func (g *Gateway) sessionMiddleware(profile string) mcp.Middleware {
 				if ss.InitializeParams() != nil {
 					g.join(ss, profile)
 				}
+			case method == "tools/list" && g.opts.Metrics != nil:
+				g.join(ss, profile)
+				g.settle(ctx, listWait, g.upstreamsOf(method, req)...)
+				res, err := next(ctx, method, req)
+				if err == nil {
+					g.countSaved(ss, profile)
+				}
+				return res, err
 			default:
 				g.join(ss, profile)
 				g.settle(ctx, listWait, g.upstreamsOf(method, req)...)
@@ -537,4 +551,32 @@ func poll(ctx context.Context, max time.Duration, cond func() bool) bool {
 		}
 	}
 	return true
+}
+
+// transportOf names the transport of a client session, for the metrics: Streamable HTTP
+// sessions have an id, stdio and in-process ones none.
+func transportOf(ss *mcp.ServerSession) string {
+	if ss.ID() != "" {
+		return metrics.HTTP
+	}
+	return metrics.Stdio
+}
+
+// countSaved adds to the metrics what a session's first tools/list saved against
+// listing every tool of its profile in full. Later lists are not counted: a session
+// pays for its tool definitions once, in the prompt its client builds from the first.
+func (g *Gateway) countSaved(ss *mcp.ServerSession, profile string) {
+	c := g.clients
+	c.mu.Lock()
+	_, live := c.sessions[ss]
+	first := live && !c.listed[ss]
+	if first {
+		c.listed[ss] = true
+	}
+	c.mu.Unlock()
+	if !first {
+		return
+	}
+	plan := g.current.Load().plan(profile)
+	g.opts.Metrics.TokensSaved(plan.TotalTokens - listedTokens(plan, g.opts.NoPrefix))
 }

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"errors"
 	"sync"
 	"time"
 
@@ -25,6 +26,27 @@ type vectors struct {
 	building string         // the snapshot hash being embedded, "" when none
 	failed   string         // the last snapshot hash whose embedding failed
 	failedAt time.Time      // when: it is retried after embedRetry
+
+	warned map[string]bool // cache and store problems said already, by message
+}
+
+// warnOnce logs a problem of the vector cache or store once per process: a store that
+// is down would otherwise say so at every catalog change.
+func (v *vectors) warnOnce(err error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	kind := err.Error()
+	if errors.Is(err, embed.ErrStore) {
+		kind = "store"
+	}
+	if v.warned[kind] {
+		return
+	}
+	if v.warned == nil {
+		v.warned = map[string]bool{}
+	}
+	v.warned[kind] = true
+	v.g.logf("%v", err)
 }
 
 // embedRetry is how long a catalog whose embedding failed waits before another try:
@@ -65,20 +87,18 @@ func (v *vectors) prepare(ix *search.Index) { v.rank(ix) }
 
 func (v *vectors) build(ix *search.Index, hash string) {
 	snap := ix.Snapshot()
-	texts := make([]string, snap.Len())
-	for i := range texts {
-		texts[i] = embed.ToolText(snap.Tool(i))
-	}
+	texts := embed.ToolTexts(snap)
 	var last time.Time
 	vecs, st, err := embed.Build(v.g.life, v.client, texts, embed.BuildOptions{
 		CacheDir: v.g.opts.EmbedCacheDir,
+		Store:    v.g.opts.EmbedStore,
 		Progress: func(done, total int) {
 			if now := time.Now(); done == total || now.Sub(last) >= 5*time.Second {
 				last = now
 				v.g.logf("embedding tools for tool_search: %d/%d", done, total)
 			}
 		},
-		Warn: func(err error) { v.g.logf("%v", err) },
+		Warn: v.warnOnce,
 	})
 	// The catalog may have changed meanwhile: embed the newest next.
 	defer func() {

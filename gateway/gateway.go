@@ -22,13 +22,16 @@ import (
 	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/embed"
 	"github.com/toolshed/toolshed/gateway/config"
+	"github.com/toolshed/toolshed/metrics"
 	"github.com/toolshed/toolshed/policy"
 	"github.com/toolshed/toolshed/search"
 	"github.com/toolshed/toolshed/searchlog"
 )
 
-// Version is toolshed's version, reported to clients and upstreams.
-const Version = "0.1.0"
+// Version is toolshed's version, reported to clients and upstreams. It is a variable so
+// that release builds stamp it: go build -ldflags "-X github.com/toolshed/toolshed/gateway.Version=1.2.3"
+// (the Dockerfile and .goreleaser.yaml do).
+var Version = "0.1.0"
 
 // Options configure a Gateway beyond its config file. The zero value works.
 type Options struct {
@@ -58,13 +61,17 @@ type Options struct {
 	// BackoffMin (default 1s), doubles up to BackoffMax (default 1m), and starts over
 	// once an upstream has run for BackoffReset (default 1m).
 	BackoffMin, BackoffMax, BackoffReset time.Duration
-	// DrainTimeout bounds how long Run takes to stop once its context ends (default
-	// DefaultDrainTimeout). It is shared out between the steps of a clean stop: a fifth
+	// DrainTimeout bounds how long Drain lets the calls and HTTP requests in flight
+	// finish before Run's context ends and cancels what is left (default
+	// DefaultDrainTimeout).
+	DrainTimeout time.Duration
+	// StopTimeout bounds how long Run takes to stop once its context ends (default
+	// DefaultStopTimeout). It is shared out between the steps of a clean stop: a fifth
 	// for the cancellations of the calls in flight (notifications/cancelled) to reach
 	// their upstreams, then, for each stdio server, a quarter to exit once its stdin is
 	// closed and a quarter more after SIGTERM, before SIGKILL (to its process group
 	// each time). The same steps stop a server that is restarted or replaced.
-	DrainTimeout time.Duration
+	StopTimeout time.Duration
 	// SearchLog, when set, records every tool_search and every call of a real tool
 	// (see searchlog). The gateway does not close it.
 	SearchLog *searchlog.Log
@@ -83,25 +90,39 @@ type Options struct {
 	Embed *embed.Client
 	// EmbedCacheDir is where tool vectors are cached (see embed.BuildOptions.CacheDir).
 	EmbedCacheDir string
+	// EmbedStore, when set, keeps tool vectors in place of the file cache: the search
+	// log's database, so that replicas sharing it embed each tool once (see
+	// embed.BuildOptions.Store). A store that fails falls back to the file cache.
+	EmbedStore embed.Store
 	// EmbedQueryTimeout bounds a query's embedding (default hybrid.DefaultQueryTimeout).
 	EmbedQueryTimeout time.Duration
+	// Metrics, when set, counts searches, describes and calls, upstream states and
+	// restarts, sessions and tokens (see package metrics), and the HTTP front serves
+	// them at GET /metrics. Nil counts nothing.
+	Metrics *metrics.Metrics
 }
 
-// DefaultDrainTimeout is Options.DrainTimeout's default: long enough for upstreams to
-// be told of the cancelled calls and for a server to exit on its own, short enough that
-// toolshed has exited before a supervisor gives up waiting and kills it without letting
-// it stop its servers (docker stop waits 10 seconds, Kubernetes 30, systemd 90).
-const DefaultDrainTimeout = 5 * time.Second
+// DefaultDrainTimeout is Options.DrainTimeout's default: calls of most tools end well
+// within it, and with DefaultStopTimeout after it toolshed has stopped its servers and
+// exited before Kubernetes' default grace period (terminationGracePeriodSeconds, 30
+// seconds) runs out and it is killed. (docker stop waits 10 seconds unless told more:
+// give it --time 30, or toolshed a shorter --drain-timeout.)
+const DefaultDrainTimeout = 20 * time.Second
+
+// DefaultStopTimeout is Options.StopTimeout's default: long enough for upstreams to be
+// told of the cancelled calls and for a server to exit on its own.
+const DefaultStopTimeout = 5 * time.Second
 
 func (o *Options) drainTimeout() time.Duration { return orDefault(o.DrainTimeout, DefaultDrainTimeout) }
+func (o *Options) stopTimeout() time.Duration  { return orDefault(o.StopTimeout, DefaultStopTimeout) }
 
 // cancelGrace is how long a stopping gateway waits for the cancellations of its calls
 // to be written to their upstreams before it closes them.
-func (o *Options) cancelGrace() time.Duration { return o.drainTimeout() / 5 }
+func (o *Options) cancelGrace() time.Duration { return o.stopTimeout() / 5 }
 
 // stopStep is how long a stdio server gets to exit after its stdin is closed, and again
 // after SIGTERM, before SIGKILL.
-func (o *Options) stopStep() time.Duration { return o.drainTimeout() / 4 }
+func (o *Options) stopStep() time.Duration { return o.stopTimeout() / 4 }
 
 func (o *Options) backoffMin() time.Duration   { return orDefault(o.BackoffMin, time.Second) }
 func (o *Options) backoffMax() time.Duration   { return orDefault(o.BackoffMax, time.Minute) }
@@ -139,6 +160,10 @@ type Gateway struct {
 	servers   map[string]*profileServer
 
 	changes chan struct{} // an upstream changed: reassemble
+	// draining is set by Drain; posts counts the Streamable HTTP POSTs being served,
+	// which Drain waits for.
+	draining atomic.Bool
+	posts    atomic.Int64
 	// life ends when Run's context does: requests relayed to clients end with it.
 	life      context.Context
 	endLife   context.CancelFunc
@@ -189,7 +214,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	}
 	g := &Gateway{cfg: cfg, opts: opts, byName: map[string]*Upstream{}, servers: map[string]*profileServer{}, changes: make(chan struct{}, 1)}
 	g.calls = newCallRegistry(g)
-	g.rec = newRecorder(opts.SearchLog, func(ss *mcp.ServerSession) string { return g.clients.tagOf(ss) })
+	g.rec = newRecorder(opts.SearchLog, opts.Metrics, func(ss *mcp.ServerSession) string { return g.clients.tagOf(ss) })
 	g.learn = newLearner(opts.SearchLog, opts.NoLearning, opts.LearnInterval, g.logf)
 	if opts.Embed != nil {
 		g.vectors = newVectors(g, opts.Embed)
@@ -238,7 +263,8 @@ func (g *Gateway) OnEvent(fn func(Event)) { g.listeners = append(g.listeners, fn
 // Run connects every upstream and keeps them running until ctx ends. It returns once all
 // upstreams are stopped.
 //
-// Once ctx ends it stops within Options.DrainTimeout: requests relayed to clients end
+// Once ctx ends it stops within Options.StopTimeout (call Drain first to let the calls
+// in flight finish): requests relayed to clients end
 // (endLife), the calls in flight are cancelled (their clients get a cancelled result,
 // their upstreams notifications/cancelled), and only once those cancellations are
 // written, or a fifth of the drain timeout has passed, do the upstreams' connections
@@ -419,6 +445,14 @@ func (g *Gateway) summary(a *assembly) Summary {
 func (g *Gateway) emit(e Event) {
 	g.logMu.Lock()
 	defer g.logMu.Unlock()
+	if m := g.opts.Metrics; m != nil {
+		if s := e.Upstream; s != nil {
+			m.Upstream(s.Name, s.State == Ready, s.Tools)
+		}
+		if a := e.Assembled; a != nil {
+			m.CatalogTokens(a.TokensAll)
+		}
+	}
 	for _, fn := range g.listeners {
 		fn(e)
 	}

@@ -7,19 +7,31 @@ import (
 
 // handleHealth adds the health paths to mux: GET /healthz and GET /readyz, which need
 // no token and tell nothing but ok or not (a load balancer or an orchestrator asks
-// them), and GET /status[/{profile}], which needs what /mcp needs and reports the
-// servers of the caller's profile only.
+// them), GET /status[/{profile}], which needs what /mcp needs and reports the
+// servers of the caller's profile only, and, with Options.Metrics, GET /metrics, which
+// needs what /status needs (any profile's token will do).
 func (g *Gateway) handleHealth(mux *http.ServeMux, auth *httpAuth) {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		if g.ready() {
+		switch {
+		case g.draining.Load():
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
+		case g.ready():
 			writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-			return
+		default:
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "starting"})
 		}
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "starting"})
 	})
+	if m := g.opts.Metrics; m != nil {
+		metrics := m.Handler()
+		mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+			if _, _, ok := auth.profile(w, r); ok {
+				metrics.ServeHTTP(w, r)
+			}
+		})
+	}
 	serveStatus := func(w http.ResponseWriter, r *http.Request) {
 		if profile, _, ok := auth.profile(w, r); ok {
 			writeJSON(w, http.StatusOK, map[string]any{"upstreams": g.statusOf(profile)})
@@ -31,9 +43,12 @@ func (g *Gateway) handleHealth(mux *http.ServeMux, auth *httpAuth) {
 
 // ready reports whether no upstream is still starting: each has been ready (and may be
 // again, or restarting), has failed at least once, or does not run. An upstream that
-// keeps failing thus leaves the gateway ready (it serves every other server, and
-// /status says which failed), while one slow to start for the first time holds it
-// unready, as a first tools/list would miss its tools.
+// keeps failing thus leaves the gateway ready: every replica runs the same config, so
+// a server that fails here fails on each of them, and a balancer that took them all out
+// would lose every other server's tools too (toolshed serves those, says which server
+// failed in /status and toolshed_upstream_up, and keeps restarting it). One slow to
+// start for the first time holds it unready, as a first tools/list would miss its tools.
+// A draining gateway is not ready either (see the GET /readyz handler).
 func (g *Gateway) ready() bool {
 	for _, s := range g.Statuses() {
 		if s.State == Connecting && s.Restarts == 0 {

@@ -112,6 +112,10 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 	mux := http.NewServeMux()
 	g.handleHealth(mux, auth)
 	serveMCP := func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			g.posts.Add(1)
+			defer g.posts.Add(-1)
+		}
 		if badReplica != nil {
 			// A balancer routing by it would send sessions to the wrong replica.
 			httpError(w, http.StatusInternalServerError, "toolshed is misconfigured: HTTPOptions.ReplicaID: %v", badReplica)

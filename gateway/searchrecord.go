@@ -9,6 +9,7 @@ import (
 
 	"github.com/toolshed/toolshed/bridge"
 	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/metrics"
 	"github.com/toolshed/toolshed/policy"
 	"github.com/toolshed/toolshed/searchlog"
 )
@@ -24,8 +25,13 @@ const (
 // of a real tool with the rank and query at which the session's recent searches had
 // returned it. A nil log records nothing. Recording only queues (see searchlog.Log), so
 // it never slows or fails a search or a call.
+//
+// It also counts the same events, and tool_describe, in the metrics (Options.Metrics;
+// nil counts nothing): one place sees every search, describe and call, however the call
+// path changes around it.
 type recorder struct {
 	log *searchlog.Log
+	m   *metrics.Metrics
 	tag func(*mcp.ServerSession) string // a session's name in the logs (clients.tagOf)
 
 	mu       sync.Mutex
@@ -43,12 +49,13 @@ type recentSearch struct {
 	tools []string // best first
 }
 
-func newRecorder(log *searchlog.Log, tag func(*mcp.ServerSession) string) *recorder {
-	return &recorder{log: log, tag: tag, sessions: map[string]*sessionSearches{}}
+func newRecorder(log *searchlog.Log, m *metrics.Metrics, tag func(*mcp.ServerSession) string) *recorder {
+	return &recorder{log: log, m: m, tag: tag, sessions: map[string]*sessionSearches{}}
 }
 
 // search records a tool_search that returned res after latency.
 func (r *recorder) search(ss *mcp.ServerSession, profile string, plan *policy.Plan, args json.RawMessage, res bridge.Result, latency time.Duration) {
+	r.m.Search(res.Code == "", latency)
 	if r.log == nil {
 		return
 	}
@@ -130,8 +137,15 @@ func (r *recorder) found(session, tool string) (rank int, query string) {
 	return rank, query
 }
 
+// describe counts a tool_describe that answered res after d (the search log does not
+// record describes).
+func (r *recorder) describe(res *mcp.CallToolResult, d time.Duration) {
+	r.m.Describe(!res.IsError, d)
+}
+
 // call records a call of a real tool, as the activity log has it.
 func (r *recorder) call(a activity, tool *catalog.Tool, d time.Duration) {
+	r.m.Call(tool.Server, metricOutcome(a.Outcome), d)
 	if r.log == nil {
 		return
 	}
@@ -146,6 +160,15 @@ func (r *recorder) call(a activity, tool *catalog.Tool, d time.Duration) {
 // refused records a tool_call that named a tool but did not reach it: an unknown tool,
 // or arguments its schema refuses.
 func (r *recorder) refused(ss *mcp.ServerSession, profile string, plan *policy.Plan, name string, d time.Duration) {
+	if r.m != nil {
+		// A tool the profile has, with arguments its schema refuses, failed as a
+		// direct call of it does (invalid_arguments); any other was refused.
+		server, outcome := "", metrics.Refused
+		if t, err := plan.Lookup(name); err == nil {
+			server, outcome = t.Server, searchlog.OutcomeFailed
+		}
+		r.m.Call(server, outcome, d)
+	}
 	if r.log == nil {
 		return
 	}
@@ -174,4 +197,15 @@ func callOutcome(activity string) string {
 	// tool_error (the server answered with a JSON-RPC error), invalid_arguments,
 	// denied, declined, rate_limited, expired: the call did not run as asked.
 	return searchlog.OutcomeFailed
+}
+
+// metricOutcome maps an activity log outcome to toolshed_calls_total's: the search log's
+// outcome, or refused for a call the gateway itself refused to run (the hooks denied it,
+// the user declined it, the rate limit stopped it).
+func metricOutcome(activity string) string {
+	switch activity {
+	case "denied", "declined", "rate_limited":
+		return metrics.Refused
+	}
+	return callOutcome(activity)
 }

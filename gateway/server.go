@@ -244,16 +244,17 @@ func (ps *profileServer) bridged(name string) mcp.ToolHandler {
 		a := ps.g.current.Load()
 		ix := a.index()
 		b := &bridge.Bridge{Plan: a.plan(ps.profile), Index: ix, Rank: ps.g.vectors.rank(ix)}
-		if name == bridge.DescribeTool || name == bridge.CallTool {
+		if name == bridge.DescribeTool {
+			start := time.Now()
+			res := ps.describe(b, req.Params.Arguments)
+			ps.g.rec.describe(res, time.Since(start))
+			return res, nil
+		}
+		if name == bridge.CallTool {
 			if target, ok := bridgedTarget(req.Params.Arguments); ok && isUnknown(b.Plan, target) {
 				if res := ps.refuseHidden(target); res != nil {
 					return res, nil
 				}
-			}
-		}
-		if name == bridge.DescribeTool {
-			if res := ps.describeRestarting(b.Plan, req.Params.Arguments); res != nil {
-				return res, nil
 			}
 		}
 		if name == bridge.SearchTool {
@@ -283,4 +284,18 @@ func (ps *profileServer) bridged(name string) mcp.ToolHandler {
 		}
 		return ps.g.calls.run(ctx, callSpec{req: req, profile: ps.profile, tool: t, args: args, via: "tool_call", checked: true})
 	}
+}
+
+// describe answers tool_describe: a hidden tool and one of a restarting server are
+// refused as a call of them is; anything else is the bridge's to answer.
+func (ps *profileServer) describe(b *bridge.Bridge, args json.RawMessage) *mcp.CallToolResult {
+	if target, ok := bridgedTarget(args); ok && isUnknown(b.Plan, target) {
+		if res := ps.refuseHidden(target); res != nil {
+			return res
+		}
+	}
+	if res := ps.describeRestarting(b.Plan, args); res != nil {
+		return res
+	}
+	return fromBridge(b.Handle(bridge.DescribeTool, args))
 }

@@ -40,6 +40,9 @@ func (h *streamableFront) serveStateless(w http.ResponseWriter, r *http.Request,
 	if !ok {
 		return
 	}
+	if p.initialize && h.g.refuseDraining(w) {
+		return // a new client: let another replica take it
+	}
 	state := &mcp.ServerSessionState{LogLevel: "info"}
 	if !p.initialize {
 		v := p.version

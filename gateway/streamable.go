@@ -279,6 +279,9 @@ func (h *streamableFront) servePOST(w http.ResponseWriter, r *http.Request, owne
 	if sess == nil {
 		// A POST without a session starts one, for an initialize (or a probe before
 		// it, such as server/discover, whose session ends with the POST).
+		if h.g.refuseDraining(w) {
+			return
+		}
 		if err := h.sessions.reserve(owner.cred); err != nil {
 			w.Header().Set("Retry-After", sessionRetryAfter)
 			httpError(w, http.StatusServiceUnavailable, "%v", err)

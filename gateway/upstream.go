@@ -169,6 +169,7 @@ func (u *Upstream) failed(err error, retry time.Duration) {
 	u.status.Retry = retry
 	u.setStateLocked(Failed, err)
 	u.mu.Unlock()
+	u.g.opts.Metrics.Restart(u.cfg.Name)
 	u.g.upstreamChanged(u)
 }
 

@@ -60,8 +60,9 @@ type Searcher struct {
 
 // health is whether the endpoint's last answer to a query failed, and was logged.
 type health struct {
-	mu     sync.Mutex
-	failed bool
+	mu        sync.Mutex
+	failed    bool
+	fallbacks int64 // searches answered with words alone because the query's embedding failed
 }
 
 // New returns a Searcher over ix whose tools have vecs (one a tool of ix's snapshot, in
@@ -93,6 +94,15 @@ func (s *Searcher) With(ix *search.Index, vecs *embed.Vectors) *Searcher {
 		vecs = nil
 	}
 	return &Searcher{ix: ix, vecs: vecs, client: s.client, opts: s.opts, health: s.health}
+}
+
+// Fallbacks is how many searches (of s and the Searchers made With it) answered with
+// words alone because the query's embedding failed: what a measurement must report
+// beside its figures.
+func (s *Searcher) Fallbacks() int64 {
+	s.health.mu.Lock()
+	defer s.health.mu.Unlock()
+	return s.health.fallbacks
 }
 
 // Index is the word index searched.
@@ -154,6 +164,9 @@ func (s *Searcher) note(err error) {
 	h := s.health
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if err != nil {
+		h.fallbacks++
+	}
 	switch {
 	case err != nil && !h.failed:
 		h.failed = true

@@ -273,7 +273,8 @@ func cloneTools(tools []Tool, raw []byte) ([]Tool, []byte) {
 
 // toolIndex is the search index over a request's deferred tools.
 type toolIndex struct {
-	index *search.Index
+	index   *search.Index
+	vectors toolVectors // the deferred tools' embeddings, when the Proxy has an endpoint
 }
 
 // newToolIndex indexes the deferred tools, in MCP's shape for the catalog.

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"regexp"
 	"time"
+
+	"github.com/toolshed/toolshed/embed"
 )
 
 // Proxy answers Messages API requests with tool search for an upstream model that has
@@ -44,8 +46,21 @@ type Proxy struct {
 	// Logger receives one line per request (model, upstream calls, searches, status).
 	// It never sees keys or message content. Nil means no logging.
 	Logger *slog.Logger
+	// Embed, when set, makes tool_search_tool_bm25 fuse its word ranking with the
+	// cosine ranking of the deferred tools' embeddings from the user's own model
+	// (package hybrid); tool_search_tool_regex stays lexical. Each distinct tools list is
+	// embedded once, in the background (only the tools EmbedBuild's cache or store
+	// lacks); until its vectors are ready, and whenever the endpoint fails, search
+	// answers with words alone and the Logger is told once.
+	Embed *embed.Client
+	// EmbedBuild shapes the embedding of tools lists: where vectors are kept, progress.
+	EmbedBuild embed.BuildOptions
+	// EmbedQueryTimeout bounds a query's embedding, and how long a tools list's first
+	// search waits for its vectors; zero means hybrid.DefaultQueryTimeout.
+	EmbedQueryTimeout time.Duration
 
 	toolSets toolSetCache
+	embed    embedState
 }
 
 func (p *Proxy) maxIterations() int {
@@ -79,6 +94,7 @@ func (p *Proxy) newID() string {
 // turn is the state of one request's search loop: the content produced so far and the
 // deferred tools loaded.
 type turn struct {
+	ctx      context.Context // the request's: a search's query embedding ends with it
 	p        *Proxy
 	pr       *prepared
 	loaded   map[string]bool
@@ -86,8 +102,8 @@ type turn struct {
 	searches int
 }
 
-func (p *Proxy) newTurn(pr *prepared) *turn {
-	return &turn{p: p, pr: pr, loaded: pr.loadedTools(pr.req.Messages)}
+func (p *Proxy) newTurn(ctx context.Context, pr *prepared) *turn {
+	return &turn{ctx: ctx, p: p, pr: pr, loaded: pr.loadedTools(pr.req.Messages)}
 }
 
 // request is what the upstream model gets next: the client's conversation with this
@@ -169,7 +185,7 @@ func (t *turn) result(b, use Block, k useKind) Block {
 	if k == unloadedUse {
 		content, names = refs([]string{b.Name}), []string{b.Name}
 	} else {
-		content, names = t.pr.runSearch(t.pr.searchTool(b.Name), b.Input, t.p.maxSearches()-t.searches, t.p.RegexBudget)
+		content, names = t.runSearch(t.pr.searchTool(b.Name), b.Input)
 	}
 	t.searches++
 	for _, n := range names {
@@ -222,7 +238,7 @@ func (p *Proxy) Create(ctx context.Context, req *Request, h http.Header) (*Respo
 	if aerr != nil {
 		return nil, aerr
 	}
-	t := p.newTurn(pr)
+	t := p.newTurn(ctx, pr)
 	var out *Response
 	var sum Usage
 	for calls := 1; ; calls++ {
@@ -259,5 +275,5 @@ func (p *Proxy) CountTokens(ctx context.Context, req *Request, h http.Header) (i
 	if aerr != nil {
 		return 0, aerr
 	}
-	return p.Upstream.CountTokens(ctx, p.newTurn(pr).request(), h)
+	return p.Upstream.CountTokens(ctx, p.newTurn(ctx, pr).request(), h)
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/toolshed/toolshed/search"
 )
@@ -12,7 +11,8 @@ import (
 // runSearch answers one call of a search tool: the content of its tool_search_tool_result
 // (a tool_search_tool_search_result with tool_references, or a
 // tool_search_tool_result_error), and the names of the tools found.
-func (pr *prepared) runSearch(t *Tool, input json.RawMessage, budget int, regexBudget time.Duration) (json.RawMessage, []string) {
+func (t *turn) runSearch(tool *Tool, input json.RawMessage) (json.RawMessage, []string) {
+	pr, budget := t.pr, t.p.maxSearches()-t.searches
 	fail := func(code search.Code, format string, args ...any) (json.RawMessage, []string) {
 		c, _ := json.Marshal(struct {
 			Type         string `json:"type"`
@@ -45,16 +45,16 @@ func (pr *prepared) runSearch(t *Tool, input json.RawMessage, budget int, regexB
 	}
 	var found []search.Result
 	var err error
-	if t.SearchKind() == "regex" {
+	if tool.SearchKind() == "regex" {
 		if in.Pattern == nil {
 			return fail(search.InvalidToolInput, "the input needs a \"pattern\": a regular expression such as \"weather\"")
 		}
-		found, err = pr.catalog.index.Regex(*in.Pattern, search.Options{Limit: limit, Budget: regexBudget})
+		found, err = pr.catalog.index.Regex(*in.Pattern, search.Options{Limit: limit, Budget: t.p.RegexBudget})
 	} else {
 		if in.Query == nil {
 			return fail(search.InvalidToolInput, "the input needs a \"query\": a few words saying what the tool does")
 		}
-		found, err = pr.catalog.index.Search(*in.Query, search.Options{Limit: limit})
+		found, err = t.p.bm25(t.ctx, pr.toolSet, *in.Query, search.Options{Limit: limit})
 	}
 	if err != nil {
 		var se *search.Error

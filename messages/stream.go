@@ -24,7 +24,7 @@ func (p *Proxy) Stream(ctx context.Context, req *Request, h http.Header, emit fu
 	if aerr != nil {
 		return aerr
 	}
-	s := &streamer{turn: p.newTurn(pr), emit: emit}
+	s := &streamer{turn: p.newTurn(ctx, pr), emit: emit}
 	err := s.run(ctx, h)
 	if err != nil && s.started {
 		var ae *APIError

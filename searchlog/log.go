@@ -457,6 +457,10 @@ func (l *Log) prune(ctx context.Context) {
 				}
 			}
 		}
+		if l.opts.MaxAge > 0 {
+			// Vectors no toolshed has loaded for MaxAge: tools that left every catalog.
+			return q.exec(ctx, `DELETE FROM tool_vectors WHERE used < ?`, time.Now().Add(-l.opts.MaxAge).UnixMicro())
+		}
 		return nil
 	})
 }

@@ -24,13 +24,11 @@ type backend struct {
 // backends returns a SQLite file and, where PostgreSQL is installed (always in CI), a
 // PostgreSQL server started for t.
 func backends(t *testing.T) []backend {
-	sqlite := backend{"sqlite", func(t *testing.T) string { return filepath.Join(t.TempDir(), "log.db") }}
-	if !pgtest.Installed() && !pgtest.Required() {
-		t.Log("PostgreSQL is not installed: the log is tested on SQLite only")
-		return []backend{sqlite}
+	var out []backend
+	for _, s := range pgtest.Stores(t) {
+		out = append(out, backend{s.Name, s.DSN})
 	}
-	pg := pgtest.Start(t)
-	return []backend{sqlite, {"postgres", func(t *testing.T) string { return pg.Database(t) }}}
+	return out
 }
 
 // warnings collects what a Log warns about.

@@ -40,6 +40,7 @@ func openPostgres(ctx context.Context, dsn string) (*pgStore, error) {
 
 func (s *pgStore) where() string                       { return s.name }
 func (s *pgStore) idColumn() string                    { return "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY" }
+func (s *pgStore) bytesColumn() string                 { return "BYTEA" }
 func (s *pgStore) close()                              { s.pool.Close() }
 func (s *pgStore) check(context.Context) (bool, error) { return false, nil }
 

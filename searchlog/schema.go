@@ -18,6 +18,7 @@ var ErrNewerSchema = errors.New("searchlog: the database is from a newer toolshe
 //	         latency_us, error, catalog_tokens, result_tokens)
 //	calls(id, time, source, profile, session, tool, server, outcome,
 //	      duration_us, rank, query)
+//	tool_vectors(model, dimensions, prefix, hash, vector, used)
 //
 // Times are microseconds since the Unix epoch (UTC), durations microseconds, so that
 // both databases store and compare them the same way. searches.results is the tools a
@@ -62,10 +63,22 @@ var migrations = [][]string{
 	{ // 2: what Evidence reads: successful calls that a search led to
 		`CREATE INDEX calls_evidence ON calls (tool, query, time) WHERE outcome = 'ok' AND query <> ''`,
 	},
+	{ // 3: tool vectors (see vectors.go), shared by the replicas of one database
+		`CREATE TABLE tool_vectors (
+			model TEXT NOT NULL,
+			dimensions INTEGER NOT NULL,
+			prefix TEXT NOT NULL,
+			hash {{bytes}} NOT NULL,
+			vector {{bytes}} NOT NULL,
+			used BIGINT NOT NULL,
+			PRIMARY KEY (model, dimensions, prefix, hash)
+		)`,
+		`CREATE INDEX tool_vectors_used ON tool_vectors (used)`,
+	},
 }
 
 // SchemaVersion is the schema version this toolshed writes.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // migrate brings st's schema up to version want (SchemaVersion but in tests),
 // one migration per transaction, and refuses a database newer than that.
@@ -91,7 +104,8 @@ func migrate(ctx context.Context, st store, want int) error {
 				return nil
 			}
 			for _, stmt := range migrations[v] {
-				if err := q.exec(ctx, strings.ReplaceAll(stmt, "{{id}}", st.idColumn())); err != nil {
+				stmt = strings.NewReplacer("{{id}}", st.idColumn(), "{{bytes}}", st.bytesColumn()).Replace(stmt)
+				if err := q.exec(ctx, stmt); err != nil {
 					return fmt.Errorf("migration %d: %w", v+1, err)
 				}
 			}
@@ -138,6 +152,8 @@ type store interface {
 	where() string
 	// idColumn is the type of an auto-numbered primary key.
 	idColumn() string
+	// bytesColumn is the type of a column of bytes.
+	bytesColumn() string
 	close()
 }
 

@@ -85,8 +85,9 @@ func (s *sqliteStore) handle() *sql.DB {
 	return s.db
 }
 
-func (s *sqliteStore) where() string    { return s.path }
-func (s *sqliteStore) idColumn() string { return "INTEGER PRIMARY KEY" }
+func (s *sqliteStore) where() string       { return s.path }
+func (s *sqliteStore) idColumn() string    { return "INTEGER PRIMARY KEY" }
+func (s *sqliteStore) bytesColumn() string { return "BLOB" }
 
 func (s *sqliteStore) close() {
 	if db := s.handle(); db != nil {

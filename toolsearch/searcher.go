@@ -75,12 +75,7 @@ func NewSearcher(snap *catalog.Snapshot, opts Options) (*Searcher, error) {
 // within opts.QueryTimeout; when that fails, the copy answers with words alone and
 // logs it once.
 func (s *Searcher) WithEmbeddings(ctx context.Context, c *embed.Client, build embed.BuildOptions, opts hybrid.Options) (*Searcher, error) {
-	snap := s.index.Snapshot()
-	texts := make([]string, snap.Len())
-	for i := range texts {
-		texts[i] = embed.ToolText(snap.Tool(i))
-	}
-	vecs, _, err := embed.Build(ctx, c, texts, build)
+	vecs, _, err := embed.Build(ctx, c, embed.ToolTexts(s.index.Snapshot()), build)
 	if err != nil {
 		return nil, err
 	}

@@ -35,7 +35,7 @@ require (
 	github.com/tiktoken-go/tokenizer v0.10.0 // indirect
 	go.etcd.io/bbolt v1.4.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
-	google.golang.org/protobuf v1.36.6 // indirect
+	google.golang.org/protobuf v1.36.12 // indirect
 )
 
 replace github.com/toolshed/toolshed => ../..

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"sync"
 	"time"
 
-	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/embed"
 	"github.com/toolshed/toolshed/gateway"
+	"github.com/toolshed/toolshed/gateway/config"
 	"github.com/toolshed/toolshed/hybrid"
+	"github.com/toolshed/toolshed/messages"
 	"github.com/toolshed/toolshed/search"
 )
 
@@ -20,6 +23,32 @@ type embedFlags struct {
 	url, model, queryPrefix, docPrefix *string
 	dimensions                         *int
 	queryTimeout                       *time.Duration
+	// apiKeyEnv names the variable the key is read from (the config's api_key_env);
+	// empty means embed.APIKeyEnv.
+	apiKeyEnv string
+}
+
+// withConfig takes the config file's embed section for every flag not given on the
+// command line: flags override the file key by key.
+func (f *embedFlags) withConfig(fs *flag.FlagSet, e config.Embed) {
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	str := func(name string, dst *string, v string) {
+		if !set[name] && v != "" {
+			*dst = v
+		}
+	}
+	str("embed-url", f.url, e.URL)
+	str("embed-model", f.model, e.Model)
+	str("embed-query-prefix", f.queryPrefix, e.QueryPrefix)
+	str("embed-document-prefix", f.docPrefix, e.DocumentPrefix)
+	if !set["embed-dimensions"] && e.Dimensions != 0 {
+		*f.dimensions = e.Dimensions
+	}
+	if !set["embed-query-timeout"] && e.QueryTimeout != 0 {
+		*f.queryTimeout = e.QueryTimeout
+	}
+	f.apiKeyEnv = e.APIKeyEnv
 }
 
 // addEmbedFlags adds the flags; queryTimeout is the default wait for a query's
@@ -56,7 +85,7 @@ func (f *embedFlags) searcher(ix *search.Index, stderr io.Writer) (*hybrid.Searc
 		return nil, embed.BuildStats{}, err
 	}
 	snap := ix.Snapshot()
-	vecs, stats, err := embed.Build(context.Background(), c, toolTexts(snap), embed.BuildOptions{
+	vecs, stats, err := embed.Build(context.Background(), c, embed.ToolTexts(snap), embed.BuildOptions{
 		Progress: embedProgress(stderr, *f.model),
 		Warn:     func(err error) { fmt.Fprintf(stderr, "toolshed: %v\n", err) },
 	})
@@ -69,21 +98,45 @@ func (f *embedFlags) searcher(ix *search.Index, stderr io.Writer) (*hybrid.Searc
 
 // gateway sets the gateway's embedding options when hybrid search was asked for.
 func (f *embedFlags) gateway(opts *gateway.Options) error {
-	on, err := f.on()
-	if !on || err != nil {
-		return err
-	}
-	c, err := f.client()
-	if err != nil {
+	c, err := f.clientIfOn()
+	if c == nil || err != nil {
 		return err
 	}
 	opts.Embed, opts.EmbedQueryTimeout = c, *f.queryTimeout
 	return nil
 }
 
+// proxy sets the proxy's embedding options when hybrid search was asked for: its
+// tool_search_tool_bm25 then fuses words and vectors, with progress of a long first
+// embedding on stderr.
+func (f *embedFlags) proxy(p *messages.Proxy, stderr io.Writer) error {
+	c, err := f.clientIfOn()
+	if c == nil || err != nil {
+		return err
+	}
+	p.Embed, p.EmbedQueryTimeout = c, *f.queryTimeout
+	p.EmbedBuild = embed.BuildOptions{
+		Progress: embedProgress(stderr, *f.model),
+		Warn:     func(err error) { fmt.Fprintf(stderr, "toolshed: %v\n", err) },
+	}
+	return nil
+}
+
+// clientIfOn is the endpoint's client when hybrid search was asked for, nil otherwise.
+func (f *embedFlags) clientIfOn() (*embed.Client, error) {
+	if on, err := f.on(); !on || err != nil {
+		return nil, err
+	}
+	return f.client()
+}
+
 func (f *embedFlags) client() (*embed.Client, error) {
+	key := ""
+	if f.apiKeyEnv != "" {
+		key = os.Getenv(f.apiKeyEnv)
+	}
 	c, err := embed.New(embed.Options{URL: *f.url, Model: *f.model, Dimensions: *f.dimensions,
-		QueryPrefix: *f.queryPrefix, DocumentPrefix: *f.docPrefix})
+		QueryPrefix: *f.queryPrefix, DocumentPrefix: *f.docPrefix, APIKey: key})
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}
@@ -93,19 +146,16 @@ func (f *embedFlags) client() (*embed.Client, error) {
 // interactiveQueryTimeout is search's and eval's default wait for a query's embedding.
 const interactiveQueryTimeout = 10 * time.Second
 
-func toolTexts(snap *catalog.Snapshot) []string {
-	texts := make([]string, snap.Len())
-	for i := range texts {
-		texts[i] = embed.ToolText(snap.Tool(i))
-	}
-	return texts
-}
-
 // embedProgress prints how far a first embedding has gone, at most once a second and
 // at the end, so that a catalog of thousands of tools on a slow model shows it works.
 func embedProgress(w io.Writer, model string) func(done, total int) {
-	var last time.Time
+	var (
+		mu   sync.Mutex // the proxy embeds several tools lists at once
+		last time.Time
+	)
 	return func(done, total int) {
+		mu.Lock()
+		defer mu.Unlock()
 		if now := time.Now(); done == total || now.Sub(last) >= time.Second {
 			last = now
 			fmt.Fprintf(w, "toolshed: embedding tools with %s: %d/%d\n", model, done, total)

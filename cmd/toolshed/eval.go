@@ -4,9 +4,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"time"
 
+	"github.com/toolshed/toolshed/embed"
+	"github.com/toolshed/toolshed/hybrid"
 	"github.com/toolshed/toolshed/internal/eval"
 	"github.com/toolshed/toolshed/internal/evalsearch"
 	"github.com/toolshed/toolshed/search"
@@ -62,28 +65,33 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		return runLearned(stdout, ix, qs, *learnSplit, *asJSON)
 	}
 	searchFn := evalsearch.Search(ix)
-	var embedded string
+	mode := evalMode{Mode: "bm25"}
+	var hs *hybrid.Searcher
 	if hybridOn {
 		// Measuring needs the vectors: an endpoint that fails here is an error, not a
 		// silent fall back to the figures of words alone.
-		hs, st, err := emb.searcher(ix, stderr)
-		if err != nil {
+		var st embed.BuildStats
+		if hs, st, err = emb.searcher(ix, stderr); err != nil {
 			return fmt.Errorf("embedding the catalog's tools: %w", err)
 		}
 		searchFn = evalsearch.Hybrid(hs)
-		embedded = fmt.Sprintf("hybrid: BM25F fused with %s (%d tools embedded, %d from the cache)", *emb.model, st.Embedded, st.Cached)
+		mode = evalMode{Mode: "hybrid", Model: *emb.model, Host: urlHost(*emb.url), Embedded: st.Embedded, Cached: st.Cached}
 	}
 	r := eval.Run(qs, snap.Len(), build, searchFn)
 	if !*misses {
 		r.Misses = nil
 	}
+	if hs != nil {
+		mode.Fallbacks = hs.Fallbacks()
+	}
 	if *asJSON {
-		return writeJSON(stdout, r)
+		return writeJSON(stdout, struct {
+			eval.Report
+			Search evalMode `json:"search"`
+		}{r, mode})
 	}
 	fmt.Fprintf(stdout, "%d queries over %d tools (index built in %.1f ms)\n", r.Queries, r.Tools, r.BuildMS)
-	if embedded != "" {
-		fmt.Fprintln(stdout, embedded)
-	}
+	fmt.Fprintln(stdout, mode.String(r.Queries))
 	fmt.Fprintln(stdout)
 	fmt.Fprintf(stdout, "  recall@1   %.3f\n  recall@5   %.3f\n  recall@10  %.3f\n", r.Recall1, r.Recall5, r.Recall10)
 	fmt.Fprintf(stdout, "  nDCG@5     %.3f\n  nDCG@10    %.3f\n  comp@5     %.3f\n  MRR        %.3f\n", r.NDCG5, r.NDCG10, r.Comp5, r.MRR)
@@ -140,4 +148,36 @@ func printMisses(w io.Writer, r eval.Report) {
 			fmt.Fprintf(w, "    got     %s\n", strings.Join(m.Top, ", "))
 		}
 	}
+}
+
+// evalMode says what an eval measured: words alone, or words fused with which model,
+// and how many queries fell back to words alone because their embedding failed (then
+// the figures are partly of words).
+type evalMode struct {
+	Mode      string `json:"mode"` // "bm25" or "hybrid"
+	Model     string `json:"model,omitempty"`
+	Host      string `json:"endpoint_host,omitempty"`
+	Embedded  int    `json:"tools_embedded"`
+	Cached    int    `json:"tools_cached"`
+	Fallbacks int64  `json:"query_fallbacks"`
+}
+
+func (m evalMode) String(queries int) string {
+	if m.Mode != "hybrid" {
+		return "search: words alone (BM25F); add --embed-url and --embed-model to measure hybrid search"
+	}
+	s := fmt.Sprintf("hybrid: BM25F fused with %s at %s (%d tools embedded, %d from the cache)", m.Model, m.Host, m.Embedded, m.Cached)
+	if m.Fallbacks > 0 {
+		s += fmt.Sprintf("; %d of %d queries fell back to words alone (their embedding failed)", m.Fallbacks, queries)
+	}
+	return s
+}
+
+// urlHost is the host (and port) of an endpoint URL, which says where the model ran
+// without what a path or query might carry.
+func urlHost(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.Host != "" {
+		return u.Host
+	}
+	return "?"
 }

@@ -6,8 +6,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"time"
 
 	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/embed"
+	"github.com/toolshed/toolshed/gateway/config"
 	"github.com/toolshed/toolshed/internal/builtin"
 	"github.com/toolshed/toolshed/internal/lint"
 )
@@ -43,8 +47,16 @@ func runLint(args []string, stdout, stderr io.Writer) error {
 		problems []catalog.Problem
 		err      error
 	)
+	var extra []lint.Finding
 	switch {
 	case *configFile != "":
+		// The config's embed section is checked first: a mistake in it is an error
+		// that says what to fix, before any server starts.
+		cfg, _, lerr := config.Load(*configFile)
+		if lerr != nil {
+			return lerr
+		}
+		extra = checkEmbed(context.Background(), cfg.Embed)
 		snap, problems, err = configCatalog(context.Background(), *configFile, "linted", stderr)
 	case len(catalogs) > 0:
 		snap, problems, err = lintFiles(catalogs)
@@ -58,7 +70,7 @@ func runLint(args []string, stdout, stderr io.Writer) error {
 	if n == 0 {
 		n = -1
 	}
-	report := lint.Run(snap, problems, lint.Options{TopTokens: n})
+	report := lint.Run(snap, problems, lint.Options{TopTokens: n, Extra: extra})
 	if *asJSON {
 		err = writeJSON(stdout, report)
 	} else {
@@ -91,4 +103,35 @@ func lintFiles(files []string) (*catalog.Snapshot, []catalog.Problem, error) {
 	}
 	snap, ps := catalog.Build(sources)
 	return snap, append(problems, ps...), nil
+}
+
+// embedProbeTimeout bounds lint's embedding of one short text: generous, since a local
+// model may be loading.
+const embedProbeTimeout = 30 * time.Second
+
+// checkEmbed embeds one short text with the config's embedding endpoint, as search
+// would embed a query, and says whether it answered: an endpoint that does not is an
+// error finding (search would use words alone), one that does a note of what it gave.
+func checkEmbed(ctx context.Context, e config.Embed) []lint.Finding {
+	if !e.On() {
+		return nil
+	}
+	key := os.Getenv(e.APIKeyEnv)
+	c, err := embed.New(embed.Options{URL: e.URL, Model: e.Model, Dimensions: e.Dimensions, QueryPrefix: e.QueryPrefix, DocumentPrefix: e.DocumentPrefix, APIKey: key})
+	if err == nil {
+		ctx, cancel := context.WithTimeout(ctx, embedProbeTimeout)
+		defer cancel()
+		var v []float32
+		if v, err = c.Query(ctx, "find a tool"); err == nil {
+			return []lint.Finding{{Severity: lint.Info, Check: lint.CheckEmbed,
+				Message: fmt.Sprintf("the embedding model %s at %s answers with %d dimensions; search fuses words with it", e.Model, c.Endpoint(), len(v)),
+				Fix:     "nothing to fix; compare toolshed eval with and without --embed-url to measure the gain"}}
+		}
+	}
+	fix := "start the model server, or correct embed.url and embed.model in the config; until it answers, search uses words alone"
+	if key == "" {
+		fix += fmt.Sprintf(" (no key: $%s is empty, if the endpoint needs one)", e.APIKeyEnv)
+	}
+	return []lint.Finding{{Severity: lint.Error, Check: lint.CheckEmbed,
+		Message: fmt.Sprintf("the embedding endpoint %s (model %s) does not answer: %v", e.URL, e.Model, err), Fix: fix}}
 }

@@ -70,8 +70,9 @@ func listen(flagName, value string, authenticated bool, stderr io.Writer) (net.L
 
 // serveUntil serves h on ln, within lim, until ctx ends, then stops accepting and lets
 // the requests under way finish for up to drain. Requests still running then are cut,
-// and it reports so.
-func serveUntil(ctx context.Context, ln net.Listener, h http.Handler, lim frontdoor.Limits, drain time.Duration) error {
+// and it reports so, saying when they were cut (late: "the drain timeout (5s,
+// --drain-timeout)").
+func serveUntil(ctx context.Context, ln net.Listener, h http.Handler, lim frontdoor.Limits, drain time.Duration, late string) error {
 	srv := lim.Server(h)
 	ln = lim.Listener(ln)
 	served := make(chan error, 1)
@@ -87,7 +88,7 @@ func serveUntil(ctx context.Context, ln net.Listener, h http.Handler, lim frontd
 	<-served
 	if err != nil {
 		srv.Close()
-		return fmt.Errorf("requests were still running after the drain timeout (%v, --drain-timeout); their connections were closed", drain)
+		return fmt.Errorf("requests were still running after %s; their connections were closed", late)
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/toolshed/toolshed/gateway"
+	"github.com/toolshed/toolshed/hybrid"
 	"github.com/toolshed/toolshed/messages"
 )
 
@@ -21,6 +22,7 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 	doors := addDoorFlags(fs)
 	maxIter := fs.Int("max-iterations", 0, "most upstream calls per request while the model searches (default 8; then stop_reason pause_turn)")
 	drain := fs.Duration("drain-timeout", gateway.DefaultDrainTimeout, "after SIGINT or SIGTERM, stop accepting and let requests in flight finish for up to `DURATION` (a second signal stops at once)")
+	emb := addEmbedFlags(fs, hybrid.DefaultQueryTimeout)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: toolshed proxy [--listen ADDR] [--upstream-url URL] [--upstream-kind anthropic|openai] [--model MODEL] [--token TOKEN]")
 		fmt.Fprintln(stderr, "Serves POST /v1/messages and /v1/messages/count_tokens with Anthropic's tool search (defer_loading,")
@@ -50,19 +52,25 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 	default:
 		return usageErr("--upstream-kind must be anthropic or openai, got %q", *kind)
 	}
+	if _, err := emb.on(); err != nil {
+		return err
+	}
 	ln, err := listen("--listen", *listenFlag, *token != "", stderr)
 	if err != nil {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	p := &messages.Proxy{Upstream: up, MaxIterations: *maxIter, Logger: logger, ClientKey: *token, AllowOrigins: doors.origins, AllowHosts: doors.hosts}
+	if err := emb.proxy(p, stderr); err != nil {
+		return err
+	}
 	target := *upstreamURL
 	if target == "" {
 		target = "the default " + *kind + " API"
 	}
 	fmt.Fprintf(stderr, "toolshed: Messages API with tool search at http://%s/v1/messages, forwarding to %s\n", ln.Addr(), target)
 	fmt.Fprintf(stderr, "toolshed: point a client at it, e.g. ANTHROPIC_BASE_URL=http://%s\n", ln.Addr())
-	ctx, stop := onSignals(stderr, *drain, nil)
+	ctx, stop := onSignals(stderr, *drain, 0, nil)
 	defer stop()
-	return serveUntil(ctx, ln, p.Handler(), doors.limits(), *drain)
+	return serveUntil(ctx, ln, p.Handler(), doors.limits(), *drain, fmt.Sprintf("the drain timeout (%v, --drain-timeout)", *drain))
 }

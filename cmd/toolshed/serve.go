@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"time"
 
 	"golang.org/x/term"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/toolshed/toolshed/gateway/config"
 	"github.com/toolshed/toolshed/hybrid"
 	"github.com/toolshed/toolshed/internal/builtin"
+	"github.com/toolshed/toolshed/metrics"
 	"github.com/toolshed/toolshed/policy"
 )
 
@@ -34,7 +36,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	maxPerToken := fs.Int("max-sessions-per-token", gateway.DefaultMaxSessionsPerToken, "keep at most `N` HTTP sessions open at once per token (all clients count as one when no token is needed); past it, a new one gets 503 (-1: no cap)")
 	stateless := fs.Bool("stateless", false, "serve Streamable HTTP without sessions: every POST on its own, GET and DELETE 405; any replica serves any request, but server-to-client requests (sampling, elicitation, roots), resumable streams and list_changed are lost (see docs/replicas.md)")
 	replica := fs.String("replica-id", os.Getenv("TOOLSHED_REPLICA_ID"), "name this replica `ID` (a DNS label, such as toolshed-1) in the HTTP session ids it issues, ID.random, for a balancer to route each session to its owner (default $TOOLSHED_REPLICA_ID)")
-	drain := fs.Duration("drain-timeout", gateway.DefaultDrainTimeout, "after SIGINT or SIGTERM, stop within `DURATION`: calls in flight are cancelled and servers stopped, then killed (a second signal stops at once)")
+	drain := fs.Duration("drain-timeout", gateway.DefaultDrainTimeout, "after SIGINT or SIGTERM over --http, drain for up to `DURATION`: /readyz answers 503 and new sessions are refused while open sessions are served and calls in flight may finish; then what is left is cancelled and the servers stopped (over stdio, calls are cancelled at once; a second signal stops at once)")
+	metricsAddr := fs.String("metrics-addr", "", "also serve Prometheus metrics at http://`ADDR`/metrics, without a token (a bare port binds 127.0.0.1); over --http, GET /metrics is served too, with the token /status needs")
 	doors := addDoorFlags(fs)
 	logFlags := searchLogFlags{
 		db:      fs.String("db", "", "record searches and calls in `DSN`: a SQLite file, a postgres:// URL, or off (default: the config's search_log.db, else $XDG_DATA_HOME/toolshed/searchlog.db)"),
@@ -60,9 +63,6 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	// Over stdio exactly one client comes: the upstreams start when it has said what it
 	// supports, and are told so from the start.
 	opts := gateway.Options{NoPrefix: *noPrefix, MaxNameLen: *maxName, ContextWindow: *window, Log: stderr, WaitForClient: *httpAddr == ""}
-	if err := emb.gateway(&opts); err != nil {
-		return err
-	}
 	if *maxName != 0 && *maxName < gateway.MinNameLen {
 		return usageErr("--max-name-length must be 0 (no limit) or at least %d, got %d", gateway.MinNameLen, *maxName)
 	}
@@ -96,6 +96,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return usageErr("--drain-timeout must be a positive duration, such as 5s, got %v", *drain)
 	}
 	opts.DrainTimeout = *drain
+	opts.StopTimeout = min(*drain, gateway.DefaultStopTimeout)
 	cfg := &config.Config{}
 	if *configFile != "" {
 		var warns []config.Warning
@@ -110,6 +111,10 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	// Every flag and the config are checked before anything starts: a mistake is
 	// reported at once, not after the upstream servers have started.
+	emb.withConfig(fs, cfg.Embed)
+	if err := emb.gateway(&opts); err != nil {
+		return err
+	}
 	if err := cfg.CheckProfile(*profile); err != nil {
 		return usageErr("--profile: %v", err)
 	}
@@ -123,6 +128,19 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer ln.Close()
+	}
+	var metricsLn net.Listener
+	if *metricsAddr != "" {
+		var err error
+		// The metrics say which servers run and how busy they are, nothing a
+		// client sends: no token, and no warning off loopback.
+		if metricsLn, err = listen("--metrics-addr", *metricsAddr, true, stderr); err != nil {
+			return err
+		}
+		defer metricsLn.Close()
+	}
+	if *httpAddr != "" || metricsLn != nil {
+		opts.Metrics = metrics.New(gateway.Version, *replica)
 	}
 	for _, f := range catalogs {
 		sources, problems := catalog.ReadFile(f)
@@ -142,6 +160,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	// Closed last, once the gateway has stopped and recorded its last calls.
 	defer closeSearchLog(searchLog, stderr)
 	opts.SearchLog = searchLog
+	if searchLog != nil {
+		opts.EmbedStore = searchLog // tool vectors shared by the replicas of one database
+	}
 	opts.NoLearning = cfg.SearchLog.NoLearn
 	opts.LearnInterval = cfg.SearchLog.LearnEvery
 	g, err := gateway.New(cfg, opts)
@@ -152,16 +173,41 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	g.OnEvent(progress.event)
 
 	// Signals are handled until the upstreams have stopped: a second signal while
-	// they stop kills their process groups before exiting (see onSignals).
-	ctx, stopSignals := onSignals(stderr, *drain, g.Kill)
+	// they stop kills their process groups before exiting (see onSignals). Over HTTP
+	// the first signal drains the gateway; the fronts and the upstreams run until it
+	// has (ctx), then stop, cancelling what is left. Over stdio the one client is the
+	// process that started toolshed: when it signals, it is leaving and will read no
+	// result, so the calls in flight are cancelled at once.
+	drainFor, stopFor := *drain, opts.StopTimeout+httpStopBound
+	if *httpAddr == "" {
+		drainFor, stopFor = opts.StopTimeout, 0
+	}
+	signalled, stopSignals := onSignals(stderr, drainFor, stopFor, g.Kill)
 	defer stopSignals()
-	runCtx, stopRun := context.WithCancel(ctx)
+	ctx, stopRun := context.WithCancel(context.Background())
+	go func() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-signalled.Done():
+		}
+		if *httpAddr != "" {
+			if left := g.Drain(ctx); left > 0 {
+				fmt.Fprintf(stderr, "toolshed: %d calls still running after the drain timeout (%v, --drain-timeout): cancelling them\n", left, *drain)
+			}
+		}
+		stopRun()
+	}()
 	runDone := make(chan struct{})
 	go func() {
-		g.Run(runCtx)
+		g.Run(ctx)
 		close(runDone)
 	}()
 	defer func() { stopRun(); <-runDone }()
+	if metricsLn != nil {
+		go serveUntil(ctx, metricsLn, opts.Metrics.Handler(), doors.limits(), time.Second, "the stop")
+		fmt.Fprintf(stderr, "toolshed: serving Prometheus metrics at http://%s/metrics\n", metricsLn.Addr())
+	}
 
 	if *httpAddr == "" {
 		if hint := stdinHint(term.IsTerminal(int(os.Stdin.Fd()))); hint != "" {
@@ -176,7 +222,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		return nil
 	}
 	fmt.Fprintf(stderr, "toolshed: serving MCP over Streamable HTTP at http://%s/mcp (profiles at /mcp/{profile})%s\n", ln.Addr(), httpMode(*stateless, *replica))
-	return serveUntil(ctx, ln, g.Handler(gateway.HTTPOptions{Token: *token, AllowOrigins: doors.origins, AllowHosts: doors.hosts, MaxSessions: *maxSessions, MaxSessionsPerToken: *maxPerToken, Stateless: *stateless, ReplicaID: *replica}), doors.limits(), *drain)
+	return serveUntil(ctx, ln, g.Handler(gateway.HTTPOptions{Token: *token, AllowOrigins: doors.origins, AllowHosts: doors.hosts, MaxSessions: *maxSessions, MaxSessionsPerToken: *maxPerToken, Stateless: *stateless, ReplicaID: *replica}), doors.limits(), opts.StopTimeout+httpStopBound,
+		fmt.Sprintf("the drain timeout (%v, --drain-timeout) and the cancellation of their calls", *drain))
 }
 
 // httpMode says how the HTTP front serves sessions, for its startup line.
@@ -193,6 +240,11 @@ func httpMode(stateless bool, replica string) string {
 	}
 	return " (" + strings.Join(parts, "; ") + ")"
 }
+
+// httpStopBound is how long, past the gateway's stop timeout, the HTTP requests still
+// open when the drain ends may take to be answered: their calls were cancelled at the
+// start of the stop, so what is left is writing the results.
+const httpStopBound = time.Second
 
 func hasProfileTokens(cfg *config.Config) bool {
 	for _, p := range cfg.Profiles {

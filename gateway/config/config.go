@@ -50,6 +50,8 @@ type Config struct {
 	Overrides []override.Rule
 	// SearchLog configures the search log.
 	SearchLog SearchLog
+	// Embed configures hybrid search with the user's embedding model.
+	Embed Embed
 }
 
 // Server is one upstream MCP server.

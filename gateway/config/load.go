@@ -80,7 +80,7 @@ var (
 	// mcpServers, VS Code servers, Hermes mcp_servers.
 	serverKeys = map[string]bool{"mcpServers": true, "servers": true, "mcp_servers": true}
 	// settingKeys are toolshed's own settings.
-	settingKeys = map[string]bool{"tools": true, "tool_search": true, "context_window": true, "profiles": true, "hooks": true, "rate_limit": true, "overrides": true, "search_log": true}
+	settingKeys = map[string]bool{"tools": true, "tool_search": true, "context_window": true, "profiles": true, "hooks": true, "rate_limit": true, "overrides": true, "search_log": true, "embed": true}
 	// clientKeys belong to the clients whose files toolshed reads; they are ignored.
 	clientKeys = map[string]bool{"$schema": true, "inputs": true, "globalShortcut": true, "preferences": true}
 )
@@ -138,9 +138,14 @@ func parse(data []byte, name, dir string) (*Config, []Warning, error) {
 			cfg.SearchLog = l.searchLog(p.val, p.key)
 		case p.key == "overrides":
 			cfg.Overrides = l.overrides(p.val)
+		case p.key == "embed":
+			var err error
+			if cfg.Embed, err = l.embedSection(p.val, p.key); err != nil {
+				return nil, l.warns, fmt.Errorf("%s: %w", name, err)
+			}
 		case clientKeys[p.key]:
 		default:
-			l.warn(p.key, "unknown setting, ignored; the top level takes mcpServers (or servers), tools, context_window, profiles, hooks, rate_limit, overrides and search_log")
+			l.warn(p.key, "unknown setting, ignored; the top level takes mcpServers (or servers), tools, context_window, profiles, hooks, rate_limit, overrides, search_log and embed")
 		}
 	}
 	switch {

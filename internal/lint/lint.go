@@ -52,6 +52,7 @@ const (
 	CheckSelfRetrieval  = "self-retrieval"  // its own words do not find it
 	CheckNearDuplicate  = "near-duplicate"  // a tool of another server a model will confuse with it
 	CheckTokens         = "tokens"          // among the costliest definitions
+	CheckEmbed          = "embeddings"      // the config's embedding endpoint does not answer as configured
 	selfRetrievalTopN   = 5
 	defaultTopTokens    = 5
 	maxSelfQueryWords   = 24
@@ -78,6 +79,9 @@ type Options struct {
 	// TopTokens is how many of the costliest definitions to report; 0 means 5, -1
 	// none.
 	TopTokens int
+	// Extra are findings the caller made about what the catalog is served with (the
+	// config's embedding endpoint, CheckEmbed), reported with the others.
+	Extra []Finding
 }
 
 // Report is the result of linting a catalog.
@@ -128,6 +132,9 @@ func Run(snap *catalog.Snapshot, problems []catalog.Problem, opts Options) *Repo
 		top = defaultTopTokens
 	}
 	for _, f := range costliest(snap, top) {
+		r.add(f)
+	}
+	for _, f := range opts.Extra {
 		r.add(f)
 	}
 	sort.SliceStable(r.Findings, func(i, j int) bool {
