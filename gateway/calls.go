@@ -133,7 +133,7 @@ func (r *callRegistry) run(ctx context.Context, spec callSpec) (*mcp.CallToolRes
 		entry.Outcome = outcome
 		entry.Arguments = spec.args
 		r.g.hooks.log(entry)
-		r.g.rec.call(entry, spec.tool, time.Since(start))
+		r.g.rec.call(entry, spec.tool, res, time.Since(start))
 		return res, nil
 	}
 	if state := spec.req.Params.RequestState; state != "" {

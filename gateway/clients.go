@@ -9,7 +9,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/metrics"
 )
 
@@ -490,16 +489,19 @@ func (g *Gateway) sessionMiddleware(profile string) mcp.Middleware {
 // A server that is slow to start must not hold up the calls of those that are up, and a
 // call must reach its server on a connection that declares what its client supports.
 func (g *Gateway) upstreamsOf(method string, req mcp.Request) []*Upstream {
-	if method == "tools/call" {
-		if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil {
-			if server, _, ok := strings.Cut(r.Params.Name, catalog.Separator); ok {
-				if u := g.byName[server]; u != nil {
-					return []*Upstream{u}
-				}
-			}
-		}
+	var tool string
+	if r, ok := req.(*mcp.CallToolRequest); ok && r.Params != nil {
+		tool = r.Params.Name
 	}
-	return g.upstreams
+	return g.upstreamsFor(method, tool)
+}
+
+// joined reports whether session ss has joined (see Gateway.join).
+func (c *clients) joined(ss *mcp.ServerSession) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.sessions[ss]
+	return ok
 }
 
 // settled reports whether every upstream has settled on the current declaration:

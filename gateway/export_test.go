@@ -30,6 +30,16 @@ func RelatedStreams() int {
 	return n
 }
 
+// SetFastCalls turns the connections' own serving of tools/call (fastcall.go) on or
+// off, and returns what restores it.
+func SetFastCalls(on bool) func() {
+	old := fastCallsOff.Swap(!on)
+	return func() { fastCallsOff.Store(old) }
+}
+
+// FastCallsServed is how many calls the fast path has served in this process.
+func FastCallsServed() int64 { return fastCallsServed.Load() }
+
 // ClientCounts counts the client sessions the gateway tracks: those that joined, and
 // the stateless HTTP POSTs' sessions alive (for the tests that check none is left).
 func (g *Gateway) ClientCounts() (joined, stateless int) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -27,6 +28,8 @@ import (
 // now served.
 type directFront struct {
 	mcp.Transport
+	// conn is the connection Connect made, for serve.
+	conn *stdioConn
 }
 
 func (t *directFront) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -34,7 +37,24 @@ func (t *directFront) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &stdioConn{Connection: conn, open: map[jsonrpc.ID]bool{}}, nil
+	life, end := context.WithCancel(ctx)
+	t.conn = &stdioConn{Connection: conn, open: map[jsonrpc.ID]bool{}, fast: map[jsonrpc.ID]context.CancelFunc{}, life: life, end: end}
+	if lc, ok := conn.(*lineConn); ok && lc.route == nil {
+		lc.route, t.conn.routed = t.conn.observe, true
+	}
+	return t.conn, nil
+}
+
+// connect connects a session of profile's server over t, whose connection then serves
+// ordinary tools/call requests itself (see fastcall.go).
+func (g *Gateway) connect(ctx context.Context, t mcp.Transport, profile string) (*mcp.ServerSession, error) {
+	front := &directFront{Transport: t}
+	ss, err := g.mcpServerFor(profile).Connect(ctx, front, nil)
+	if err != nil {
+		return nil, err
+	}
+	front.conn.serveFast(g, profile, ss)
+	return ss, nil
 }
 
 // SupportsProtocolVersion reports the versions of ProtocolVersions that the wrapped
@@ -60,16 +80,52 @@ type stdioConn struct {
 	// open holds the client's requests not answered yet, by id, and whether the client
 	// cancelled them. A cancellation of a request already answered is forgotten.
 	open map[jsonrpc.ID]bool
+	// fast holds the cancel function of each request served by the fast path
+	// (fastcall.go) and not answered yet; life ends them all when the connection
+	// closes or its reading fails, as the SDK ends its own requests.
+	fast      map[jsonrpc.ID]context.CancelFunc
+	life      context.Context
+	end       context.CancelFunc
+	fastCalls atomic.Pointer[fastSession]
+	// routed: the wrapped connection calls observe as it reads (see lineConn.route).
+	routed bool
+}
+
+// fastSession is what a connection needs to serve tools/call itself: the session's
+// gateway, profile and server session.
+type fastSession struct {
+	g       *Gateway
+	profile string
+	ss      *mcp.ServerSession
+}
+
+// serveFast makes c serve the ordinary tools/call requests of session ss itself, from
+// now on.
+func (c *stdioConn) serveFast(g *Gateway, profile string, ss *mcp.ServerSession) {
+	c.fastCalls.Store(&fastSession{g: g, profile: profile, ss: ss})
 }
 
 func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	msg, err := c.Connection.Read(ctx)
-	if err != nil {
-		return msg, err
+	for {
+		msg, err := c.Connection.Read(ctx)
+		if err != nil {
+			c.end()
+			return msg, err
+		}
+		if c.routed || !c.observe(msg) {
+			return msg, nil
+		}
 	}
+}
+
+// observe keeps track of a message from the client, in the order they come, and
+// reports whether the fast path took it (and so the SDK is not to see it). On
+// toolshed's own line connection it runs on the reading goroutine (lineConn.route),
+// so that a call taken by the fast path skips the hand-over to the SDK's reader.
+func (c *stdioConn) observe(msg jsonrpc.Message) bool {
 	req, ok := msg.(*jsonrpc.Request)
 	if !ok {
-		return msg, nil
+		return false
 	}
 	switch {
 	case req.Method == "notifications/cancelled":
@@ -78,28 +134,93 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			if _, ok := c.open[id]; ok {
 				c.open[id] = true
 			}
+			if cancel := c.fast[id]; cancel != nil {
+				cancel()
+			}
 			c.mu.Unlock()
 		}
 	case req.IsCall():
+		if c.tryFast(req) {
+			return true
+		}
 		// A new request with an id cancelled before is not cancelled.
 		c.mu.Lock()
 		c.open[req.ID] = false
 		c.mu.Unlock()
 	}
-	return msg, nil
+	return false
+}
+
+// tryFast serves req on the fast path when it can (see fastCallOf), and reports
+// whether it did.
+func (c *stdioConn) tryFast(req *jsonrpc.Request) bool {
+	fs := c.fastCalls.Load()
+	if fs == nil {
+		return false
+	}
+	fc, ok := fs.g.fastCallOf(fs.profile, fs.ss, req)
+	if !ok {
+		return false
+	}
+	c.mu.Lock()
+	if c.fast[req.ID] != nil {
+		c.mu.Unlock()
+		// In flight on the fast path: dropped, as the SDK drops its own (its refusal
+		// has no id, and so is never written).
+		return true
+	}
+	if _, busy := c.open[req.ID]; busy {
+		c.mu.Unlock()
+		return false // in flight on the SDK's path: the SDK refuses it
+	}
+	c.open[req.ID] = false
+	// A response is written whether or not its request was cancelled; the cancelled
+	// ones are dropped.
+	startFast(&c.mu, c.fast, c.life, fc, func(resp *jsonrpc.Response) { _ = c.writeFast(resp) })
+	return true
+}
+
+func (c *stdioConn) Close() error {
+	c.end()
+	return c.Connection.Close()
 }
 
 func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	if resp, ok := msg.(*jsonrpc.Response); ok {
-		c.mu.Lock()
-		dropped := c.open[resp.ID]
-		delete(c.open, resp.ID)
-		c.mu.Unlock()
-		if dropped {
-			return nil
-		}
+	if resp, ok := msg.(*jsonrpc.Response); ok && c.answered(resp.ID) {
+		return nil
 	}
 	return c.Connection.Write(ctx, msg)
+}
+
+// answered forgets request id, answered now, and reports whether its answer is to be
+// dropped (the client cancelled it).
+func (c *stdioConn) answered(id jsonrpc.ID) (drop bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	drop = c.open[id]
+	delete(c.open, id)
+	return drop
+}
+
+// writeFast writes the fast path's response to a request, as Write would.
+func (c *stdioConn) writeFast(resp *jsonrpc.Response) error {
+	if c.answered(resp.ID) {
+		return nil
+	}
+	lc, ok := c.Connection.(*lineConn)
+	if !ok {
+		return c.Connection.Write(context.Background(), resp)
+	}
+	select {
+	case <-lc.closed:
+		return mcp.ErrConnectionClosed
+	default:
+	}
+	data, err := encodeResponse(resp)
+	if err != nil {
+		return err
+	}
+	return lc.writeLine(data)
 }
 
 // cancelledRequest returns the id of the request a notifications/cancelled names,

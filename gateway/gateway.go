@@ -335,7 +335,7 @@ func (g *Gateway) WaitReady(ctx context.Context) {
 // tests (mcp.NewInMemoryTransports). The client is served as the stdio one is (see
 // directFront).
 func (g *Gateway) Connect(ctx context.Context, t mcp.Transport, profile string) (*mcp.ServerSession, error) {
-	return g.mcpServerFor(profile).Connect(ctx, &directFront{Transport: t}, nil)
+	return g.connect(ctx, t, profile)
 }
 
 // Catalog returns the current catalog: the tools of the upstreams that are up, with the
@@ -550,13 +550,18 @@ func (g *Gateway) Profiles() []string {
 
 // mcpServerFor returns the MCP server of a profile, creating it on first use.
 func (g *Gateway) mcpServerFor(profile string) *mcp.Server {
+	return g.profileServer(profile).server
+}
+
+// profileServer returns the server of a profile, creating it on first use.
+func (g *Gateway) profileServer(profile string) *profileServer {
 	g.serversMu.Lock()
 	defer g.serversMu.Unlock()
 	if ps, ok := g.servers[profile]; ok {
-		return ps.server
+		return ps
 	}
 	ps := newProfileServer(g, profile)
 	ps.sync(g.current.Load())
 	g.servers[profile] = ps
-	return ps.server
+	return ps
 }

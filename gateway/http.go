@@ -155,7 +155,7 @@ func (g *Gateway) ServeStdio(ctx context.Context, profile string) error {
 	// What mcp.Server.Run does, but a stop is not logged as an error, and the calls in
 	// flight are cancelled first: the SDK closes a session only once they are
 	// answered. (When the client closes stdin, the SDK cancels them itself.)
-	ss, err := g.mcpServerFor(profile).Connect(ctx, &directFront{Transport: stdioTransport{}}, nil)
+	ss, err := g.connect(ctx, stdioTransport{}, profile)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -71,11 +72,59 @@ type httpConn struct {
 	standing  *stream                // the GET stream, or nil
 	unsent    [][]byte               // messages for the GET stream while there is none
 	seq       int                    // numbers streams
+	// fast holds the cancel function of each request served by the fast path
+	// (fastcall.go) and not answered yet; life ends them all when the session closes.
+	fast      map[jsonrpc.ID]context.CancelFunc
+	life      context.Context
+	end       context.CancelFunc
+	fastCalls atomic.Pointer[fastSession]
 }
 
 func newHTTPConn(id string) *httpConn {
+	life, end := context.WithCancel(context.Background())
 	return &httpConn{id: id, incoming: make(chan jsonrpc.Message), closed: make(chan struct{}),
-		pending: map[jsonrpc.ID]*stream{}, cancelled: map[jsonrpc.ID]bool{}, streams: map[string]*stream{}}
+		pending: map[jsonrpc.ID]*stream{}, cancelled: map[jsonrpc.ID]bool{}, streams: map[string]*stream{},
+		fast: map[jsonrpc.ID]context.CancelFunc{}, life: life, end: end}
+}
+
+// serveFast makes c serve the ordinary tools/call requests of session ss itself, from
+// now on (see fastcall.go).
+func (c *httpConn) serveFast(g *Gateway, profile string, ss *mcp.ServerSession) {
+	c.fastCalls.Store(&fastSession{g: g, profile: profile, ss: ss})
+}
+
+// tryFast serves m, a message of a POST that track registered, on the fast path when
+// it can (see fastCallOf), and reports whether it did; otherwise it is to be
+// delivered to the session. Its response goes where the SDK's would (see Write).
+func (c *httpConn) tryFast(m jsonrpc.Message) bool {
+	req, ok := m.(*jsonrpc.Request)
+	fs := c.fastCalls.Load()
+	if !ok || fs == nil {
+		return false
+	}
+	fc, ok := fs.g.fastCallOf(fs.profile, fs.ss, req)
+	if !ok {
+		return false
+	}
+	c.mu.Lock()
+	if c.cancelled[req.ID] {
+		// Cancelled in its own POST (a batch): not run, as the SDK does not run a
+		// request cancelled before its handler starts; the answer is dropped.
+		c.mu.Unlock()
+		_ = c.Write(context.Background(), &jsonrpc.Response{ID: req.ID, Error: wireError(context.Canceled)})
+		return true
+	}
+	startFast(&c.mu, c.fast, c.life, fc, func(resp *jsonrpc.Response) {
+		select {
+		case <-c.closed:
+			return
+		default:
+		}
+		if data, err := encodeResponse(resp); err == nil {
+			_ = c.write(context.Background(), resp, data)
+		}
+	})
+	return true
 }
 
 // httpTransport connects a session to its httpConn. It serves the protocol versions
@@ -144,6 +193,11 @@ func (c *httpConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return err
 	}
+	return c.write(ctx, msg, data)
+}
+
+// write routes msg, encoded as data (see Write).
+func (c *httpConn) write(ctx context.Context, msg jsonrpc.Message, data []byte) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if resp, ok := msg.(*jsonrpc.Response); ok {
@@ -184,6 +238,7 @@ func (c *httpConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 func (c *httpConn) Close() error {
 	c.once.Do(func() {
 		close(c.closed)
+		c.end()
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		for _, s := range c.pending {
@@ -264,6 +319,9 @@ func (c *httpConn) track(msgs []jsonrpc.Message, extra func() *mcp.RequestExtra)
 func (c *httpConn) cancel(params json.RawMessage) {
 	if id, ok := cancelledRequest(params); ok && c.pending[id] != nil {
 		c.cancelled[id] = true
+		if cancel := c.fast[id]; cancel != nil {
+			cancel()
+		}
 	}
 }
 

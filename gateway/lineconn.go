@@ -319,10 +319,15 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return err
 	}
+	return c.writeLine(data)
+}
+
+// writeLine writes one encoded message and its newline, in one write.
+func (c *lineConn) writeLine(data []byte) error {
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	c.wbuf = append(append(c.wbuf[:0], data...), '\n')
-	_, err = c.w.Write(c.wbuf)
+	_, err := c.w.Write(c.wbuf)
 	return err
 }
 

@@ -171,6 +171,19 @@ func TestMetricsCountWhatClientsSaw(t *testing.T) {
 	}
 	check("toolshed_calls_total", map[string]string{"server": "", "outcome": "refused"}, float64(calls[[2]string{"", "refused"}]))
 	nCalls += calls[[2]string{"", "refused"}]
+	// The error codes the clients saw: the empty query, the unknown tool described, the
+	// denied call, the unknown tool called and the bad arguments (both
+	// invalid_tool_input), the server's own error.
+	for _, c := range []struct {
+		op, code string
+		want     float64
+	}{
+		{"search", "invalid_tool_input", 1}, {"describe", "invalid_tool_input", 1},
+		{"call", "permission_denied", 1}, {"call", "invalid_tool_input", 2}, {"call", "tool_error", 1},
+		{"call", "too_many_requests", 0}, {"search", "unavailable", 0},
+	} {
+		check("toolshed_errors_total", map[string]string{"op": c.op, "code": c.code}, c.want)
+	}
 	check("toolshed_request_duration_seconds", map[string]string{"op": "search"}, float64(total(searches)))
 	check("toolshed_request_duration_seconds", map[string]string{"op": "describe"}, float64(total(describes)))
 	check("toolshed_request_duration_seconds", map[string]string{"op": "call"}, float64(nCalls))

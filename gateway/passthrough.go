@@ -18,8 +18,9 @@ import (
 // listedTools holds the bytes each tool of an MCP server is listed with, by name, next to
 // the *mcp.Tool the SDK routes calls with.
 type listedTools struct {
-	mu     sync.RWMutex
-	byName map[string][]byte
+	mu       sync.RWMutex
+	byName   map[string][]byte
+	handlers map[string]mcp.ToolHandler // the handler of each, for the fast path (fastcall.go)
 }
 
 // add registers a tool with s, listed as raw (see listedDefinition).
@@ -29,9 +30,10 @@ func (l *listedTools) add(s *mcp.Server, def *mcp.Tool, raw []byte, h mcp.ToolHa
 	}
 	l.mu.Lock()
 	if l.byName == nil {
-		l.byName = map[string][]byte{}
+		l.byName, l.handlers = map[string][]byte{}, map[string]mcp.ToolHandler{}
 	}
 	l.byName[def.Name] = raw
+	l.handlers[def.Name] = h
 	l.mu.Unlock()
 	return nil
 }
@@ -42,6 +44,7 @@ func (l *listedTools) remove(s *mcp.Server, names ...string) {
 	l.mu.Lock()
 	for _, n := range names {
 		delete(l.byName, n)
+		delete(l.handlers, n)
 	}
 	l.mu.Unlock()
 }
@@ -52,6 +55,13 @@ func (l *listedTools) has(name string) bool {
 	defer l.mu.RUnlock()
 	_, ok := l.byName[name]
 	return ok
+}
+
+// handler returns the handler of the tool listed under name, nil when none is.
+func (l *listedTools) handler(name string) mcp.ToolHandler {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.handlers[name]
 }
 
 // middleware answers tools/list with the listed bytes and tools/call with the

@@ -11,6 +11,7 @@ import (
 	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/metrics"
 	"github.com/toolshed/toolshed/policy"
+	"github.com/toolshed/toolshed/search"
 	"github.com/toolshed/toolshed/searchlog"
 )
 
@@ -56,6 +57,9 @@ func newRecorder(log *searchlog.Log, m *metrics.Metrics, tag func(*mcp.ServerSes
 // search records a tool_search that returned res after latency.
 func (r *recorder) search(ss *mcp.ServerSession, profile string, plan *policy.Plan, args json.RawMessage, res bridge.Result, latency time.Duration) {
 	r.m.Search(res.Code == "", latency)
+	if res.Code != "" {
+		r.m.Failed(metrics.OpSearch, string(res.Code))
+	}
 	if r.log == nil {
 		return
 	}
@@ -141,11 +145,31 @@ func (r *recorder) found(session, tool string) (rank int, query string) {
 // record describes).
 func (r *recorder) describe(res *mcp.CallToolResult, d time.Duration) {
 	r.m.Describe(!res.IsError, d)
+	if res.IsError {
+		r.m.Failed(metrics.OpDescribe, errorCodeOf(res))
+	}
 }
 
-// call records a call of a real tool, as the activity log has it.
-func (r *recorder) call(a activity, tool *catalog.Tool, d time.Duration) {
+// errorCodeOf is the error code of a failed result: the "error" of the structured
+// content toolshed gives its own errors (bridge.ErrorResult), else tool_error, for a
+// tool's own error result (whose content is the server's, never a label).
+func errorCodeOf(res *mcp.CallToolResult) string {
+	if m, ok := res.StructuredContent.(map[string]string); ok && m["error"] != "" {
+		return m["error"]
+	}
+	return string(ToolError)
+}
+
+// call records a call of a real tool, as the activity log has it, that answered res.
+func (r *recorder) call(a activity, tool *catalog.Tool, res *mcp.CallToolResult, d time.Duration) {
 	r.m.Call(tool.Server, metricOutcome(a.Outcome), d)
+	switch {
+	case a.Outcome == "error":
+		// The tool's own error result, forwarded as the server sent it.
+		r.m.Failed(metrics.OpCall, string(ToolError))
+	case res != nil && res.IsError:
+		r.m.Failed(metrics.OpCall, errorCodeOf(res))
+	}
 	if r.log == nil {
 		return
 	}
@@ -168,6 +192,7 @@ func (r *recorder) refused(ss *mcp.ServerSession, profile string, plan *policy.P
 			server, outcome = t.Server, searchlog.OutcomeFailed
 		}
 		r.m.Call(server, outcome, d)
+		r.m.Failed(metrics.OpCall, string(search.InvalidToolInput))
 	}
 	if r.log == nil {
 		return

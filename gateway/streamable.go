@@ -141,6 +141,7 @@ func (h *streamableFront) open(ctx context.Context, owner sessionOwner) (*httpSe
 		h.sessions.forget(id)
 		return nil, err
 	}
+	conn.serveFast(h.g, owner.profile, ss)
 	sess := &httpSession{conn: conn, ss: ss, d: h.idle}
 	if h.idle > 0 {
 		sess.idle = time.AfterFunc(h.idle, func() { ss.Close() })
@@ -330,6 +331,9 @@ func (h *streamableFront) servePOST(w http.ResponseWriter, r *http.Request, owne
 	}
 	single := s.requests == 1 && !batch
 	for _, m := range msgs {
+		if sess.conn.tryFast(m) {
+			continue
+		}
 		if !sess.conn.deliver(m) {
 			s.abandon(s.gen, false)
 			http.Error(w, "session is closing", http.StatusNotFound)

@@ -10,6 +10,7 @@ package metrics
 
 import (
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -35,6 +36,15 @@ const Refused = "refused"
 // has not moved yet is 0 rather than missing.
 var CallOutcomes = []string{"ok", "tool_error", "failed", "timeout", "cancelled", "unavailable", Refused}
 
+// ErrorCodes are the values of toolshed_errors_total's code label: the error codes toolshed
+// answers a search, a describe or a call with (the structured content's "error"), and
+// tool_error for a call whose tool answered with an error of its own. Any other value
+// counts as OtherError, so that no server or client can grow the label set.
+var ErrorCodes = []string{"invalid_tool_input", "unavailable", "too_many_requests", "execution_time_exceeded", "permission_denied", "tool_error", OtherError}
+
+// OtherError is the code label of an error whose code is not one of ErrorCodes.
+const OtherError = "other"
+
 // Transports of a client session.
 const (
 	Stdio = "stdio"
@@ -58,6 +68,7 @@ type Metrics struct {
 	// counting is then a map load and an atomic add, not a hash of the labels.
 	searchOK, searchErr, describeOK, describeErr prometheus.Counter
 	calls                                        *prometheus.CounterVec
+	errors                                       *prometheus.CounterVec
 	callCounters                                 sync.Map
 	duration                                     *prometheus.HistogramVec
 	// The duration histogram's children, looked up once: an observation is then an
@@ -92,6 +103,14 @@ func New(version, replica string) *Metrics {
 	m.calls = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "toolshed_calls_total", Help: "Calls of real tools, direct or through tool_call, by server and outcome (ok, tool_error, failed, timeout, cancelled, unavailable, refused).",
 	}, []string{"server", "outcome"})
+	m.errors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "toolshed_errors_total", Help: "Searches, describes and calls that ended in an error, by op (search, describe, call) and the error code the client got (invalid_tool_input, unavailable, too_many_requests, execution_time_exceeded, permission_denied, tool_error, other).",
+	}, []string{"op", "code"})
+	for _, op := range []string{OpSearch, OpDescribe, OpCall} {
+		for _, c := range ErrorCodes {
+			m.errors.WithLabelValues(op, c)
+		}
+	}
 	m.duration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "toolshed_request_duration_seconds", Help: "How long toolshed took to answer a search, a describe or a call, in seconds.", Buckets: Buckets,
 	}, []string{"op"})
@@ -129,7 +148,7 @@ func New(version, replica string) *Metrics {
 		m.sessionsLive.WithLabelValues(t)
 		m.sessionsStarted.WithLabelValues(t)
 	}
-	m.reg.MustRegister(m.searches, m.describes, m.calls, m.duration, m.upstreamUp, m.upstreamTools, m.restarts,
+	m.reg.MustRegister(m.searches, m.describes, m.calls, m.errors, m.duration, m.upstreamUp, m.upstreamTools, m.restarts,
 		m.sessionsLive, m.sessionsStarted, m.catalogTokens, m.tokensSaved, info,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -191,6 +210,18 @@ func (m *Metrics) callCounter(server, outcome string) prometheus.Counter {
 	}
 	c, _ := m.callCounters.LoadOrStore(key, m.calls.WithLabelValues(server, outcome))
 	return c.(prometheus.Counter)
+}
+
+// Failed counts a search, describe or call (op) that ended in an error the client got
+// with code (OtherError when code is not one of ErrorCodes).
+func (m *Metrics) Failed(op, code string) {
+	if m == nil {
+		return
+	}
+	if !slices.Contains(ErrorCodes, code) {
+		code = OtherError
+	}
+	m.errors.WithLabelValues(op, code).Inc()
 }
 
 // Upstream reports an upstream server's state: up when its tools are served, and how
