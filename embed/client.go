@@ -99,8 +99,11 @@ type Options struct {
 type Client struct {
 	opts     Options
 	endpoint string
-	format   Format
-	http     *http.Client
+	// shown is the endpoint as messages show it: without the password a URL may
+	// carry (https://user:KEY@host/...), which is a key.
+	shown  string
+	format Format
+	http   *http.Client
 }
 
 // New checks opts and returns a Client. It sends nothing: an endpoint that is down is
@@ -149,14 +152,15 @@ func New(opts Options) (*Client, error) {
 	if hc == nil {
 		hc = &http.Client{}
 	}
-	return &Client{opts: opts, endpoint: u.String(), format: format, http: hc}, nil
+	return &Client{opts: opts, endpoint: u.String(), shown: u.Redacted(), format: format, http: hc}, nil
 }
 
 // Options returns the client's options with defaults filled in.
 func (c *Client) Options() Options { return c.opts }
 
-// Endpoint is the URL requests go to.
-func (c *Client) Endpoint() string { return c.endpoint }
+// Endpoint is the URL requests go to, as messages show it: without a password it
+// carries.
+func (c *Client) Endpoint() string { return c.shown }
 
 // Format is the wire format the client speaks.
 func (c *Client) Format() Format { return c.format }
@@ -223,27 +227,27 @@ func (c *Client) call(ctx context.Context, input []string) ([][]float32, error) 
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if ctx.Err() == context.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("%w: %s gave no answer within its timeout", ErrTimeout, c.endpoint)
+			return nil, fmt.Errorf("%w: %s gave no answer within its timeout", ErrTimeout, c.shown)
 		}
-		return nil, fmt.Errorf("%w: %s: %v", ErrUnavailable, c.endpoint, err)
+		return nil, fmt.Errorf("%w: %s: %v", ErrUnavailable, c.shown, err)
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
 	if err != nil {
 		if ctx.Err() == context.DeadlineExceeded {
-			return nil, fmt.Errorf("%w: %s stopped answering within its timeout", ErrTimeout, c.endpoint)
+			return nil, fmt.Errorf("%w: %s stopped answering within its timeout", ErrTimeout, c.shown)
 		}
-		return nil, fmt.Errorf("%w: %s: reading the answer: %v", ErrUnavailable, c.endpoint, err)
+		return nil, fmt.Errorf("%w: %s: reading the answer: %v", ErrUnavailable, c.shown, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%w: %s answered %s: %s", ErrUnavailable, c.endpoint, resp.Status, errorMessage(raw))
+		return nil, fmt.Errorf("%w: %s answered %s: %s", ErrUnavailable, c.shown, resp.Status, errorMessage(raw))
 	}
 	if len(raw) > maxResponse {
-		return nil, fmt.Errorf("%w: %s answered more than %d MiB", ErrBadResponse, c.endpoint, maxResponse>>20)
+		return nil, fmt.Errorf("%w: %s answered more than %d MiB", ErrBadResponse, c.shown, maxResponse>>20)
 	}
 	vecs, err := c.decode(raw, len(input))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s (model %s, %s format): %v", ErrBadResponse, c.endpoint, c.opts.Model, c.format, err)
+		return nil, fmt.Errorf("%w: %s (model %s, %s format): %v", ErrBadResponse, c.shown, c.opts.Model, c.format, err)
 	}
 	return vecs, nil
 }

@@ -191,7 +191,7 @@ func (g *Gateway) join(ss *mcp.ServerSession, profile string) {
 	c.sessions[ss] = supportOf(p)
 	c.profiles[ss] = profile
 	g.opts.Metrics.SessionStarted(transportOf(ss))
-	c.tags[ss] = sessionTag(ss)
+	c.tags[ss] = newSessionTag(ss)
 	if id := ss.ID(); id != "" {
 		c.ids[id] = ss
 	}
@@ -207,11 +207,13 @@ func (g *Gateway) join(ss *mcp.ServerSession, profile string) {
 	g.redeclare(who)
 }
 
-// setStateless marks ss as the session of a stateless HTTP POST sent by owner.
+// setStateless marks ss as the session of a stateless HTTP POST sent by owner, and
+// names it in the logs by a tag of its own (see newSessionTag).
 func (c *clients) setStateless(ss *mcp.ServerSession, owner sessionOwner) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.stateless[ss] = owner
+	c.tags[ss] = newSessionTag(ss)
 }
 
 // endStateless forgets a stateless HTTP POST's session once it ended.
@@ -219,6 +221,7 @@ func (c *clients) endStateless(ss *mcp.ServerSession) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.stateless, ss)
+	delete(c.tags, ss)
 }
 
 // rateKey is what the calls of ss are rate-limited as (see rateLimits): the session,

@@ -47,3 +47,6 @@ func (g *Gateway) ClientCounts() (joined, stateless int) {
 	defer g.clients.mu.Unlock()
 	return len(g.clients.sessions), len(g.clients.stateless)
 }
+
+// CallsRunning counts the calls running upstream (what Drain waits for).
+func (g *Gateway) CallsRunning() int { return g.calls.running() }

@@ -93,13 +93,17 @@ type principal struct {
 	cred    credential
 }
 
-// principalOf returns the principal of session ss.
+// principalOf returns the principal of session ss. A stateless HTTP POST's session
+// has no id and never joins: its principal is who sent it.
 func (c *clients) principalOf(ss *mcp.ServerSession) principal {
 	if ss == nil {
 		return principal{}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if o, ok := c.stateless[ss]; ok {
+		return principal{o.profile, o.cred}
+	}
 	return principal{c.profiles[ss], c.creds[ss.ID()]}
 }
 

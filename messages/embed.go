@@ -16,6 +16,14 @@ import (
 // back is used soon (as the gateway does).
 const embedRetry = time.Minute
 
+// maxEmbedBuilds bounds the tools lists embedded at once, across every client: each
+// distinct list a client sends starts a build that outlives its request (and the
+// toolSetCache's memory of that list), so without a bound a client sending many lists
+// would pile builds, their texts and their connections onto the endpoint. A list that
+// finds every slot taken is searched with words alone, and tries again at its next
+// search.
+const maxEmbedBuilds = 2
+
 // toolVectors is the embedding of one toolSet's deferred tools, started by the first
 // BM25 search of that tools list and shared by every request that sends it again.
 type toolVectors struct {
@@ -31,6 +39,7 @@ type embedState struct {
 	base   *hybrid.Searcher
 	mu     sync.Mutex
 	failed bool
+	builds int // builds running (see maxEmbedBuilds)
 }
 
 func (p *Proxy) logger() *slog.Logger {
@@ -59,13 +68,21 @@ func (p *Proxy) bm25(ctx context.Context, ts *toolSet, query string, opts search
 	}
 	v := &ts.catalog.vectors
 	v.mu.Lock()
-	if v.build == nil || v.build.Stale(embedRetry) {
+	if (v.build == nil || v.build.Stale(embedRetry)) && p.takeBuild() {
 		// The build outlives the request that started it: later requests with the same
 		// tools use it.
-		v.build = hybrid.StartBuild(context.WithoutCancel(ctx), p.Embed, ix.Snapshot(), p.EmbedBuild)
+		b := hybrid.StartBuild(context.WithoutCancel(ctx), p.Embed, ix.Snapshot(), p.EmbedBuild)
+		v.build = b
+		go func() {
+			b.Wait(context.Background())
+			p.endBuild()
+		}()
 	}
 	b := v.build
 	v.mu.Unlock()
+	if b == nil {
+		return ix.Search(query, opts) // every build slot is taken
+	}
 	wait, cancel := context.WithTimeout(ctx, p.queryTimeout())
 	vecs, stats, err, done := b.Wait(wait)
 	cancel()
@@ -78,6 +95,27 @@ func (p *Proxy) bm25(ctx context.Context, ts *toolSet, query string, opts search
 		return ix.Search(query, opts)
 	}
 	return base.With(ix, vecs).Search(ctx, query, opts)
+}
+
+// takeBuild takes a slot for a build of a tools list's vectors, and reports whether
+// one was free (see maxEmbedBuilds).
+func (p *Proxy) takeBuild() bool {
+	e := &p.embed
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.builds >= maxEmbedBuilds {
+		return false
+	}
+	e.builds++
+	return true
+}
+
+// endBuild gives back the slot of a build that ended.
+func (p *Proxy) endBuild() {
+	e := &p.embed
+	e.mu.Lock()
+	e.builds--
+	e.mu.Unlock()
 }
 
 func (p *Proxy) embedBase() *hybrid.Searcher {

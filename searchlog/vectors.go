@@ -17,6 +17,16 @@ import (
 // every load would write every tool's row at each start of every replica.
 const touchAfter = 24 * time.Hour
 
+// touchAge is how stale used may grow before a load refreshes it in this log:
+// touchAfter, or half of MaxAge when that is shorter, so that a vector just loaded is
+// never old enough for prune to delete.
+func (l *Log) touchAge() time.Duration {
+	if l.opts.MaxAge > 0 {
+		return min(touchAfter, l.opts.MaxAge/2)
+	}
+	return touchAfter
+}
+
 // LoadVectors returns the stored vectors among hashes for the model, dimensions and
 // prefix, by hash. It satisfies embed.Store with SaveVectors.
 func (l *Log) LoadVectors(ctx context.Context, model string, dimensions int, prefix string, hashes [][32]byte) (map[[32]byte][]byte, error) {
@@ -44,7 +54,7 @@ func (l *Log) LoadVectors(ctx context.Context, model string, dimensions int, pre
 		}
 		h = [32]byte(hash)
 		out[h] = vec
-		if now.Sub(time.UnixMicro(used)) > touchAfter {
+		if now.Sub(time.UnixMicro(used)) > l.touchAge() {
 			stale = append(stale, []any{now.UnixMicro(), model, dimensions, prefix, hash})
 		}
 	}

@@ -15,6 +15,7 @@ func TestVectors(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			ctx := context.Background()
 			l := open(t, b.dsn(t), Options{MaxAge: 24 * time.Hour, PruneInterval: time.Hour})
+			flush(t, l) // the writer's first prune is done: it cannot race the test's
 			h := func(s string) [32]byte { return sha256.Sum256([]byte(s)) }
 			if err := l.SaveVectors(ctx, "m", 0, "", map[[32]byte][]byte{h("a"): {1, 2, 3}, h("b"): {4, 5, 6}}); err != nil {
 				t.Fatal(err)
@@ -54,6 +55,35 @@ func TestVectors(t *testing.T) {
 			l.prune(ctx)
 			if got, _ := l.LoadVectors(ctx, "m", 0, "", [][32]byte{h("a"), h("b")}); len(got) != 1 || got[h("a")] == nil {
 				t.Errorf("after pruning: %v; want a (used now) alone", got)
+			}
+		})
+	}
+}
+
+// TestVectorsShortMaxAgeKeepsWhatIsLoaded: with a MaxAge shorter than a day, a vector a
+// toolshed has just loaded (in use) is not pruned: the load marks it used whenever its
+// mark would otherwise be old enough for pruning, not only after a day.
+func TestVectorsShortMaxAgeKeepsWhatIsLoaded(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			l := open(t, b.dsn(t), Options{MaxAge: 2 * time.Hour, PruneInterval: time.Hour})
+			flush(t, l) // the writer's first prune is done: it cannot race the test's
+			h := sha256.Sum256([]byte("a"))
+			if err := l.SaveVectors(ctx, "m", 0, "", map[[32]byte][]byte{h: {1, 2, 3}}); err != nil {
+				t.Fatal(err)
+			}
+			// Stored, and last marked, 3 hours ago: past MaxAge, within touchAfter.
+			old := time.Now().Add(-3 * time.Hour).UnixMicro()
+			if err := l.st.tx(ctx, func(q querier) error { return q.exec(ctx, `UPDATE tool_vectors SET used = ?`, old) }); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := l.LoadVectors(ctx, "m", 0, "", [][32]byte{h}); len(got) != 1 {
+				t.Fatal("the vector is gone before pruning")
+			}
+			l.prune(ctx)
+			if got, _ := l.LoadVectors(ctx, "m", 0, "", [][32]byte{h}); len(got) != 1 {
+				t.Errorf("a vector loaded just before pruning was pruned (MaxAge 2h): every replica would embed it again")
 			}
 		})
 	}

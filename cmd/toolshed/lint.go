@@ -128,10 +128,14 @@ func checkEmbed(ctx context.Context, e config.Embed) []lint.Finding {
 				Fix:     "nothing to fix; compare toolshed eval with and without --embed-url to measure the gain"}}
 		}
 	}
+	shown := "in the config" // the URL may carry a key as its password: shown only as the client shows it
+	if c != nil {
+		shown = c.Endpoint()
+	}
 	fix := "start the model server, or correct embed.url and embed.model in the config; until it answers, search uses words alone"
 	if key == "" {
 		fix += fmt.Sprintf(" (no key: $%s is empty, if the endpoint needs one)", e.APIKeyEnv)
 	}
 	return []lint.Finding{{Severity: lint.Error, Check: lint.CheckEmbed,
-		Message: fmt.Sprintf("the embedding endpoint %s (model %s) does not answer: %v", e.URL, e.Model, err), Fix: fix}}
+		Message: fmt.Sprintf("the embedding endpoint %s (model %s) does not answer: %v", shown, e.Model, err), Fix: fix}}
 }

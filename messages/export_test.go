@@ -1,0 +1,4 @@
+package messages
+
+// MaxEmbedBuilds is maxEmbedBuilds, for the tests.
+const MaxEmbedBuilds = maxEmbedBuilds
