@@ -9,7 +9,7 @@ import (
 // no token and tell nothing but ok or not (a load balancer or an orchestrator asks
 // them), GET /status[/{profile}], which needs what /mcp needs and reports the
 // servers of the caller's profile only, and, with Options.Metrics, GET /metrics, which
-// needs what /status needs (any profile's token will do).
+// covers every profile's servers and so needs the gateway's own token (see whole).
 func (g *Gateway) handleHealth(mux *http.ServeMux, auth *httpAuth) {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
@@ -27,7 +27,7 @@ func (g *Gateway) handleHealth(mux *http.ServeMux, auth *httpAuth) {
 	if m := g.opts.Metrics; m != nil {
 		metrics := m.Handler()
 		mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
-			if _, _, ok := auth.profile(w, r); ok {
+			if auth.whole(w, r) {
 				metrics.ServeHTTP(w, r)
 			}
 		})

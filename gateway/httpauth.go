@@ -28,6 +28,23 @@ func (g *Gateway) newHTTPAuth(token string) *httpAuth {
 	return a
 }
 
+// whole reports whether r may see what covers every profile (GET /metrics on the main
+// listener): any request when no token is needed, else one with the gateway's own token.
+// A profile's token is refused with 403, as it would learn the servers and calls of the
+// other profiles, which its /status hides; otherwise it answers as profile does.
+func (a *httpAuth) whole(w http.ResponseWriter, r *http.Request) bool {
+	if !a.required {
+		return true
+	}
+	if tok, ok := frontdoor.Bearer(r); ok && a.token != "" && frontdoor.Equal(tok, a.token) {
+		return true
+	}
+	if _, _, ok := a.profile(w, r); ok {
+		httpError(w, http.StatusForbidden, "the metrics cover every profile: read them with the gateway's own token (--token), or from --metrics-addr")
+	}
+	return false
+}
+
 // profile finds the profile of a request (see Gateway.Handler) and the credential it
 // was accepted with (see credential), or writes why it has none. The token's scheme is
 // matched in any case, and tokens are compared in constant time.

@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -239,5 +240,50 @@ func TestMetricsOffAndApart(t *testing.T) {
 		if v, _ := promtest.Scrape(t, bases[i]+"/metrics", "").Value("toolshed_searches_total", map[string]string{"outcome": "ok"}); v != want {
 			t.Errorf("gateway %d: toolshed_searches_total{outcome=ok} = %v, want %v", i, v, want)
 		}
+	}
+}
+
+// TestMetricsNeedTheGatewayToken checks that /metrics on the main listener, which covers
+// every profile's servers, is not readable with one profile's token: that token's holder
+// sees only its own servers in /status and must not learn the others' from the metrics.
+func TestMetricsNeedTheGatewayToken(t *testing.T) {
+	cfg := &config.Config{Servers: []config.Server{testServer("alpha", "basic"), testServer("beta", "basic")},
+		Profiles: map[string]config.Profile{
+			"alpha-only": {Scope: policy.Scope{Servers: []string{"alpha"}}, Token: "alpha-secret"},
+		}}
+	h := startGateway(t, cfg, gateway.Options{Mode: policy.On, Metrics: metrics.New(gateway.Version, "")})
+	for _, tc := range []struct {
+		name, gatewayToken, auth string
+		status                   int
+	}{
+		{"the gateway's token", "main-secret", "Bearer main-secret", http.StatusOK},
+		{"a profile's token", "main-secret", "Bearer alpha-secret", http.StatusForbidden},
+		{"no token", "main-secret", "", http.StatusUnauthorized},
+		{"profile tokens only", "", "Bearer alpha-secret", http.StatusForbidden},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := http.NewRequest("GET", serveHTTP(t, h, gateway.HTTPOptions{Token: tc.gatewayToken})+"/metrics", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.auth != "" {
+				req.Header.Set("Authorization", tc.auth)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status {
+				t.Fatalf("GET /metrics with %q: %s %s, want %d", tc.auth, resp.Status, body, tc.status)
+			}
+			if tc.status == http.StatusOK && !strings.Contains(string(body), `toolshed_upstream_up{server="beta"}`) {
+				t.Errorf("the gateway's token got metrics without every server:\n%.500s", body)
+			}
+			if tc.status == http.StatusForbidden && (strings.Contains(string(body), "beta") || !strings.Contains(string(body), "--metrics-addr")) {
+				t.Errorf("a refused profile token got %q: it must name no server and point to --metrics-addr", body)
+			}
+		})
 	}
 }
