@@ -1,6 +1,7 @@
 package nginx
 
 import (
+	"io"
 	"net"
 	"net/http"
 	"os/exec"
@@ -60,8 +61,15 @@ func TestStartShippedConfigs(t *testing.T) {
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Errorf("%s: %v", name, err)
-		} else if resp.Body.Close(); resp.StatusCode != http.StatusBadGateway {
-			t.Errorf("%s: %d with no replica up, want 502", name, resp.StatusCode)
+		} else {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			// The client shows the body: it must say what happened and what to do,
+			// not be nginx's HTML page.
+			if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(body), "no toolshed replica could serve this request") ||
+				!strings.Contains(string(body), "Retry") || strings.Contains(string(body), "<html>") {
+				t.Errorf("%s: %d %q with no replica up, want 502 saying what happened", name, resp.StatusCode, body)
+			}
 		}
 		p.Stop()
 	}
