@@ -30,6 +30,11 @@ func TestClaudeCodeServeStdio(t *testing.T) { testClaudeCodeServe(t, "stdio") }
 
 func TestClaudeCodeServeHTTP(t *testing.T) { testClaudeCodeServe(t, "http") }
 
+// TestClaudeCodeServeStateless runs the same conversation against serve --http
+// --stateless, the mode docs/scale.md suggests for agents that only search, describe and
+// call: everything works but the roots, which a stateless server cannot ask for.
+func TestClaudeCodeServeStateless(t *testing.T) { testClaudeCodeServe(t, "http-stateless") }
+
 // The names Claude Code gives toolshed's tools: mcp__<server key in .mcp.json>__<tool>.
 const (
 	ccSearch   = "mcp__toolshed__tool_search"
@@ -64,13 +69,18 @@ func testClaudeCodeServe(t *testing.T, front string) {
 
 	var url string
 	var serveLog *testupstream.SyncBuffer
-	if front == "http" {
+	stateless := front == "http-stateless"
+	if front != "stdio" {
 		addr := testupstream.FreeAddr(t)
 		url = "http://" + addr + "/mcp"
-		serveLog = testupstream.Start(t, exec.Command(toolshedBin, "serve", "--config", servers, "--http", addr), testupstream.ServersReady)
+		args := []string{"serve", "--config", servers, "--http", addr}
+		if stateless {
+			args = append(args, "--stateless")
+		}
+		serveLog = testupstream.Start(t, exec.Command(toolshedBin, args...), testupstream.ServersReady)
 	}
 	mcpConfig := filepath.Join(t.TempDir(), ".mcp.json")
-	if err := os.WriteFile(mcpConfig, []byte(docConfig(t, "claude-code-"+front, servers, url)), 0o644); err != nil {
+	if err := os.WriteFile(mcpConfig, []byte(docConfig(t, "claude-code-"+strings.TrimSuffix(front, "-stateless"), servers, url)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 
@@ -123,9 +133,14 @@ func testClaudeCodeServe(t *testing.T, front string) {
 		t.Errorf("the error of a bad call is not an error result")
 	}
 	// 5. Claude Code's root (its working directory) reached server-filesystem through
-	// toolshed and replaced the directory the server was started with.
-	if !toolResultContains(calls[5], "anthropic", "toolu_05", testupstream.RealPath(t, res.Dir)) || toolResultContains(calls[5], "anthropic", "toolu_05", testupstream.RealPath(t, fargs[len(fargs)-1])) {
-		t.Errorf("server-filesystem's allowed directories are not Claude Code's root %s", res.Dir)
+	// toolshed and replaced the directory the server was started with. A stateless
+	// server cannot ask a client for its roots: the server keeps its own directory.
+	root, own := testupstream.RealPath(t, res.Dir), testupstream.RealPath(t, fargs[len(fargs)-1])
+	if stateless {
+		root, own = own, root
+	}
+	if !toolResultContains(calls[5], "anthropic", "toolu_05", root) || toolResultContains(calls[5], "anthropic", "toolu_05", own) {
+		t.Errorf("server-filesystem's allowed directories are not %s (stateless: %v)", root, stateless)
 	}
 
 	// The figure toolshed prints is what the bridge tools cost in Claude Code's request,
