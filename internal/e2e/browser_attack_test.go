@@ -39,7 +39,7 @@ const call = JSON.stringify({jsonrpc: "2.0", id: 2, method: "tools/call", params
     {name: "PWNED", entityType: "attack", observations: ["written by a web page"]}]}}}});
 async function attempt(url, opts) {
   try {
-    const r = await fetch(url, opts);
+    const r = await fetch(url, Object.assign({signal: AbortSignal.timeout(30000)}, opts));
     let body = "";
     try { body = await r.text(); } catch (e) {}
     return {type: r.type, status: r.status, sid: r.headers.get("mcp-session-id"), body: body.slice(0, 300)};
@@ -81,7 +81,7 @@ const body = JSON.stringify({model: "claude-sonnet-4-5", max_tokens: 64,
   messages: [{role: "user", content: "spend the victim's credits"}]});
 async function attempt(opts) {
   try {
-    const r = await fetch(url, opts);
+    const r = await fetch(url, Object.assign({signal: AbortSignal.timeout(30000)}, opts));
     let text = "";
     try { text = await r.text(); } catch (e) {}
     return {type: r.type, status: r.status, body: text.slice(0, 300)};
@@ -266,16 +266,23 @@ const bodies = {
       {name: "PWNED", entityType: "attack", observations: ["written by a rebound page"]}]}}}}),
 };
 async function rebound(body) {
-  for (let i = 0; i < 240; i++) {
+  // Each attempt is bounded, so that a request that hangs (a connection the browser
+  // kept from the page's server) is tried again rather than waited on for ever.
+  const deadline = Date.now() + 120000;
+  let last = "";
+  while (Date.now() < deadline) {
     try {
-      const r = await fetch("/mcp", {method: "POST", headers: hdrs, body: body});
+      const r = await fetch("/mcp", {method: "POST", headers: hdrs, body: body, signal: AbortSignal.timeout(10000)});
       if (!r.headers.get("x-attack-page")) {
         return {status: r.status, sid: r.headers.get("mcp-session-id"), body: (await r.text()).slice(0, 300)};
       }
-    } catch (e) {}
+      last = "the page's own server answered";
+    } catch (e) {
+      last = String(e);
+    }
     await new Promise(done => setTimeout(done, 250));
   }
-  return {error: "toolshed never answered on the page's origin"};
+  return {error: "toolshed never answered on the page's origin; last: " + last};
 }
 async function run() {
   await fetch("/rebind");
@@ -352,7 +359,7 @@ func rebindAttack(t *testing.T, bin, config string, args ...string) map[string]a
 	addr := page.Listener.Addr().String()
 	_, port, _ := net.SplitHostPort(addr)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	browser := startChromium(t, ctx, bin, "http://evil.test:"+port+"/")
 	select {
