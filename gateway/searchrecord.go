@@ -56,10 +56,7 @@ func newRecorder(log *searchlog.Log, m *metrics.Metrics, tag func(*mcp.ServerSes
 
 // search records a tool_search that returned res after latency.
 func (r *recorder) search(ss *mcp.ServerSession, profile string, plan *policy.Plan, args json.RawMessage, res bridge.Result, latency time.Duration) {
-	r.m.Search(res.Code == "", latency)
-	if res.Code != "" {
-		r.m.Failed(metrics.OpSearch, string(res.Code))
-	}
+	r.m.Search(string(res.Code), latency)
 	if r.log == nil {
 		return
 	}
@@ -144,16 +141,17 @@ func (r *recorder) found(session, tool string) (rank int, query string) {
 // describe counts a tool_describe that answered res after d (the search log does not
 // record describes).
 func (r *recorder) describe(res *mcp.CallToolResult, d time.Duration) {
-	r.m.Describe(!res.IsError, d)
-	if res.IsError {
-		r.m.Failed(metrics.OpDescribe, errorCodeOf(res))
-	}
+	r.m.Describe(errorCodeOf(res), d)
 }
 
-// errorCodeOf is the error code of a failed result: the "error" of the structured
-// content toolshed gives its own errors (bridge.ErrorResult), else tool_error, for a
-// tool's own error result (whose content is the server's, never a label).
+// errorCodeOf is the error code of a result: "" when it is no error, the "error" of the
+// structured content toolshed gives its own errors (bridge.ErrorResult), else
+// tool_error, for a tool's own error result (whose content is the server's, never a
+// label).
 func errorCodeOf(res *mcp.CallToolResult) string {
+	if res == nil || !res.IsError {
+		return ""
+	}
 	if m, ok := res.StructuredContent.(map[string]string); ok && m["error"] != "" {
 		return m["error"]
 	}
@@ -162,14 +160,13 @@ func errorCodeOf(res *mcp.CallToolResult) string {
 
 // call records a call of a real tool, as the activity log has it, that answered res.
 func (r *recorder) call(a activity, tool *catalog.Tool, res *mcp.CallToolResult, d time.Duration) {
-	r.m.Call(tool.Server, metricOutcome(a.Outcome), d)
-	switch {
-	case a.Outcome == "error":
-		// The tool's own error result, forwarded as the server sent it.
-		r.m.Failed(metrics.OpCall, string(ToolError))
-	case res != nil && res.IsError:
-		r.m.Failed(metrics.OpCall, errorCodeOf(res))
+	code := errorCodeOf(res)
+	if a.Outcome == "error" {
+		// The tool's own error result, forwarded as the server sent it (its IsError
+		// is in the forwarded bytes, not in res).
+		code = string(ToolError)
 	}
+	r.m.Call(tool.Server, metricOutcome(a.Outcome), code, d)
 	if r.log == nil {
 		return
 	}
@@ -191,8 +188,7 @@ func (r *recorder) refused(ss *mcp.ServerSession, profile string, plan *policy.P
 		if t, err := plan.Lookup(name); err == nil {
 			server, outcome = t.Server, searchlog.OutcomeFailed
 		}
-		r.m.Call(server, outcome, d)
-		r.m.Failed(metrics.OpCall, string(search.InvalidToolInput))
+		r.m.Call(server, outcome, string(search.InvalidToolInput), d)
 	}
 	if r.log == nil {
 		return

@@ -166,39 +166,47 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
 }
 
-// Search counts a tool_search that took d.
-func (m *Metrics) Search(ok bool, d time.Duration) {
+// Search counts a tool_search that took d and failed with the error code code ("" when
+// it succeeded; see failed).
+func (m *Metrics) Search(code string, d time.Duration) {
 	if m == nil {
 		return
 	}
-	if ok {
+	if code == "" {
 		m.searchOK.Inc()
 	} else {
 		m.searchErr.Inc()
+		m.failed(OpSearch, code)
 	}
 	m.searchDur.Observe(d.Seconds())
 }
 
-// Describe counts a tool_describe that took d.
-func (m *Metrics) Describe(ok bool, d time.Duration) {
+// Describe counts a tool_describe that took d and failed with the error code code (""
+// when it succeeded).
+func (m *Metrics) Describe(code string, d time.Duration) {
 	if m == nil {
 		return
 	}
-	if ok {
+	if code == "" {
 		m.describeOK.Inc()
 	} else {
 		m.describeErr.Inc()
+		m.failed(OpDescribe, code)
 	}
 	m.describeDur.Observe(d.Seconds())
 }
 
 // Call counts a call of a tool of server (empty when the tool is unknown) that ended
-// with outcome (one of CallOutcomes) after d.
-func (m *Metrics) Call(server, outcome string, d time.Duration) {
+// with outcome (one of CallOutcomes) after d, and the error code the client got (""
+// when none).
+func (m *Metrics) Call(server, outcome, code string, d time.Duration) {
 	if m == nil {
 		return
 	}
 	m.callCounter(server, outcome).Inc()
+	if code != "" {
+		m.failed(OpCall, code)
+	}
 	m.callDur.Observe(d.Seconds())
 }
 
@@ -212,12 +220,9 @@ func (m *Metrics) callCounter(server, outcome string) prometheus.Counter {
 	return c.(prometheus.Counter)
 }
 
-// Failed counts a search, describe or call (op) that ended in an error the client got
+// failed counts a search, describe or call (op) that ended in an error the client got
 // with code (OtherError when code is not one of ErrorCodes).
-func (m *Metrics) Failed(op, code string) {
-	if m == nil {
-		return
-	}
+func (m *Metrics) failed(op, code string) {
 	if !slices.Contains(ErrorCodes, code) {
 		code = OtherError
 	}

@@ -17,7 +17,7 @@ func BenchmarkCall(b *testing.B) {
 		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				tc.m.Call("everything", "ok", 3*time.Millisecond)
+				tc.m.Call("everything", "ok", "", 3*time.Millisecond)
 			}
 		})
 	}
@@ -27,9 +27,9 @@ func BenchmarkCall(b *testing.B) {
 // runs without metrics.
 func TestNilIsOff(t *testing.T) {
 	var m *metrics.Metrics
-	m.Search(true, time.Millisecond)
-	m.Describe(false, time.Millisecond)
-	m.Call("s", "ok", time.Millisecond)
+	m.Search("", time.Millisecond)
+	m.Describe("invalid_tool_input", time.Millisecond)
+	m.Call("s", "ok", "", time.Millisecond)
 	m.Upstream("s", true, 3)
 	m.Restart("s")
 	m.SessionStarted(metrics.HTTP)
