@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toolshed/toolshed/internal/testupstream"
 )
 
 // imageRequired reports whether TestImage must run rather than skip when buildah is
@@ -116,7 +118,7 @@ func TestImage(t *testing.T) {
 	if err := os.Chown(data, 65532, 65532); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
+	addr := testupstream.FreeAddr(t)
 	cmd := exec.Command("buildah", "--root", filepath.Join(store, "root"), "--runroot", filepath.Join(store, "run"), "--storage-driver", "vfs",
 		"run", "--isolation", "chroot", "--network", "host", "--volume", data+":/var/lib/toolshed", ctr, "--", "/usr/local/bin/toolshed", "serve", "--http", addr)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

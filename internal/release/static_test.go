@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolshed/toolshed/internal/testupstream"
 )
 
 // testVersion is the version the tests stamp, as a release would with -ldflags -X.
@@ -56,17 +57,6 @@ func checkStatic(t *testing.T, path string) {
 	if libs, _ := f.ImportedLibraries(); len(libs) > 0 {
 		t.Errorf("%s needs shared libraries %v", path, libs)
 	}
-}
-
-// freeAddr returns a loopback address with a port free at the time of the call.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // waitHTTP polls GET url until it answers 200 or the process ends (done closes) or a
@@ -147,26 +137,13 @@ func TestStaticBinary(t *testing.T) {
 	bin := filepath.Join(out, "rootfs/usr/local/bin/toolshed")
 	checkStatic(t, bin)
 
-	addr := freeAddr(t)
-	data := t.TempDir()
+	addr := testupstream.FreeAddr(t)
 	cmd := exec.Command(bin, "serve", "--http", addr)
-	cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+data, "XDG_CACHE_HOME="+t.TempDir(), "TOOLSHED_CONFIG=")
-	cmd.Stderr = &testWriter{t}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-	checkServes(t, addr, done)
+	cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+t.TempDir(), "XDG_CACHE_HOME="+t.TempDir(), "TOOLSHED_CONFIG=")
+	// Start stops it at the end of the test and logs its stderr if the test failed; it
+	// has failed the test already if toolshed exited before it was up.
+	testupstream.Start(t, cmd, testupstream.ServersReady)
+	checkServes(t, addr, nil)
 }
 
 // testWriter logs what a child process writes, so a failure shows its stderr.
