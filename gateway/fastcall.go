@@ -136,11 +136,6 @@ func fastParams(raw []byte) (*mcp.CallToolParamsRaw, bool) {
 	return p, ok && named && p.Name != ""
 }
 
-// startFast serves fc on a goroutine of its own (see fastServer).
-func startFast(mu *sync.Mutex, fast map[jsonrpc.ID]context.CancelFunc, life context.Context, fc *fastCall, write func(*jsonrpc.Response)) {
-	go fastServer(mu, fast, life, fc, write)()
-}
-
 // fastServer returns what serves fc and hands its response to write, on whichever
 // goroutine runs it. The call's cancel function is in fast, by id, while it runs (for
 // notifications/cancelled); its context ends with life (the connection's). mu guards
