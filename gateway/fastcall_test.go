@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -289,4 +290,51 @@ func TestFastCallDuplicateID(t *testing.T) {
 	if strings.Contains(fast, "dup") || !strings.Contains(fast, "done 2 steps") {
 		t.Errorf("want the duplicate dropped and the first call answered:\n%s", fast)
 	}
+}
+
+// TestFastCallGoroutinesBounded: on the stdio front, the goroutine that read a call
+// runs it and another reads on (lineConn.handOff); the one done with its call waits as
+// the spare reader, or ends. However many calls, sequential or at once, the goroutines
+// left are as many as after the first few; when the client goes, they end.
+func TestFastCallGoroutinesBounded(t *testing.T) {
+	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
+	base := runtime.NumGoroutine()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	if _, err := h.g.Connect(context.Background(), gateway.LineTransport(inR, outW, func() error {
+		inR.Close()
+		return outW.Close()
+	}), ""); err != nil {
+		t.Fatal(err)
+	}
+	s := &lineSession{in: inW, out: bufio.NewReader(outR)}
+	s.send(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	s.until(t, "1")
+	s.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	before := gateway.FastCallsServed()
+	call := func(id int) {
+		s.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"x"}}}`, id))
+	}
+	for id := 2; id < 12; id++ {
+		call(id)
+		s.until(t, fmt.Sprint(id))
+	}
+	settled := runtime.NumGoroutine()
+	for id := 12; id < 412; id++ {
+		call(id)
+		s.until(t, fmt.Sprint(id))
+	}
+	for id := 412; id < 432; id++ { // at once: each runs on a goroutine of its own
+		s.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"alpha__slow","arguments":{"steps":1}}}`, id))
+	}
+	s.until(t, "431") // the last one sent; it answers after the others started
+	call(432)
+	s.until(t, "432")
+	if served := gateway.FastCallsServed() - before; served < 400 {
+		t.Fatalf("the fast path served %d calls, want at least 400: this test proves nothing of it", served)
+	}
+	waitFor(t, "the goroutines of the calls to end", func() bool { return runtime.NumGoroutine() <= settled+5 })
+	inW.Close()
+	outR.Close()
+	waitFor(t, "the session's goroutines to end", func() bool { return runtime.NumGoroutine() <= base+5 })
 }

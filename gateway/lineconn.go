@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -46,6 +47,10 @@ type lineConn struct {
 	// handed is what route handed off (see handOff); only the reading goroutine
 	// touches it.
 	handed func()
+	// spare is where a goroutine that ran a handed-off call waits to read on, and
+	// parked whether one waits (see park).
+	spare  chan struct{}
+	parked atomic.Bool
 	r      *bufio.Reader
 	start  sync.Once
 
@@ -65,7 +70,7 @@ type readResult struct {
 
 // newLineConn reads messages from r and writes them to w; closeIO ends both.
 func newLineConn(r io.Reader, w io.Writer, closeIO func() error) *lineConn {
-	return &lineConn{w: w, closeIO: closeIO, r: bufio.NewReaderSize(r, 64<<10), incoming: make(chan readResult), closed: make(chan struct{})}
+	return &lineConn{w: w, closeIO: closeIO, r: bufio.NewReaderSize(r, 64<<10), incoming: make(chan readResult), closed: make(chan struct{}), spare: make(chan struct{})}
 }
 
 // readLoop reads messages until reading fails or the connection is closed. It has a
@@ -100,8 +105,11 @@ func (c *lineConn) readLoop() {
 			if f := c.handed; f != nil {
 				c.handed = nil
 				if len(kept) == 0 && res.err == nil {
-					go c.readLoop()
+					c.readOn()
 					f()
+					if c.park() {
+						continue
+					}
 					return
 				}
 				go f() // the rest of a batch is to be passed on first
@@ -130,6 +138,35 @@ func (c *lineConn) handOff(f func()) {
 		go c.handed() // a batch with several
 	}
 	c.handed = f
+}
+
+// readOn has another goroutine read on: the spare one (see park), or a new one.
+func (c *lineConn) readOn() {
+	if c.parked.CompareAndSwap(true, false) {
+		select {
+		case c.spare <- struct{}{}:
+		case <-c.closed:
+		}
+		return
+	}
+	go c.readLoop()
+}
+
+// park makes the calling goroutine, done with a handed-off call, the spare one, and
+// reports whether it is to read on; false when one is spare already or the connection
+// closed. The spare goroutine's stack has grown already: a new goroutine's would grow
+// again, copied at each step, through the decoding of the next message and the
+// validation of the next call's arguments.
+func (c *lineConn) park() bool {
+	if !c.parked.CompareAndSwap(false, true) {
+		return false
+	}
+	select {
+	case <-c.spare:
+		return true
+	case <-c.closed:
+		return false
+	}
 }
 
 // readLine returns the next line without its line ending, in a slice of its own.
