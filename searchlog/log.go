@@ -108,9 +108,16 @@ func (o Options) withDefaults() (Options, error) {
 // A nil *Log records nothing, so callers need not check whether logging is on. A Log
 // is safe for concurrent use.
 type Log struct {
-	st    store
-	opts  Options
-	queue chan record
+	st   store
+	opts Options
+	// queue holds the records not taken by the writer yet, at most QueueSize. The
+	// writer is woken (full) only when a batch is ready; otherwise it takes the queue
+	// every FlushInterval. A channel of records would wake it for each one: on a
+	// gateway that is a goroutine hand-off, and a thread woken, per tool call.
+	qmu   sync.Mutex
+	queue []record
+	spare []record // an empty array for the queue, given back by the writer
+	full  chan struct{}
 
 	closed  atomic.Bool
 	dropped atomic.Int64 // records dropped because the queue was full
@@ -170,7 +177,7 @@ func start(st store, opts Options) *Log {
 	l := &Log{
 		st:      st,
 		opts:    opts,
-		queue:   make(chan record, opts.QueueSize),
+		full:    make(chan struct{}, 1),
 		flushes: make(chan chan error),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
@@ -207,11 +214,49 @@ func (l *Log) Call(c Call) {
 }
 
 func (l *Log) enqueue(r record) {
-	select {
-	case l.queue <- r:
-	default:
-		l.dropped.Add(1)
+	l.qmu.Lock()
+	n := len(l.queue)
+	kept := n < l.opts.QueueSize
+	if kept {
+		l.queue = append(l.queue, r)
+		n++
 	}
+	l.qmu.Unlock()
+	if !kept {
+		l.dropped.Add(1)
+		return
+	}
+	if n >= l.opts.BatchSize {
+		select {
+		case l.full <- struct{}{}:
+		default: // the writer is told already
+		}
+	}
+}
+
+// take removes the records queued and returns them: all of them, or with batches only
+// the full batches, the rest staying queued for the flush interval.
+// The queue's next array is the one the writer gave back (recycle), so that queueing
+// allocates nothing once the queue has grown.
+func (l *Log) take(batches bool) []record {
+	l.qmu.Lock()
+	defer l.qmu.Unlock()
+	q := l.queue
+	n := len(q)
+	if batches {
+		n -= n % l.opts.BatchSize
+	}
+	l.queue = append(l.spare[:0], q[n:]...)
+	l.spare = nil
+	return q[:n]
+}
+
+// recycle gives back the array of records the writer has written, for take.
+func (l *Log) recycle(recs []record) {
+	clear(recs[:cap(recs)])
+	l.qmu.Lock()
+	defer l.qmu.Unlock()
+	l.spare = recs[:0]
 }
 
 // Dropped reports how many records were dropped because the queue was full.
@@ -273,49 +318,37 @@ func (l *Log) run() {
 	defer prune.Stop()
 	ctx := context.Background()
 	l.prune(ctx)
-	batch := make([]record, 0, l.opts.BatchSize)
 	for {
 		select {
-		case r := <-l.queue:
-			batch = append(batch, r)
-			if len(batch) >= l.opts.BatchSize {
-				l.write(ctx, batch)
-				batch = batch[:0]
-			}
+		case <-l.full:
+			l.writeAll(ctx, l.take(true))
 		case <-flush.C:
-			if len(batch) > 0 || len(l.pending) > 0 {
-				l.write(ctx, batch)
-				batch = batch[:0]
-			}
+			l.writeAll(ctx, l.take(false))
 		case <-prune.C:
 			l.prune(ctx)
 		case reply := <-l.flushes:
-			reply <- l.drain(ctx, batch)
-			batch = batch[:0]
+			reply <- l.writeAll(ctx, l.take(false))
 		case <-l.stop:
-			l.drain(ctx, batch)
+			l.writeAll(ctx, l.take(false))
 			return
 		}
 	}
 }
 
-// drain writes batch and everything queued, in batches.
-func (l *Log) drain(ctx context.Context, batch []record) error {
+// writeAll writes recs, and the records of earlier failed batches, in batches of at
+// most BatchSize, then gives recs back (recycle).
+func (l *Log) writeAll(ctx context.Context, recs []record) error {
+	defer l.recycle(recs)
+	if len(recs) == 0 && len(l.pending) == 0 {
+		return nil
+	}
 	var err error
-	for {
-		select {
-		case r := <-l.queue:
-			batch = append(batch, r)
-			if len(batch) < l.opts.BatchSize {
-				continue
-			}
-		default:
+	for rest := recs; ; {
+		n := min(len(rest), l.opts.BatchSize)
+		err = errors.Join(err, l.write(ctx, rest[:n]))
+		if rest = rest[n:]; len(rest) == 0 {
+			return err
 		}
-		if len(batch) < l.opts.BatchSize {
-			return errors.Join(err, l.write(ctx, batch))
-		}
-		err = errors.Join(err, l.write(ctx, batch))
-		batch = batch[:0]
 	}
 }
 
