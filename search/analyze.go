@@ -410,8 +410,12 @@ func init() {
 		"please", "kindly", "want", "wants", "need", "needs", "like", "let", "lets",
 	} {
 		stopWords[w] = true
+		maxStopWordLen = max(maxStopWordLen, len(w))
 	}
 }
+
+// maxStopWordLen is the length of the longest stop word: longer words need no lookup.
+var maxStopWordLen int
 
 // appendLower appends s to buf with its ASCII letters lowercased.
 func appendLower[T string | []byte](buf []byte, s T) []byte {
