@@ -192,12 +192,96 @@ func buildGrams(tools []*catalog.Tool) [][]uint32 {
 	return grams
 }
 
+// gramTable is a set of grams, the query's, in an open-addressing table: a search
+// counts each candidate's grams in it, one probe a gram, where sorting the query's
+// grams for a merge (gramOverlap) cost more than all the probes (bench/README.md).
+// No gram is 0 (gram text has no NUL byte), so 0 marks an empty slot.
+type gramTable struct {
+	// bits has a bit set for each gram's gramBitOf: most of a tool's grams are not the
+	// query's, and one test of a bit rules them out, where a probe of slots costs a
+	// mispredicted branch.
+	bits  [queryGramBits / 64]uint64
+	slots []uint32
+	shift uint32 // 32 - log2(len(slots))
+	n     int    // distinct grams
+}
+
+// reset empties t and sizes it for up to n grams, at most half full.
+func (t *gramTable) reset(n int) {
+	size, bits := 64, uint32(6)
+	for size < 2*n {
+		size, bits = size*2, bits+1
+	}
+	if cap(t.slots) >= size {
+		t.slots = t.slots[:size]
+		clear(t.slots)
+	} else {
+		t.slots = make([]uint32, size)
+	}
+	t.shift, t.n = 32-bits, 0
+	clear(t.bits[:])
+}
+
+// queryGramBits is how many bits gramTable.bits has: a query's few hundred grams leave most
+// of them clear.
+const queryGramBits = 1 << 12
+
+// gramBitOf is the bit of g in gramTable.bits.
+func gramBitOf(g uint32) uint32 { return g * 0x85EBCA6B >> 20 }
+
+func (t *gramTable) slot(g uint32) uint32 { return g * 0x9E3779B1 >> t.shift }
+
+// addText adds the 4-grams of text.
+func (t *gramTable) addText(text []byte) {
+	if len(text) < 4 {
+		return
+	}
+	mask := uint32(len(t.slots) - 1)
+	g := uint32(text[0])<<16 | uint32(text[1])<<8 | uint32(text[2])
+	for _, c := range text[3:] {
+		g = g<<8 | uint32(c)
+		for i := t.slot(g); ; i = (i + 1) & mask {
+			if t.slots[i] == g {
+				break
+			}
+			if t.slots[i] == 0 {
+				t.slots[i] = g
+				t.n++
+				b := gramBitOf(g)
+				t.bits[b>>6] |= 1 << (b & 63)
+				break
+			}
+		}
+	}
+}
+
+// count returns how many of grams, which are distinct, t has.
+func (t *gramTable) count(grams []uint32) int {
+	mask := uint32(len(t.slots) - 1)
+	n := 0
+	for _, g := range grams {
+		if b := gramBitOf(g); t.bits[b>>6]&(1<<(b&63)) == 0 {
+			continue
+		}
+		for i := t.slot(g); ; i = (i + 1) & mask {
+			if s := t.slots[i]; s == g {
+				n++
+				break
+			} else if s == 0 {
+				break
+			}
+		}
+	}
+	return n
+}
+
 // queryGrams fills s.qgrams with the query's distinct 4-grams, its text read as a tool's
 // (see appendGramText), with the glosses of its Chinese words.
-func (s *scratch) queryGrams(query string) []uint32 {
+func (s *scratch) queryGrams(query string) *gramTable {
 	s.gramText = appendGlossText(appendGramText(s.gramText[:0], query), query)
-	s.qgrams = appendGramSet(s.qgrams[:0], s.gramText)
-	return s.qgrams
+	s.qgrams.reset(len(s.gramText))
+	s.qgrams.addText(s.gramText)
+	return &s.qgrams
 }
 
 // rescored is topK for an index with 4-grams (Params.Grams above 0): BM25F's first
@@ -215,45 +299,47 @@ func (ix *Index) rescored(s *scratch, query string, docs []int32, allow *catalog
 	boost := float32(1 + p.Grams)
 	top := max(p.GramsTop, 0)
 	coord := s.coord
-	// The limit-th best BM25F score: no tool below it, raised by boost, can make it.
-	h := s.kth[:0]
-	for _, d := range docs {
-		raw := s.score[d]
-		if len(h) == limit && raw < h[0].score {
-			continue
-		}
-		sc := raw * coord[s.hits[d]]
-		if sc <= 0 || !allow.Has(int(d)) {
-			continue
-		}
-		h = keepBest(h, scored{sc, d}, limit)
-	}
+	// One pass keeps the best limit scores in h, whose weakest divided by boost is the
+	// floor no tool below can rise from, and every tool at or above the floor as it was
+	// when the tool came: the floor only rises, so the tools at or above the final one
+	// are all kept.
+	h, c := s.kth[:0], s.rescore[:0]
 	floor := float32(0)
-	if len(h) == limit {
-		floor = h[0].score / boost
-	}
-	// The candidates: BM25F's first top tools (or limit, if more) at or above floor.
-	n := max(top, limit)
-	c := s.rescore[:0]
 	for _, d := range docs {
 		raw := s.score[d]
-		if raw < floor || len(c) == n && raw < c[0].score {
-			continue
+		if raw < floor {
+			continue // coordination only lowers a score: most tools stop here
 		}
 		sc := raw * coord[s.hits[d]]
 		if sc < floor || sc <= 0 || !allow.Has(int(d)) {
 			continue
 		}
-		c = keepBest(c, scored{sc, d}, n)
+		t := scored{sc, d}
+		c = append(c, t)
+		if len(h) < limit || weaker(h[0], t) {
+			if h = keepBest(h, t, limit); len(h) == limit {
+				floor = h[0].score / boost
+			}
+		}
 	}
-	s.rescore, s.kth = c, h
+	s.kth = h
 	s.clearScores()
+	// BM25F's first top (or limit, if more) at or above the final floor, best first.
+	kept := c[:0]
+	for _, t := range c {
+		if t.score >= floor {
+			kept = append(kept, t)
+		}
+	}
+	c = kept
+	s.rescore = c
 	slices.SortFunc(c, func(a, b scored) int {
 		if weaker(a, b) {
 			return 1
 		}
 		return -1
 	})
+	c = c[:min(len(c), max(top, limit))]
 	rescore := c[:min(top, len(c))]
 	out := h[:0]
 	if len(rescore) > 0 {
@@ -264,8 +350,8 @@ func (ix *Index) rescored(s *scratch, query string, docs []int32, allow *catalog
 				break // in BM25F order: no later tool can overtake either
 			}
 			share := float32(0)
-			if len(q) > 0 {
-				share = float32(gramOverlap(q, ix.grams[t.doc])) / float32(len(q))
+			if q.n > 0 {
+				share = float32(q.count(ix.grams[t.doc])) / float32(q.n)
 			}
 			out = keepBest(out, scored{t.score * (1 + float32(p.Grams)*share), t.doc}, keep)
 		}
