@@ -171,21 +171,22 @@ func buildGrams(tools []*catalog.Tool) [][]uint32 {
 			continue
 		}
 		wg.Go(func() {
-			size := 0
-			for _, t := range tools[from:to] {
-				size += len(t.Name) + len(t.SearchTitle()) + len(t.SearchDescription())
-			}
-			// Distinct grams are fewer than bytes: most texts repeat some.
-			all := make([]uint32, 0, size*3/4+64)
+			var all []uint32
 			var text []byte
+			ends := make([]int, 0, to-from)
 			for d := from; d < to; d++ {
 				text = toolGramText(text[:0], tools[d])
-				start := len(all)
 				all = appendGramSet(all, text)
-				grams[d] = all[start:len(all):len(all)]
+				ends = append(ends, len(all))
 			}
-			// An array that grew left the earlier tools' slices in the one before it;
-			// that is right, only wasteful, and rare with the room asked for.
+			// One array of the exact size for the tools' slices to share: all grew by
+			// doubling, and sizing it ahead from the text would keep a fifth more.
+			exact := slices.Clone(all)
+			start := 0
+			for i, end := range ends {
+				grams[from+i] = exact[start:end:end]
+				start = end
+			}
 		})
 	}
 	wg.Wait()
@@ -227,9 +228,13 @@ func (t *gramTable) reset(n int) {
 const queryGramBits = 1 << 12
 
 // gramBitOf is the bit of g in gramTable.bits.
-func gramBitOf(g uint32) uint32 { return g * 0x85EBCA6B >> 20 }
+func gramBitOf(g uint32) uint32 { return g * gramHashK >> 20 }
 
-func (t *gramTable) slot(g uint32) uint32 { return g * 0x9E3779B1 >> t.shift }
+// gramHashK is the multiplier of gramTable's hashes. Its slot and bit of a gram are both
+// the high bits of one product, so a probe costs one multiplication.
+const gramHashK = 0x9E3779B1
+
+func (t *gramTable) slot(g uint32) uint32 { return g * gramHashK >> t.shift }
 
 // addText adds the 4-grams of text.
 func (t *gramTable) addText(text []byte) {
@@ -260,10 +265,11 @@ func (t *gramTable) count(grams []uint32) int {
 	mask := uint32(len(t.slots) - 1)
 	n := 0
 	for _, g := range grams {
-		if b := gramBitOf(g); t.bits[b>>6]&(1<<(b&63)) == 0 {
+		h := g * gramHashK
+		if b := h >> 20; t.bits[b>>6]&(1<<(b&63)) == 0 {
 			continue
 		}
-		for i := t.slot(g); ; i = (i + 1) & mask {
+		for i := h >> t.shift; ; i = (i + 1) & mask {
 			if s := t.slots[i]; s == g {
 				n++
 				break
