@@ -44,6 +44,14 @@ func appendGramText(dst []byte, s string) []byte {
 			for j < len(s) && asciiClass[s[j]] != 0 {
 				j++
 			}
+			if j < len(s) && s[j] >= utf8.RuneSelf {
+				// The word goes on in non-ASCII letters (café): take it whole, as
+				// tokenize does.
+				if r, _ := utf8.DecodeRuneInString(s[j:]); !isIdeograph(r) && isWordRune(r) {
+					dst, i = appendGramRun(dst, s, i)
+					continue
+				}
+			}
 			w, start := s[i:j], 0
 			for k := 1; k <= len(w); k++ {
 				if k == len(w) || splitsAt(w, k) {
@@ -54,26 +62,31 @@ func appendGramText(dst []byte, s string) []byte {
 			i = j
 			continue
 		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if !isWordRune(r) {
+		if r, size := utf8.DecodeRuneInString(s[i:]); !isWordRune(r) {
 			i += size
 			continue
 		}
-		// A run of non-ASCII letters is a word, lowercased as unicode does.
-		if len(dst) == 0 {
-			dst = append(dst, ' ')
-		}
-		for i < len(s) && s[i] >= utf8.RuneSelf {
-			r, size := utf8.DecodeRuneInString(s[i:])
-			if !isWordRune(r) {
-				break
-			}
-			dst = utf8.AppendRune(dst, unicode.ToLower(r))
-			i += size
-		}
-		dst = append(dst, ' ')
+		dst, i = appendGramRun(dst, s, i)
 	}
 	return dst
+}
+
+// appendGramRun appends the run of letters and digits of any script that starts at s[i],
+// lowercased, and a space to dst, and returns where the run ends. Chinese, written
+// without spaces, stays one run, so that its grams span characters.
+func appendGramRun(dst []byte, s string, i int) ([]byte, int) {
+	if len(dst) == 0 {
+		dst = append(dst, ' ')
+	}
+	for i < len(s) {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if !isWordRune(r) {
+			break
+		}
+		dst = utf8.AppendRune(dst, unicode.ToLower(r))
+		i += size
+	}
+	return append(dst, ' '), i
 }
 
 // appendGramWord appends the ASCII word w lowercased and a space to dst, unless it is a
