@@ -75,9 +75,11 @@ func appendGramText(dst []byte, s string) []byte {
 // lowercased, and a space to dst, and returns where the run ends. Chinese, written
 // without spaces, stays one run, so that its grams span characters.
 func appendGramRun(dst []byte, s string, i int) ([]byte, int) {
-	if len(dst) == 0 {
+	start := len(dst)
+	if start == 0 {
 		dst = append(dst, ' ')
 	}
+	mark := len(dst)
 	for i < len(s) {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if !isWordRune(r) {
@@ -86,19 +88,23 @@ func appendGramRun(dst []byte, s string, i int) ([]byte, int) {
 		dst = utf8.AppendRune(dst, unicode.ToLower(r))
 		i += size
 	}
+	if stopWords[string(dst[mark:])] {
+		return dst[:start], i // "İ" lowercases to "i"
+	}
 	return append(dst, ' '), i
 }
 
 // appendGramWord appends the ASCII word w lowercased and a space to dst, unless it is a
 // stop word.
 func appendGramWord(dst []byte, w string) []byte {
-	if len(dst) == 0 {
+	start := len(dst)
+	if start == 0 {
 		dst = append(dst, ' ')
 	}
 	mark := len(dst)
 	dst = appendLower(dst, w)
 	if len(w) <= maxStopWordLen && stopWords[string(dst[mark:])] {
-		return dst[:mark]
+		return dst[:start]
 	}
 	return append(dst, ' ')
 }

@@ -25,6 +25,8 @@ func TestGramText(t *testing.T) {
 		{"github.create-issue", " github create issue "},
 		// Stop words go, whatever their case; words that only start like one stay.
 		{"Get the weather for a City", " get weather city "},
+		{"A", ""},
+		{"the a of", ""},
 		{"The theme of Andes", " theme andes "},
 		{"  many   spaces\there\n", " many spaces "},
 		// Letters of other scripts, lowercased; a word that goes on past ASCII stays whole.
