@@ -82,9 +82,10 @@ type scratch struct {
 	bits    []uint64  // one bit a tool, all zero between uses: sortDocs' bit set
 	kth     []scored  // heap for kthScore: the best k it found
 
-	rescore  []scored  // rescored's candidates
-	qgrams   gramTable // the query's 4-grams, for rescored
-	gramText []byte    // the query's gram text, for rescored
+	rescore   []scored  // rescored's candidates
+	qgrams    gramTable // the query's 4-grams, for rescored
+	qgramList []uint32  // the same, in a list
+	gramText  []byte    // the query's gram text, for rescored
 
 	words     queryWords // queryTerms' state
 	tokenizer worker     // the build's tokenizer, handing words to words

@@ -46,6 +46,48 @@ func TestGramText(t *testing.T) {
 	}
 }
 
+// appendGramSet appends the distinct 4-grams of text to dst, sorted: the definition of
+// a text's grams, which the tests hold gramTable to.
+func appendGramSet(dst []uint32, text []byte) []uint32 {
+	from := len(dst)
+	for i := 0; i+4 <= len(text); i++ {
+		dst = append(dst, uint32(text[i])<<24|uint32(text[i+1])<<16|uint32(text[i+2])<<8|uint32(text[i+3]))
+	}
+	slices.Sort(dst[from:])
+	return append(dst[:from], slices.Compact(dst[from:])...)
+}
+
+// gramOverlap returns how many grams the sorted sets a and b have in common, by a merge:
+// the definition gramTable.count is held to.
+func gramOverlap(a, b []uint32) int {
+	n, i, j := 0, 0, 0
+	for i < len(a) && j < len(b) {
+		switch {
+		case a[i] < b[j]:
+			i++
+		case a[i] > b[j]:
+			j++
+		default:
+			n++
+			i++
+			j++
+		}
+	}
+	return n
+}
+
+// tableGrams returns the grams gramTable finds in text, sorted.
+func tableGrams(text []byte) []uint32 {
+	var tab gramTable
+	tab.reset(len(text))
+	got := tab.appendText(nil, text)
+	if tab.n != len(got) {
+		panic("gramTable counts other grams than it lists")
+	}
+	slices.Sort(got)
+	return got
+}
+
 // gramStrings returns grams as their four bytes.
 func gramStrings(grams []uint32) []string {
 	out := make([]string, len(grams))
@@ -68,15 +110,19 @@ func TestGramSet(t *testing.T) {
 		{" aaaaaa ", []string{" aaa", "aaa ", "aaaa"}},
 		{" go go go ", []string{" go ", "go g", "o go"}},
 	} {
-		got := gramStrings(appendGramSet(nil, []byte(c.text)))
-		if !slices.Equal(got, c.want) {
+		if got := gramStrings(appendGramSet(nil, []byte(c.text))); !slices.Equal(got, c.want) {
 			t.Errorf("appendGramSet(%q) = %q, want %q", c.text, got, c.want)
 		}
+		if got := gramStrings(tableGrams([]byte(c.text))); !slices.Equal(got, c.want) {
+			t.Errorf("gramTable of %q: %q, want %q", c.text, got, c.want)
+		}
 	}
-	// A set is appended after what dst holds, which stays.
-	dst := appendGramSet([]uint32{7}, []byte(" ab "))
-	if len(dst) != 2 || dst[0] != 7 {
-		t.Errorf("appended set: %v", dst)
+	// A tool's grams are appended after what dst holds, which stays, in text order.
+	var tab gramTable
+	tab.reset(16)
+	dst := tab.appendText([]uint32{7}, []byte(" go go "))
+	if got := gramStrings(dst[1:]); dst[0] != 7 || !slices.Equal(got, []string{" go ", "go g", "o go"}) {
+		t.Errorf("appended grams: %v %q", dst[0], got)
 	}
 }
 
@@ -104,7 +150,7 @@ func TestGramOverlap(t *testing.T) {
 		var tab gramTable
 		text := appendGramText(nil, c.query)
 		tab.reset(len(text))
-		tab.addText(text)
+		tab.appendText(nil, text)
 		if tab.n != len(q) {
 			t.Errorf("gramTable of %q has %d grams, want %d", c.query, tab.n, len(q))
 		}
@@ -144,9 +190,12 @@ func checkGramCount(t *testing.T, query, tool string) {
 	t.Helper()
 	qt, tt := appendGramText(nil, query), appendGramText(nil, tool)
 	qs, ts := appendGramSet(nil, qt), appendGramSet(nil, tt)
+	if got := tableGrams(tt); !slices.Equal(got, ts) {
+		t.Fatalf("tool %q: the table finds grams %v, the definition %v", tool, got, ts)
+	}
 	var tab gramTable
 	tab.reset(len(qt))
-	tab.addText(qt)
+	tab.appendText(nil, qt)
 	if tab.n != len(qs) {
 		t.Fatalf("query %q: table has %d grams, the set %d", query, tab.n, len(qs))
 	}
@@ -347,7 +396,7 @@ func rescoreLongWay(ix, plain *Index, query string, limit int) []Result {
 	for i := range all[:top] {
 		share := float32(0)
 		if len(q) > 0 {
-			share = float32(gramOverlap(q, ix.grams[all[i].Tool.Index])) / float32(len(q))
+			share = float32(gramOverlap(q, slices.Sorted(slices.Values(ix.grams[all[i].Tool.Index])))) / float32(len(q))
 		}
 		all[i].Score = float64(float32(all[i].Score) * (1 + float32(ix.params.Grams)*share))
 	}
