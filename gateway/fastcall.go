@@ -136,22 +136,22 @@ func fastParams(raw []byte) (*mcp.CallToolParamsRaw, bool) {
 	return p, ok && named && p.Name != ""
 }
 
-// startFast serves fc on a goroutine of its own and hands its response to write. The
-// call's cancel function is in fast, by id, while it runs (for notifications/cancelled);
-// its context ends with life (the connection's). mu guards fast: the caller holds it,
-// and startFast releases it.
-func startFast(mu *sync.Mutex, fast map[jsonrpc.ID]context.CancelFunc, life context.Context, fc *fastCall, write func(*jsonrpc.Response)) {
+// fastServer returns what serves fc and hands its response to write, on whichever
+// goroutine runs it. The call's cancel function is in fast, by id, while it runs (for
+// notifications/cancelled); its context ends with life (the connection's). mu guards
+// fast: the caller holds it, and fastServer releases it.
+func fastServer(mu *sync.Mutex, fast map[jsonrpc.ID]context.CancelFunc, life context.Context, fc *fastCall, write func(*jsonrpc.Response)) func() {
 	ctx, cancel := context.WithCancel(life)
 	fast[fc.id] = cancel
 	mu.Unlock()
-	go func() {
+	return func() {
 		resp := fc.run(ctx)
 		mu.Lock()
 		delete(fast, fc.id)
 		mu.Unlock()
 		cancel()
 		write(resp)
-	}()
+	}
 }
 
 // run serves the call: the response to write, as the SDK would have written it.

@@ -40,7 +40,7 @@ func (t *directFront) Connect(ctx context.Context) (mcp.Connection, error) {
 	life, end := context.WithCancel(ctx)
 	t.conn = &stdioConn{Connection: conn, open: map[jsonrpc.ID]bool{}, fast: map[jsonrpc.ID]context.CancelFunc{}, life: life, end: end}
 	if lc, ok := conn.(*lineConn); ok && lc.route == nil {
-		lc.route, t.conn.routed = t.conn.observe, true
+		lc.route, t.conn.lc = t.conn.observe, lc
 	}
 	return t.conn, nil
 }
@@ -87,8 +87,9 @@ type stdioConn struct {
 	life      context.Context
 	end       context.CancelFunc
 	fastCalls atomic.Pointer[fastSession]
-	// routed: the wrapped connection calls observe as it reads (see lineConn.route).
-	routed bool
+	// lc, when set, is the wrapped connection, which calls observe as it reads (see
+	// lineConn.route).
+	lc *lineConn
 }
 
 // fastSession is what a connection needs to serve tools/call itself: the session's
@@ -112,7 +113,7 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			c.end()
 			return msg, err
 		}
-		if c.routed || !c.observe(msg) {
+		if c.lc != nil || !c.observe(msg) {
 			return msg, nil
 		}
 	}
@@ -176,7 +177,12 @@ func (c *stdioConn) tryFast(req *jsonrpc.Request) bool {
 	c.open[req.ID] = false
 	// A response is written whether or not its request was cancelled; the cancelled
 	// ones are dropped.
-	startFast(&c.mu, c.fast, c.life, fc, func(resp *jsonrpc.Response) { _ = c.writeFast(resp) })
+	serve := fastServer(&c.mu, c.fast, c.life, fc, func(resp *jsonrpc.Response) { _ = c.writeFast(resp) })
+	if c.lc != nil {
+		c.lc.handOff(serve)
+	} else {
+		go serve()
+	}
 	return true
 }
 

@@ -97,24 +97,35 @@ func (c *httpConn) serveFast(g *Gateway, profile string, ss *mcp.ServerSession) 
 // it can (see fastCallOf), and reports whether it did; otherwise it is to be
 // delivered to the session. Its response goes where the SDK's would (see Write).
 func (c *httpConn) tryFast(m jsonrpc.Message) bool {
+	serve, ok := c.fastServe(m)
+	if ok {
+		go serve()
+	}
+	return ok
+}
+
+// fastServe returns what serves m on the fast path, when it can (see fastCallOf), to
+// run on any goroutine; false when m is to be delivered to the session.
+func (c *httpConn) fastServe(m jsonrpc.Message) (func(), bool) {
 	req, ok := m.(*jsonrpc.Request)
 	fs := c.fastCalls.Load()
 	if !ok || fs == nil {
-		return false
+		return nil, false
 	}
 	fc, ok := fs.g.fastCallOf(fs.profile, fs.ss, req)
 	if !ok {
-		return false
+		return nil, false
 	}
 	c.mu.Lock()
 	if c.cancelled[req.ID] {
 		// Cancelled in its own POST (a batch): not run, as the SDK does not run a
 		// request cancelled before its handler starts; the answer is dropped.
 		c.mu.Unlock()
-		_ = c.Write(context.Background(), &jsonrpc.Response{ID: req.ID, Error: wireError(context.Canceled)})
-		return true
+		return func() {
+			_ = c.Write(context.Background(), &jsonrpc.Response{ID: req.ID, Error: wireError(context.Canceled)})
+		}, true
 	}
-	startFast(&c.mu, c.fast, c.life, fc, func(resp *jsonrpc.Response) {
+	return fastServer(&c.mu, c.fast, c.life, fc, func(resp *jsonrpc.Response) {
 		select {
 		case <-c.closed:
 			return
@@ -123,8 +134,7 @@ func (c *httpConn) tryFast(m jsonrpc.Message) bool {
 		if data, err := encodeResponse(resp); err == nil {
 			_ = c.write(context.Background(), resp, data)
 		}
-	})
-	return true
+	}), true
 }
 
 // httpTransport connects a session to its httpConn. It serves the protocol versions
@@ -357,6 +367,9 @@ type stream struct {
 	standing   bool // the GET stream: never finishes while the session lives
 
 	// guarded by conn.mu:
+	// other, while a POST serves its one request itself (see serveInline), is called
+	// once, when a message other than the answer is sent: a writer must start.
+	other  func()
 	queue  [][]byte // messages not written yet; nil entries are answers not sent
 	events [][]byte // the newest events written, for replay (when resumable)
 	base   int      // the index of the event before events[0]: events[i] is event base+i+1
@@ -388,6 +401,10 @@ func (s *stream) send(data []byte, note bool) {
 		return
 	}
 	s.queue = append(s.queue, data)
+	if f := s.other; f != nil {
+		s.other = nil
+		f()
+	}
 	s.wake()
 }
 

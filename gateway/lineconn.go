@@ -43,8 +43,11 @@ type lineConn struct {
 	// answerBadLine) and reads on. Otherwise such a line ends the connection, as it
 	// does in the SDK: an upstream writing garbage is restarted.
 	answerBad bool
-	r         *bufio.Reader
-	start     sync.Once
+	// handed is what route handed off (see handOff); only the reading goroutine
+	// touches it.
+	handed func()
+	r      *bufio.Reader
+	start  sync.Once
 
 	writeMu  sync.Mutex
 	wbuf     []byte
@@ -94,6 +97,15 @@ func (c *lineConn) readLoop() {
 					kept = append(kept, m)
 				}
 			}
+			if f := c.handed; f != nil {
+				c.handed = nil
+				if len(kept) == 0 && res.err == nil {
+					go c.readLoop()
+					f()
+					return
+				}
+				go f() // the rest of a batch is to be passed on first
+			}
 			if res.msgs = kept; len(kept) == 0 && res.err == nil {
 				continue
 			}
@@ -107,6 +119,17 @@ func (c *lineConn) readLoop() {
 			return
 		}
 	}
+}
+
+// handOff, called by route, has the reading goroutine run f once the message is
+// routed, while reading goes on on a new goroutine: a client's call then runs at once,
+// on a goroutine whose stack has grown already, instead of waiting for the reader to
+// find nothing more to read and park (see fastcall.go).
+func (c *lineConn) handOff(f func()) {
+	if c.handed != nil {
+		go c.handed() // a batch with several
+	}
+	c.handed = f
 }
 
 // readLine returns the next line without its line ending, in a slice of its own.

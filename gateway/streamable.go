@@ -330,6 +330,13 @@ func (h *streamableFront) servePOST(w http.ResponseWriter, r *http.Request, owne
 		w.Header().Set("Mcp-Session-Id", sess.conn.id)
 	}
 	single := s.requests == 1 && !batch
+	sw := streamWriter{json: single, prime: version >= primingVersion}
+	if single && len(msgs) == 1 {
+		if serve, ok := sess.conn.fastServe(msgs[0]); ok {
+			h.serveInline(w, r, s, sw, serve)
+			return
+		}
+	}
 	for _, m := range msgs {
 		if sess.conn.tryFast(m) {
 			continue
@@ -340,7 +347,56 @@ func (h *streamableFront) servePOST(w http.ResponseWriter, r *http.Request, owne
 			return
 		}
 	}
-	h.write(w, r, s, s.attach(), streamWriter{json: single, prime: version >= primingVersion})
+	h.write(w, r, s, s.attach(), sw)
+}
+
+// serveInline serves a POST whose one request is a tools/call the fast path takes
+// (serve) on the POST's own goroutine, which then writes the answer: the call is not
+// handed to a goroutine of its own and its answer back, the two hand-offs that cost an
+// HTTP call the most after its system calls. A writer of the stream (write) starts on
+// a goroutine of its own only if the response cannot wait for the answer: when the
+// call sends something else first (progress, a log message, a request for the
+// client's input, which it may wait on), or when primeDelay passes; the POST's
+// goroutine then waits for that writer.
+func (h *streamableFront) serveInline(w http.ResponseWriter, r *http.Request, s *stream, sw streamWriter, serve func()) {
+	gen := s.attach()
+	var (
+		once   sync.Once
+		writer chan struct{} // closed when the writer started is done; nil if none
+	)
+	start := func() {
+		once.Do(func() {
+			writer = make(chan struct{})
+			go func() {
+				defer close(writer)
+				h.write(w, r, s, gen, streamWriter{prime: sw.prime})
+			}()
+		})
+	}
+	var timer *time.Timer
+	if sw.json && !sw.hold {
+		timer = time.AfterFunc(time.Duration(primeDelay.Load()), start)
+	}
+	s.conn.mu.Lock()
+	s.other = start
+	s.conn.mu.Unlock()
+
+	serve()
+
+	if timer != nil {
+		timer.Stop()
+	}
+	s.conn.mu.Lock()
+	s.other = nil
+	s.conn.mu.Unlock()
+	once.Do(func() {}) // no writer starts from here on
+	if writer != nil {
+		<-writer
+		return
+	}
+	// The answer is queued: written as the POST's writer writes it, without waiting.
+	sw.hold = true
+	h.write(w, r, s, gen, sw)
 }
 
 // writeDuplicate refuses a POST with a request whose id is in flight, as the SDK's
