@@ -40,17 +40,12 @@ func appendGramText(dst []byte, s string) []byte {
 				i++
 				continue
 			}
-			j := i + 1
-			for j < len(s) && asciiClass[s[j]] != 0 {
-				j++
-			}
-			if j < len(s) && s[j] >= utf8.RuneSelf {
+			j, goesOn := asciiWord(s, i)
+			if goesOn {
 				// The word goes on in non-ASCII letters (café): take it whole, as
 				// tokenize does.
-				if r, _ := utf8.DecodeRuneInString(s[j:]); !isIdeograph(r) && isWordRune(r) {
-					dst, i = appendGramRun(dst, s, i)
-					continue
-				}
+				dst, i = appendGramRun(dst, s, i)
+				continue
 			}
 			w, start := s[i:j], 0
 			for k := 1; k <= len(w); k++ {
