@@ -440,7 +440,7 @@ func (ix *Index) ranked(text string, sh queryShape, allow *catalog.Set, k int) [
 //
 // With 4-grams (Params.Grams above 0) the k-th best score is divided by the most the
 // 4-grams can raise a score (Index.boost) before it prunes: a tool below that can still
-// be lifted into the top k by rescored, which then ranks query's 4-grams.
+// be lifted into the top k by rescored, which then reorders the candidates by them.
 func (ix *Index) rank(s *scratch, query string, allow *catalog.Set, k int) []Result {
 	s.kth = s.kth[:0]
 	terms := capTerms(s.terms)
