@@ -156,18 +156,13 @@ func tokenize(s string, buf []byte, emit func(tok []byte, hash uint64)) []byte {
 				i++
 				continue
 			}
-			j := i + 1
-			for j < len(s) && asciiClass[s[j]] != 0 {
-				j++
-			}
-			if j < len(s) && s[j] >= utf8.RuneSelf {
+			j, goesOn := asciiWord(s, i)
+			if goesOn {
 				// The word continues with non-ASCII letters (café, naïve): treat it whole.
-				if r, _ := utf8.DecodeRuneInString(s[j:]); !isIdeograph(r) && isWordRune(r) {
-					buf = buf[:0]
-					i = unicodeWord(s, i, &buf)
-					emit(buf, hashToken(buf))
-					continue
-				}
+				buf = buf[:0]
+				i = unicodeWord(s, i, &buf)
+				emit(buf, hashToken(buf))
+				continue
 			}
 			buf = splitASCII(s[i:j], buf, emit)
 			i = j
@@ -188,6 +183,21 @@ func tokenize(s string, buf []byte, emit func(tok []byte, hash uint64)) []byte {
 		}
 	}
 	return buf
+}
+
+// asciiWord returns where the run of ASCII letters and digits that starts at s[i] ends,
+// and whether the word goes on there in non-ASCII letters (café, naïve), which makes it
+// one word of any script. Ideographs, a word each, do not continue it.
+func asciiWord(s string, i int) (end int, goesOn bool) {
+	j := i + 1
+	for j < len(s) && asciiClass[s[j]] != 0 {
+		j++
+	}
+	if j < len(s) && s[j] >= utf8.RuneSelf {
+		r, _ := utf8.DecodeRuneInString(s[j:])
+		return j, !isIdeograph(r) && isWordRune(r)
+	}
+	return j, false
 }
 
 // unicodeWord lowercases the word of letters and digits starting at s[i] into buf and
@@ -410,8 +420,12 @@ func init() {
 		"please", "kindly", "want", "wants", "need", "needs", "like", "let", "lets",
 	} {
 		stopWords[w] = true
+		maxStopWordLen = max(maxStopWordLen, len(w))
 	}
 }
+
+// maxStopWordLen is the length of the longest stop word: longer words need no lookup.
+var maxStopWordLen int
 
 // appendLower appends s to buf with its ASCII letters lowercased.
 func appendLower[T string | []byte](buf []byte, s T) []byte {

@@ -2,6 +2,7 @@ package search_test
 
 import (
 	"fmt"
+	"runtime"
 	"runtime/metrics"
 	"slices"
 	"sort"
@@ -130,6 +131,72 @@ func BenchmarkSearch(b *testing.B) {
 			benchSearch(b, search.NewIndex(benchSnapshot(b, n)), queries)
 		})
 	}
+}
+
+// gramParams are DefaultParams with 4-gram rescoring on, at the weight bench/README.md
+// measures it at, for the benchmarks of what it costs.
+var gramParams = func() search.Params {
+	p := search.DefaultParams
+	p.Grams = 0.1
+	return p
+}()
+
+// BenchmarkSearchGrams is BenchmarkSearch with 4-gram rescoring on.
+func BenchmarkSearchGrams(b *testing.B) {
+	queries := benchQueries(b)
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			benchSearch(b, search.NewIndexParams(benchSnapshot(b, n), gramParams), queries)
+		})
+	}
+}
+
+// BenchmarkIndexRebuildGrams is BenchmarkIndexRebuild with 4-gram rescoring on: the
+// build also makes every tool's 4-grams.
+func BenchmarkIndexRebuildGrams(b *testing.B) {
+	for _, n := range benchSizes {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			snap := benchSnapshot(b, n)
+			search.NewIndexParams(snap, gramParams)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				search.NewIndexParams(snap, gramParams)
+			}
+		})
+	}
+}
+
+// BenchmarkIndexHeap reports the heap an index keeps alive (index-MB), without and with
+// 4-grams, at each of benchSizes: the live heap after a collection with the index, less
+// the live heap before it was built.
+func BenchmarkIndexHeap(b *testing.B) {
+	for _, n := range benchSizes {
+		snap := benchSnapshot(b, n)
+		for _, v := range []struct {
+			name string
+			p    search.Params
+		}{{"off", search.DefaultParams}, {"grams", gramParams}} {
+			b.Run(fmt.Sprintf("%s/%d", v.name, n), func(b *testing.B) {
+				var kept int64
+				for range b.N {
+					before := liveHeap()
+					ix := search.NewIndexParams(snap, v.p)
+					kept += liveHeap() - before
+					runtime.KeepAlive(ix)
+				}
+				b.ReportMetric(float64(kept)/float64(b.N)/(1<<20), "index-MB")
+			})
+		}
+	}
+}
+
+// liveHeap returns the bytes of live heap objects after a full collection.
+func liveHeap() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
 }
 
 // benchSearch runs the benchmark queries over ix, five results each, and reports their

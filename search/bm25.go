@@ -82,6 +82,11 @@ type scratch struct {
 	bits    []uint64  // one bit a tool, all zero between uses: sortDocs' bit set
 	kth     []scored  // heap for kthScore: the best k it found
 
+	rescore   []scored  // rescored's candidates
+	qgrams    gramTable // the query's 4-grams, for rescored
+	qgramList []uint32  // the same, in a list
+	gramText  []byte    // the query's gram text, for rescored
+
 	words     queryWords // queryTerms' state
 	tokenizer worker     // the build's tokenizer, handing words to words
 }
@@ -421,7 +426,7 @@ func (ix *Index) ranked(text string, sh queryShape, allow *catalog.Set, k int) [
 	s := ix.scratch()
 	defer ix.release(s)
 	ix.queryTerms(text, sh, s)
-	return ix.rank(s, allow, k)
+	return ix.rank(s, text, allow, k)
 }
 
 // rank scores every tool against the query terms in s.terms and returns the best k.
@@ -432,7 +437,11 @@ func (ix *Index) ranked(text string, sh queryShape, allow *catalog.Set, k int) [
 // left): once they cannot, the remaining terms are only looked up for the tools
 // that can still make it, by binary search instead of a full scan. The result is exactly
 // that of scoring every posting.
-func (ix *Index) rank(s *scratch, allow *catalog.Set, k int) []Result {
+//
+// With 4-grams (Params.Grams above 0) the k-th best score is divided by the most the
+// 4-grams can raise a score (Index.boost) before it prunes: a tool below that can still
+// be lifted into the top k by rescored, which then reorders the candidates by them.
+func (ix *Index) rank(s *scratch, query string, allow *catalog.Set, k int) []Result {
 	s.kth = s.kth[:0]
 	terms := capTerms(s.terms)
 	nq := len(terms)
@@ -456,6 +465,7 @@ func (ix *Index) rank(s *scratch, allow *catalog.Set, k int) []Result {
 	// it can reach at unseen(i) = bound[i] * coord[terms left]: the factors grow with
 	// the matched count and none is above 1.
 	unseen := func(i int) float32 { return s.bound[i] * s.coord[nq-i] }
+	boost := ix.boost()
 	i := 0
 	threshold := float32(0)
 	checked := float32(math.MaxFloat32) // unseen at the last check; rechecked at half
@@ -464,11 +474,11 @@ func (ix *Index) rank(s *scratch, allow *catalog.Set, k int) []Result {
 		if ix.postingLen(qt.id) >= longPostings && len(s.touched) >= k && unseen(i) <= checked/2 {
 			checked = unseen(i)
 			// The tools kept at the last check, rescored, often already settle it.
-			if kept := s.keptKth(k); kept > checked {
+			if kept := s.keptKth(k) / boost; kept > checked {
 				threshold = kept
 				break
 			}
-			threshold = ix.kthScore(s, allow, k)
+			threshold = ix.kthScore(s, allow, k) / boost
 			if threshold > 0 && checked < threshold {
 				break
 			}
@@ -526,9 +536,26 @@ func (ix *Index) rank(s *scratch, allow *catalog.Set, k int) []Result {
 			}
 		}
 		s.cands = cands
-		return ix.topK(s, cands, allow, k)
+		return ix.best(s, query, cands, allow, k)
 	}
-	return ix.topK(s, s.touched, allow, k)
+	return ix.best(s, query, s.touched, allow, k)
+}
+
+// boost is the most the 4-grams can multiply a score by: 1 + Params.Grams, or 1 when
+// the index has none.
+func (ix *Index) boost() float32 {
+	if ix.grams == nil {
+		return 1
+	}
+	return float32(1 + ix.params.Grams)
+}
+
+// best returns the best limit of docs, scored, by topK or, with 4-grams, rescored.
+func (ix *Index) best(s *scratch, query string, docs []int32, allow *catalog.Set, limit int) []Result {
+	if ix.grams == nil {
+		return ix.topK(s, docs, allow, limit)
+	}
+	return ix.rescored(s, query, docs, allow, limit)
 }
 
 // sortDocs sorts tool numbers in place through set, a bit set of the tools, all zero: a

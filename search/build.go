@@ -178,10 +178,19 @@ func (w *worker) inOrder() []int32 {
 // NewIndexParams builds an index over snap with the given ranking parameters.
 func NewIndexParams(snap *catalog.Snapshot, p Params) *Index {
 	tools := snap.Tools()
+	// The 4-grams, when ranking uses them, are made beside the whole build.
+	var grams [][]uint32
+	var gramsDone sync.WaitGroup
+	if p.Grams > 0 {
+		gramsDone.Go(func() { grams = buildGrams(tools) })
+	}
 	workers := newWorkers(tools)
 	nameHashes := make([]uint64, 2*len(tools))
 	parallel(workers, func(_ int, w *worker) { w.tokenize(tools, nameHashes) })
-	return assemble(snap, p, workers, nameHashes)
+	ix := assemble(snap, p, workers, nameHashes)
+	gramsDone.Wait()
+	ix.grams = grams
+	return ix
 }
 
 // assemble makes the index from the workers once they have run step 1.

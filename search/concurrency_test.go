@@ -16,7 +16,15 @@ import (
 // TestConcurrentSearch runs many searches of one index at once and checks each answer
 // against the same search run alone (run with -race).
 func TestConcurrentSearch(t *testing.T) {
-	ix := builtinIndex(t)
+	grams := search.DefaultParams
+	grams.Grams = 0.1
+	t.Run("default", func(t *testing.T) { concurrentSearch(t, search.DefaultParams) })
+	// The 4-grams' per-search state (the query's grams, the candidates) is the scratch's.
+	t.Run("grams", func(t *testing.T) { concurrentSearch(t, grams) })
+}
+
+func concurrentSearch(t *testing.T, p search.Params) {
+	ix := search.NewIndexParams(builtinIndex(t).Snapshot(), p)
 	qs, err := eval.ReadQueries("../bench/livemcpbench/queries.jsonl")
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +69,7 @@ func TestConcurrentSearch(t *testing.T) {
 	}
 	// A fresh index, so the regex path's lazy fold, and the trigram index it builds in
 	// the background, happen while the searches run.
-	ix = search.NewIndex(ix.Snapshot())
+	ix = search.NewIndexParams(ix.Snapshot(), p)
 	var wg sync.WaitGroup
 	errs := make(chan string, 16*len(reqs))
 	for g := range 16 {

@@ -1,5 +1,12 @@
 package search
 
+import (
+	"testing"
+
+	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/internal/eval"
+)
+
 // ResetCaches empties the process-wide stem caches and build buffers, so that a
 // benchmark measures a cold build.
 var ResetCaches = resetCaches
@@ -26,4 +33,19 @@ func RegexWith(ix *Index, pattern string, opts Options, useTrigrams bool) ([]Res
 		tg = rt.waitTrigrams()
 	}
 	return ix.regex(c, opts, rt, tg)
+}
+
+// BenchSet loads the queries and catalog of one of the bench sets (../bench/SET), for
+// the tests of both packages.
+func BenchSet(t testing.TB, set string) ([]eval.Query, *catalog.Snapshot) {
+	t.Helper()
+	qs, err := eval.ReadQueries("../bench/" + set + "/queries.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, problems := catalog.LoadFiles("../bench/" + set + "/catalog.json")
+	if len(problems) != 0 {
+		t.Fatal(problems)
+	}
+	return qs, snap
 }

@@ -45,7 +45,7 @@ func (ix *Index) fuzzy(query string, sh queryShape, allow *catalog.Set, k int) [
 	if len(s.terms) == 0 {
 		return nil
 	}
-	results := ix.rank(s, allow, k)
+	results := ix.rank(s, query, allow, k)
 	for i := range results {
 		results[i].Match = MatchFuzzy
 	}

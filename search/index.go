@@ -56,6 +56,13 @@ type Params struct {
 	// Questions is the weight of the answer kinds that question words imply ("when"
 	// asks for a date).
 	Questions float64
+	// Grams is the weight of character 4-grams: BM25F's first GramsTop results are
+	// reordered by score × (1 + Grams × the share of the query's 4-grams that the tool's
+	// name, title and description have), see grams.go. 0 (or less) turns it off, and
+	// the index then keeps no 4-grams.
+	Grams float64
+	// GramsTop is how many of BM25F's first results the 4-grams reorder.
+	GramsTop int
 
 	// Learned is the weight of the learned field: the queries that led to successful
 	// calls of a tool (see Index.WithEvidence). 0 (or less) turns the field off. A
@@ -90,6 +97,7 @@ var DefaultParams = Params{
 	PathWords: 0.3,
 	PathVerbs: 1,
 	Questions: 0.3,
+	GramsTop:  50,
 
 	Learned:         0.5,
 	LearnedB:        0.75,
@@ -114,6 +122,10 @@ type Index struct {
 	maxScore  []float32 // per term, the largest of its postScore values
 
 	exact exactNames // normalized bare and qualified names -> docs
+
+	// grams are each tool's distinct character 4-grams, sorted, when Params.Grams is
+	// above 0 (see grams.go); nil otherwise.
+	grams [][]uint32
 
 	// namesOnce makes, on the first substring fallback, names: every tool's normalized
 	// qualified name; and for each of the 128 bits of gramBit, the set of tools whose

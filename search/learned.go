@@ -311,5 +311,6 @@ func (ix *Index) merged(learned []learnedPosting, terms *termTable, termText []s
 		postScore: postScore,
 		maxScore:  maxScore,
 		exact:     ix.exact,
+		grams:     ix.grams,
 	}
 }

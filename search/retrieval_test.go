@@ -78,13 +78,5 @@ func TestLearnedReplay(t *testing.T) {
 // benchSet loads the queries and catalog of a benchmark set of ../bench.
 func benchSet(t *testing.T, set string) ([]eval.Query, *catalog.Snapshot) {
 	t.Helper()
-	qs, err := eval.ReadQueries("../bench/" + set + "/queries.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, problems := catalog.LoadFiles("../bench/" + set + "/catalog.json")
-	if len(problems) != 0 {
-		t.Fatal(problems)
-	}
-	return qs, snap
+	return search.BenchSet(t, set)
 }
