@@ -23,9 +23,10 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print JSON")
 	misses := fs.Bool("misses", false, "also list the queries whose first 5 results lack a relevant tool, with where the relevant ones ranked")
 	emb := addEmbedFlags(fs, interactiveQueryTimeout)
+	grams := fs.Float64("grams", 0, "rescore BM25F's first results by character 4-grams at this `WEIGHT` (such as 0.1; 0, the default, is off): measures on your catalog what bench/README.md measured on the dev sets")
 	learnSplit := fs.Float64("learn-split", 0, "replay a search log: over three random splits, this `SHARE` of the queries (such as 0.5) is the log, and recall@5 of the rest is reported without and with the learned field")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: toolshed eval --catalog FILE --queries FILE [--json] [--misses | --learn-split SHARE] [--embed-url URL --embed-model NAME]")
+		fmt.Fprintln(stderr, "usage: toolshed eval --catalog FILE --queries FILE [--json] [--misses | --learn-split SHARE] [--grams WEIGHT] [--embed-url URL --embed-model NAME]")
 		fmt.Fprintln(stderr, "  for example: toolshed eval --catalog bench/bfcl/catalog.json --queries bench/bfcl/queries.jsonl")
 		fs.PrintDefaults()
 	}
@@ -43,6 +44,9 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if learn && !(*learnSplit > 0 && *learnSplit < 1) {
 		return usageErr(fmt.Sprintf("--learn-split is the share of the queries that becomes the log, between 0 and 1 such as 0.5 (got %g)", *learnSplit))
 	}
+	if *grams < 0 || *grams > 10 {
+		return usageErr(fmt.Sprintf("--grams is the 4-grams' weight, from 0 (off) to 10, such as 0.1 (got %g)", *grams))
+	}
 	hybridOn, err := emb.on()
 	if err != nil {
 		return err
@@ -59,13 +63,15 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	start := time.Now()
-	ix := search.NewIndex(snap)
+	params := search.DefaultParams
+	params.Grams = *grams
+	ix := search.NewIndexParams(snap, params)
 	build := time.Since(start)
 	if learn {
 		return runLearned(stdout, ix, qs, *learnSplit, *asJSON)
 	}
 	searchFn := evalsearch.Search(ix)
-	mode := evalMode{Mode: "bm25"}
+	mode := evalMode{Mode: "bm25", Grams: *grams}
 	var hs *hybrid.Searcher
 	if hybridOn {
 		// Measuring needs the vectors: an endpoint that fails here is an error, not a
@@ -75,7 +81,7 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("embedding the catalog's tools: %w", err)
 		}
 		searchFn = evalsearch.Hybrid(hs)
-		mode = evalMode{Mode: "hybrid", Model: *emb.model, Host: urlHost(*emb.url), Embedded: st.Embedded, Cached: st.Cached}
+		mode = evalMode{Mode: "hybrid", Grams: *grams, Model: *emb.model, Host: urlHost(*emb.url), Embedded: st.Embedded, Cached: st.Cached}
 	}
 	r := eval.Run(qs, snap.Len(), build, searchFn)
 	if !*misses {
@@ -160,13 +166,19 @@ type evalMode struct {
 	Embedded  int    `json:"tools_embedded"`
 	Cached    int    `json:"tools_cached"`
 	Fallbacks int64  `json:"query_fallbacks"`
+	// Grams is the 4-grams' weight (--grams); 0 when off.
+	Grams float64 `json:"grams,omitempty"`
 }
 
 func (m evalMode) String(queries int) string {
-	if m.Mode != "hybrid" {
-		return "search: words alone (BM25F); add --embed-url and --embed-model to measure hybrid search"
+	bm25 := "BM25F"
+	if m.Grams > 0 {
+		bm25 = fmt.Sprintf("BM25F with 4-grams at %g", m.Grams)
 	}
-	s := fmt.Sprintf("hybrid: BM25F fused with %s at %s (%d tools embedded, %d from the cache)", m.Model, m.Host, m.Embedded, m.Cached)
+	if m.Mode != "hybrid" {
+		return "search: words alone (" + bm25 + "); add --embed-url and --embed-model to measure hybrid search"
+	}
+	s := fmt.Sprintf("hybrid: %s fused with %s at %s (%d tools embedded, %d from the cache)", bm25, m.Model, m.Host, m.Embedded, m.Cached)
 	if m.Fallbacks > 0 {
 		s += fmt.Sprintf("; %d of %d queries fell back to words alone (their embedding failed)", m.Fallbacks, queries)
 	}
