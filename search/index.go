@@ -123,7 +123,7 @@ type Index struct {
 
 	exact exactNames // normalized bare and qualified names -> docs
 
-	// grams are each tool's distinct character 4-grams, sorted, when Params.Grams is
+	// grams are each tool's distinct character 4-grams, in text order, when Params.Grams is
 	// above 0 (see grams.go); nil otherwise.
 	grams [][]uint32
 
