@@ -49,9 +49,10 @@ type Options struct {
 	// 0, no limit when negative): older ones are pruned every PruneInterval.
 	MaxAge  time.Duration
 	MaxRows int
-	// QueueSize bounds the records waiting to be written (DefaultQueueSize when 0):
-	// when the writer falls behind, new records are dropped, counted, and warned
-	// about once, rather than slow a search.
+	// QueueSize bounds the records waiting to be written (DefaultQueueSize when 0,
+	// and at least BatchSize: the queue gathers each batch before the writer takes
+	// it): when the writer falls behind, new records are dropped, counted, and
+	// warned about once, rather than slow a search.
 	QueueSize int
 	// BatchSize is how many records one transaction writes at most, and
 	// FlushInterval how long a record waits at most before it is written.
@@ -86,6 +87,9 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	def(&o.QueueSize, DefaultQueueSize)
 	def(&o.BatchSize, DefaultBatchSize)
+	// A smaller queue would fill before the writer is woken (see enqueue), and drop
+	// records with the writer idle.
+	o.QueueSize = max(o.QueueSize, o.BatchSize)
 	defDur(&o.FlushInterval, DefaultFlushInterval)
 	defDur(&o.PruneInterval, DefaultPruneInterval)
 	defDur(&o.BusyTimeout, DefaultBusyTimeout)
