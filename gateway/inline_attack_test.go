@@ -1,0 +1,160 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolshed/toolshed/gateway"
+	"github.com/toolshed/toolshed/gateway/config"
+	"github.com/toolshed/toolshed/policy"
+)
+
+// The tests of this file attack the POST served on its own goroutine (serveInline)
+// and the stdio call run by the goroutine that read it (lineConn.handOff): a call that
+// never answers, ended from elsewhere (another POST, a DELETE, the gateway stopping, a
+// cancellation on the same stdio line or the next), must end its POST or its line
+// without taking the session's other calls with it.
+
+// inlineHang starts a call of alpha__hang (which answers only when cancelled) in a POST
+// of its own, on the fast path, and returns its response once it comes. primeDelay
+// is an hour: no stream writer starts, the POST's goroutine serves the call itself.
+func inlineHang(t *testing.T, h *harness, post func(context.Context, string) *http.Response, id int) <-chan *http.Response {
+	t.Helper()
+	before := gateway.FastCallsServed()
+	out := make(chan *http.Response, 1)
+	go func() {
+		out <- post(context.Background(), fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"alpha__hang","arguments":{}}}`, id))
+	}()
+	waitFor(t, "the call to run upstream", func() bool { return h.g.CallsRunning() > 0 })
+	if gateway.FastCallsServed() == before {
+		t.Fatal("the call did not take the fast path: this test proves nothing of it")
+	}
+	return out
+}
+
+// responseWithin waits for a POST's response and reads its body, failing the test when
+// it does not come within 30 s.
+func responseWithin(t *testing.T, what string, out <-chan *http.Response) (*http.Response, string) {
+	t.Helper()
+	select {
+	case resp := <-out:
+		return resp, bodyWithin(t, what, resp)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s: no response within 30s", what)
+	}
+	return nil, ""
+}
+
+// httpSession serves a gateway in front of alpha over HTTP and opens a raw session.
+func httpSession(t *testing.T) (*harness, string, *string, func(context.Context, string) *http.Response) {
+	t.Helper()
+	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
+	endpoint := serveHTTP(t, h, gateway.HTTPOptions{}) + "/mcp"
+	session := new(string)
+	post := rawSessionID(t, endpoint, session)
+	// The fast path serves the session once it is joined and its upstreams settled.
+	waitFor(t, "the fast path to serve the session", func() bool {
+		served := gateway.FastCallsServed()
+		resp := post(context.Background(), `{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"warm"}}}`)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return gateway.FastCallsServed() > served
+	})
+	return h, endpoint, session, post
+}
+
+// A call cancelled in another POST: its POST ends without its answer (MCP says not to
+// send one), and the session serves its next call as before.
+func TestHTTPInlineCallCancelledFromAnotherPOST(t *testing.T) {
+	defer gateway.SetPrimeDelay(time.Hour)()
+	h, _, _, post := httpSession(t)
+	out := inlineHang(t, h, post, 5)
+	cancel := post(context.Background(), `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5,"reason":"enough"}}`)
+	cancel.Body.Close()
+	if cancel.StatusCode != http.StatusAccepted {
+		t.Fatalf("the cancellation got %d, want 202", cancel.StatusCode)
+	}
+	resp, body := responseWithin(t, "the cancelled call's POST", out)
+	if strings.Contains(body, `"id":5`) {
+		t.Errorf("the cancelled call was answered (%d, %s): %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	next := post(context.Background(), `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"after"}}}`)
+	if b := bodyWithin(t, "the next call", next); !strings.Contains(b, `"id":6,"result":{"content":[{"type":"text","text":"after"}]}`) {
+		t.Errorf("the next call got %s", b)
+	}
+}
+
+// A session deleted while a call runs on its POST's goroutine: the POST ends.
+func TestHTTPInlineCallSessionDeleted(t *testing.T) {
+	defer gateway.SetPrimeDelay(time.Hour)()
+	h, endpoint, session, post := httpSession(t)
+	out := inlineHang(t, h, post, 5)
+	req, _ := http.NewRequest(http.MethodDelete, endpoint, nil)
+	req.Header.Set("Mcp-Session-Id", *session)
+	del, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	del.Body.Close()
+	if del.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE got %d, want 204", del.StatusCode)
+	}
+	resp, body := responseWithin(t, "the POST of a call in a deleted session", out)
+	if strings.Contains(body, `"result"`) {
+		t.Errorf("a call of a deleted session got a result (%d): %s", resp.StatusCode, body)
+	}
+}
+
+// The gateway stopping while a call runs on its POST's goroutine: the POST ends, with
+// the call's answer saying why, and the gateway stops (startGateway's cleanup fails
+// the test when it does not within 10 s). Under -race it also holds the call's cancel
+// function, set as the call starts, to what the stop reads (callRegistry.cancelFor).
+func TestHTTPInlineCallGatewayStops(t *testing.T) {
+	defer gateway.SetPrimeDelay(time.Hour)()
+	h, _, _, post := httpSession(t)
+	out := inlineHang(t, h, post, 5)
+	h.stop()
+	resp, body := responseWithin(t, "the POST of a call as the gateway stops", out)
+	if !strings.Contains(body, `"id":5,"result"`) || !strings.Contains(body, "shutting down") {
+		t.Errorf("as the gateway stops, the call's POST got %d %s: %q, want its error saying why", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+}
+
+// Several calls at once on one stdio connection, one of them cancelled on the next
+// line: the others are answered, the cancelled one is not, and the connection reads on.
+func TestStdioCallsAtOnceOneCancelled(t *testing.T) {
+	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
+	s := newLineSession(t, h)
+	before := gateway.FastCallsServed()
+	s.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"alpha__hang","arguments":{}}}`)
+	s.send(t, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"alpha__hang","arguments":{}}}`)
+	s.send(t, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"four"}}}`)
+	got := strings.Join(s.until(t, "4"), "")
+	s.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`)
+	// A batch whose call is cancelled in the same line.
+	s.send(t, `[{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"alpha__hang","arguments":{}}},{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}]`)
+	s.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}`)
+	s.send(t, `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"six"}}}`)
+	got += strings.Join(s.until(t, "6"), "")
+	// A ping answered after everything before it was read: the cancelled calls'
+	// answers, had they been written, came first.
+	waitFor(t, "the cancelled calls to end", func() bool { return h.g.CallsRunning() == 0 })
+	s.send(t, `{"jsonrpc":"2.0","id":7,"method":"ping"}`)
+	got += strings.Join(s.until(t, "7"), "")
+	for _, id := range []string{`"id":2`, `"id":3`, `"id":5`} {
+		if strings.Contains(got, id) {
+			t.Errorf("a cancelled call was answered (%s):\n%s", id, got)
+		}
+	}
+	if !strings.Contains(got, `"text":"four"`) || !strings.Contains(got, `"text":"six"`) {
+		t.Errorf("the calls not cancelled are not both answered:\n%s", got)
+	}
+	if served := gateway.FastCallsServed() - before; served < 5 {
+		t.Errorf("the fast path served %d calls, want 5: this test proves nothing of it", served)
+	}
+}
