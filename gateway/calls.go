@@ -202,6 +202,12 @@ func (r *callRegistry) approval(spec callSpec) (*mcp.CallToolResult, bool) {
 // start registers a call and sends it upstream.
 func (r *callRegistry) start(ctx context.Context, spec callSpec, u *Upstream) *call {
 	who := r.g.clients.principalOf(spec.req.Session)
+	// The upstream call outlives this handler when the client is asked for input over
+	// multi round-trip requests, so it runs on a context of its own, cancelled
+	// explicitly. Made before the call is registered: what cancels the calls in flight
+	// (cancelFor: a DELETE, the gateway stopping) finds them by the registry, and would
+	// otherwise read cancel unset (a nil function) or racing with its write.
+	callCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	r.mu.Lock()
 	r.seq++
 	c := &call{
@@ -216,6 +222,8 @@ func (r *callRegistry) start(ctx context.Context, spec callSpec, u *Upstream) *c
 		done:      make(chan outcome, 1),
 		waiting:   map[string]*relayRequest{},
 		ctx:       ctx,
+		upCtx:     callCtx,
+		cancel:    cancel,
 	}
 	meta := mcp.Meta{}
 	for k, v := range spec.req.Params.Meta {
@@ -232,11 +240,6 @@ func (r *callRegistry) start(ctx context.Context, spec callSpec, u *Upstream) *c
 	r.inflight[c.server] = append(r.inflight[c.server], c)
 	r.mu.Unlock()
 
-	// The upstream call outlives this handler when the client is asked for input over
-	// multi round-trip requests, so it runs on a context of its own, cancelled
-	// explicitly.
-	callCtx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	c.upCtx, c.cancel = callCtx, cancel
 	u.startCall(callCtx, spec.tool.Name, spec.args, meta, func(raw json.RawMessage, err error) {
 		c.done <- outcome{raw, err}
 	})
