@@ -53,8 +53,14 @@ func responseWithin(t *testing.T, what string, out <-chan *http.Response) (*http
 // httpSession serves a gateway in front of alpha over HTTP and opens a raw session.
 func httpSession(t *testing.T) (*harness, string, *string, func(context.Context, string) *http.Response) {
 	t.Helper()
+	return httpSessionWith(t, gateway.HTTPOptions{})
+}
+
+// httpSessionWith is httpSession with the front's options.
+func httpSessionWith(t *testing.T, opts gateway.HTTPOptions) (*harness, string, *string, func(context.Context, string) *http.Response) {
+	t.Helper()
 	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
-	endpoint := serveHTTP(t, h, gateway.HTTPOptions{}) + "/mcp"
+	endpoint := serveHTTP(t, h, gateway.HTTPOptions{IdleTimeout: opts.IdleTimeout}) + "/mcp"
 	session := new(string)
 	post := rawSessionID(t, endpoint, session)
 	// The fast path serves the session once it is joined and its upstreams settled.
@@ -157,4 +163,29 @@ func TestStdioCallsAtOnceOneCancelled(t *testing.T) {
 	if served := gateway.FastCallsServed() - before; served < 5 {
 		t.Errorf("the fast path served %d calls, want 5: this test proves nothing of it", served)
 	}
+}
+
+// A client that goes away while its call runs on its POST's goroutine, and never comes
+// back: as when the call runs elsewhere (the SDK's path, a batch), its POST is over
+// for the session once its stream's writer has lost the client, so the session's idle
+// timeout ends the session, and the call with it. Otherwise the session lives as long
+// as the call, however long the call's timeout (2 minutes by default, here the test's
+// whole time).
+func TestHTTPInlineCallClientGoneSessionIdles(t *testing.T) {
+	defer gateway.SetPrimeDelay(10 * time.Millisecond)()
+	h, _, _, post := httpSessionWith(t, gateway.HTTPOptions{IdleTimeout: 500 * time.Millisecond})
+	before := gateway.FastCallsServed()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	resp := post(ctx, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"alpha__hang","arguments":{}}}`)
+	events := sseEvents(resp.Body)
+	if prime := nextEvent(t, events); !primeID.MatchString(prime) {
+		t.Fatalf("the call's stream starts with %q, want its priming event", prime)
+	}
+	if gateway.FastCallsServed() == before || h.g.CallsRunning() == 0 {
+		t.Fatal("the call does not run on the fast path: this test proves nothing of it")
+	}
+	cancel() // the client goes
+	resp.Body.Close()
+	waitFor(t, "the idle session to end, and its call with it", func() bool { return h.g.CallsRunning() == 0 })
 }
