@@ -304,7 +304,9 @@ func (h *streamableFront) servePOST(w http.ResponseWriter, r *http.Request, owne
 		}()
 	}
 	sess.startPOST()
-	defer sess.endPOST()
+	var ended sync.Once
+	endPOST := func() { ended.Do(sess.endPOST) }
+	defer endPOST()
 
 	s, dup, err := sess.conn.track(msgs, func() *mcp.RequestExtra { return &mcp.RequestExtra{Header: r.Header} })
 	if errors.Is(err, errClosing) {
@@ -333,7 +335,7 @@ func (h *streamableFront) servePOST(w http.ResponseWriter, r *http.Request, owne
 	sw := streamWriter{json: single, prime: version >= primingVersion}
 	if single && len(msgs) == 1 {
 		if serve, ok := sess.conn.fastServe(msgs[0]); ok {
-			h.serveInline(w, r, s, sw, serve)
+			h.serveInline(w, r, s, sw, serve, endPOST)
 			return
 		}
 	}
@@ -357,8 +359,12 @@ func (h *streamableFront) servePOST(w http.ResponseWriter, r *http.Request, owne
 // a goroutine of its own only if the response cannot wait for the answer: when the
 // call sends something else first (progress, a log message, a request for the
 // client's input, which it may wait on), or when primeDelay passes; the POST's
-// goroutine then waits for that writer.
-func (h *streamableFront) serveInline(w http.ResponseWriter, r *http.Request, s *stream, sw streamWriter, serve func()) {
+// goroutine then waits for that writer. When that writer gives up (the client went
+// away, another writer took the stream over, the session ended) while the call runs,
+// the POST is over for the session (endPOST), as when the call runs elsewhere: its
+// idle timeout counts again, and ends a session whose client does not come back, and
+// the call with it.
+func (h *streamableFront) serveInline(w http.ResponseWriter, r *http.Request, s *stream, sw streamWriter, serve, endPOST func()) {
 	gen := s.attach()
 	var (
 		once   sync.Once
@@ -369,7 +375,9 @@ func (h *streamableFront) serveInline(w http.ResponseWriter, r *http.Request, s 
 			writer = make(chan struct{})
 			go func() {
 				defer close(writer)
-				h.write(w, r, s, gen, streamWriter{prime: sw.prime})
+				if !h.write(w, r, s, gen, streamWriter{prime: sw.prime}) {
+					endPOST()
+				}
 			}()
 		})
 	}
