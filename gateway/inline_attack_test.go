@@ -189,3 +189,34 @@ func TestHTTPInlineCallClientGoneSessionIdles(t *testing.T) {
 	resp.Body.Close()
 	waitFor(t, "the idle session to end, and its call with it", func() bool { return h.g.CallsRunning() == 0 })
 }
+
+// A call that reports progress, served on its POST's goroutine with primeDelay an
+// hour: the first progress starts the stream (the priming event first), every
+// progress comes before the answer, in order, and nothing comes after it.
+func TestHTTPInlineCallProgressBeforeAnswer(t *testing.T) {
+	defer gateway.SetPrimeDelay(time.Hour)()
+	_, _, _, post := httpSession(t)
+	before := gateway.FastCallsServed()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	resp := post(ctx, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"_meta":{"progressToken":"p"},"name":"alpha__slow","arguments":{"steps":4}}}`)
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("Content-Type %q, want text/event-stream", ct)
+	}
+	var got []string
+	for ev := range sseEvents(resp.Body) {
+		got = append(got, ev)
+	}
+	if len(got) != 6 || !primeID.MatchString(got[0]) || !strings.Contains(got[5], `"id":5,"result":{"content":[{"type":"text","text":"done 4 steps"}]}`) {
+		t.Fatalf("the call's stream is %d events, want the priming event, 4 progress and the answer:\n%s", len(got), strings.Join(got, "\n"))
+	}
+	for i, ev := range got[1:5] {
+		if !strings.Contains(ev, "notifications/progress") || !strings.Contains(ev, fmt.Sprintf(`"progress":%d`, i+1)) {
+			t.Errorf("event %d is %s, want progress %d", i+1, ev, i+1)
+		}
+	}
+	if gateway.FastCallsServed() == before {
+		t.Error("the call did not take the fast path: this test proves nothing of it")
+	}
+}
