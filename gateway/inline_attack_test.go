@@ -1,10 +1,12 @@
 package gateway_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -219,4 +221,38 @@ func TestHTTPInlineCallProgressBeforeAnswer(t *testing.T) {
 	if gateway.FastCallsServed() == before {
 		t.Error("the call did not take the fast path: this test proves nothing of it")
 	}
+}
+
+// A stdio client that closes its input while calls run on the goroutines that read
+// them (one of them parked as the spare reader before): the calls end, and so do the
+// connection's goroutines.
+func TestStdioClientGoneMidCall(t *testing.T) {
+	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
+	base := runtime.NumGoroutine()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	if _, err := h.g.Connect(context.Background(), gateway.LineTransport(inR, outW, func() error {
+		inR.Close()
+		return outW.Close()
+	}), ""); err != nil {
+		t.Fatal(err)
+	}
+	defer outR.Close()
+	s := &lineSession{in: inW, out: bufio.NewReader(outR)}
+	s.send(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	s.until(t, "1")
+	s.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	before := gateway.FastCallsServed()
+	s.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"x"}}}`)
+	s.until(t, "2") // its goroutine parks as the spare reader
+	s.send(t, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"alpha__hang","arguments":{}}}`)
+	s.send(t, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"alpha__hang","arguments":{}}}`)
+	waitFor(t, "both calls to run upstream", func() bool { return h.g.CallsRunning() == 2 })
+	if served := gateway.FastCallsServed() - before; served != 3 {
+		t.Fatalf("the fast path served %d calls, want 3: this test proves nothing of it", served)
+	}
+	go io.Copy(io.Discard, s.out) // whatever comes, the client no longer reads it
+	inW.Close()
+	waitFor(t, "the calls to end", func() bool { return h.g.CallsRunning() == 0 })
+	waitFor(t, "the connection's goroutines to end", func() bool { return runtime.NumGoroutine() <= base+5 })
 }
