@@ -1,7 +1,10 @@
 package searchlog
 
 import (
+	"context"
 	"fmt"
+	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 )
@@ -26,5 +29,52 @@ func TestQueueSmallerThanBatch(t *testing.T) {
 				t.Errorf("after Flush: %d searches written, want %d", len(got), n)
 			}
 		})
+	}
+}
+
+// TestFlushWritesWhatCameBefore: Flush, called by many goroutines while others record,
+// writes every record its caller queued before it, whether the writer took them in a
+// full batch, at a flush, or for another caller's Flush; and nothing is written twice.
+func TestFlushWritesWhatCameBefore(t *testing.T) {
+	l := open(t, "file:"+filepath.Join(t.TempDir(), "log.db"), Options{BatchSize: 7, QueueSize: 1 << 16, FlushInterval: 3 * time.Millisecond})
+	const workers, rounds, per = 4, 10, 5
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*rounds)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for r := range rounds {
+				for i := range per {
+					l.Call(Call{Source: "gateway", Tool: fmt.Sprintf("w%d", w), Server: fmt.Sprintf("r%d", r), Outcome: fmt.Sprint(i)})
+				}
+				if err := l.Flush(context.Background()); err != nil {
+					errs <- err
+					return
+				}
+				_, calls, err := l.Read(context.Background(), time.Time{})
+				if err != nil {
+					errs <- err
+					return
+				}
+				n := 0
+				for _, c := range calls {
+					if c.Tool == fmt.Sprintf("w%d", w) && c.Server == fmt.Sprintf("r%d", r) {
+						n++
+					}
+				}
+				if n != per {
+					errs <- fmt.Errorf("worker %d round %d: %d of its %d calls written after its Flush", w, r, n, per)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if _, calls := read(t, l); len(calls) != workers*rounds*per || l.Dropped() != 0 {
+		t.Errorf("%d calls written, %d dropped; want %d and none", len(calls), l.Dropped(), workers*rounds*per)
 	}
 }
