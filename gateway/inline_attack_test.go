@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -229,19 +228,7 @@ func TestHTTPInlineCallProgressBeforeAnswer(t *testing.T) {
 func TestStdioClientGoneMidCall(t *testing.T) {
 	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
 	base := runtime.NumGoroutine()
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	if _, err := h.g.Connect(context.Background(), gateway.LineTransport(inR, outW, func() error {
-		inR.Close()
-		return outW.Close()
-	}), ""); err != nil {
-		t.Fatal(err)
-	}
-	defer outR.Close()
-	s := &lineSession{in: inW, out: bufio.NewReader(outR)}
-	s.send(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
-	s.until(t, "1")
-	s.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	s := newLineSession(t, h)
 	before := gateway.FastCallsServed()
 	s.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"x"}}}`)
 	s.until(t, "2") // its goroutine parks as the spare reader
@@ -252,7 +239,7 @@ func TestStdioClientGoneMidCall(t *testing.T) {
 		t.Fatalf("the fast path served %d calls, want 3: this test proves nothing of it", served)
 	}
 	go io.Copy(io.Discard, s.out) // whatever comes, the client no longer reads it
-	inW.Close()
+	s.in.Close()
 	waitFor(t, "the calls to end", func() bool { return h.g.CallsRunning() == 0 })
 	waitFor(t, "the connection's goroutines to end", func() bool { return runtime.NumGoroutine() <= base+5 })
 }
