@@ -54,8 +54,9 @@ func fastCallScript(mode policy.Mode) []string {
 
 // lineSession is a client on the stdio front, driven line by line.
 type lineSession struct {
-	in  *io.PipeWriter
-	out *bufio.Reader
+	in   *io.PipeWriter
+	out  *bufio.Reader
+	outR *io.PipeReader
 }
 
 func newLineSession(t *testing.T, h *harness) *lineSession {
@@ -68,12 +69,18 @@ func newLineSession(t *testing.T, h *harness) *lineSession {
 	}), ""); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { inW.Close(); outR.Close() })
-	s := &lineSession{in: inW, out: bufio.NewReader(outR)}
+	s := &lineSession{in: inW, out: bufio.NewReader(outR), outR: outR}
+	t.Cleanup(s.close)
 	s.send(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
 	s.until(t, "1")
 	s.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return s
+}
+
+// close hangs up, as a client that goes away.
+func (s *lineSession) close() {
+	s.in.Close()
+	s.outR.Close()
 }
 
 func (s *lineSession) send(t *testing.T, line string) {
@@ -299,18 +306,7 @@ func TestFastCallDuplicateID(t *testing.T) {
 func TestFastCallGoroutinesBounded(t *testing.T) {
 	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
 	base := runtime.NumGoroutine()
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	if _, err := h.g.Connect(context.Background(), gateway.LineTransport(inR, outW, func() error {
-		inR.Close()
-		return outW.Close()
-	}), ""); err != nil {
-		t.Fatal(err)
-	}
-	s := &lineSession{in: inW, out: bufio.NewReader(outR)}
-	s.send(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
-	s.until(t, "1")
-	s.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	s := newLineSession(t, h)
 	before := gateway.FastCallsServed()
 	call := func(id int) {
 		s.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"x"}}}`, id))
@@ -334,7 +330,6 @@ func TestFastCallGoroutinesBounded(t *testing.T) {
 		t.Fatalf("the fast path served %d calls, want at least 400: this test proves nothing of it", served)
 	}
 	waitFor(t, "the goroutines of the calls to end", func() bool { return runtime.NumGoroutine() <= settled+5 })
-	inW.Close()
-	outR.Close()
+	s.close()
 	waitFor(t, "the session's goroutines to end", func() bool { return runtime.NumGoroutine() <= base+5 })
 }
