@@ -130,9 +130,9 @@ func (c *lineConn) readLoop() {
 }
 
 // handOff, called by route, has the reading goroutine run f once the message is
-// routed, while reading goes on on a new goroutine: a client's call then runs at once,
-// on a goroutine whose stack has grown already, instead of waiting for the reader to
-// find nothing more to read and park (see fastcall.go).
+// routed, while reading goes on on another goroutine (readOn): a client's call then
+// runs at once, on a goroutine whose stack has grown already, instead of waiting for
+// the reader to find nothing more to read and park (see fastcall.go).
 func (c *lineConn) handOff(f func()) {
 	if c.handed != nil {
 		go c.handed() // a batch with several
