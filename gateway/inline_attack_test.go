@@ -61,10 +61,18 @@ func httpSession(t *testing.T) (*harness, string, *string, func(context.Context,
 func httpSessionWith(t *testing.T, opts gateway.HTTPOptions) (*harness, string, *string, func(context.Context, string) *http.Response) {
 	t.Helper()
 	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
-	endpoint := serveHTTP(t, h, gateway.HTTPOptions{IdleTimeout: opts.IdleTimeout}) + "/mcp"
+	endpoint := serveHTTP(t, h, opts) + "/mcp"
 	session := new(string)
 	post := rawSessionID(t, endpoint, session)
-	// The fast path serves the session once it is joined and its upstreams settled.
+	untilFastPath(t, post)
+	return h, endpoint, session, post
+}
+
+// untilFastPath calls alpha__echo on a raw session until the fast path serves it: it
+// does once the session is joined and its upstreams settled (a client that samples
+// changes what the upstreams are told, and they settle again).
+func untilFastPath(t *testing.T, post func(context.Context, string) *http.Response) {
+	t.Helper()
 	waitFor(t, "the fast path to serve the session", func() bool {
 		served := gateway.FastCallsServed()
 		resp := post(context.Background(), `{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"warm"}}}`)
@@ -72,7 +80,6 @@ func httpSessionWith(t *testing.T, opts gateway.HTTPOptions) (*harness, string, 
 		resp.Body.Close()
 		return gateway.FastCallsServed() > served
 	})
-	return h, endpoint, session, post
 }
 
 // A call cancelled in another POST: its POST ends without its answer (MCP says not to

@@ -26,15 +26,7 @@ func TestHTTPInlineCallSendsItsRequestAtOnce(t *testing.T) {
 	endpoint := serveHTTP(t, h, gateway.HTTPOptions{}) + "/mcp"
 	session := ""
 	post := rawSessionWith(t, endpoint, `{"sampling":{}}`, &session)
-	// A client that samples changes what the upstreams are told: the fast path waits
-	// for them to settle.
-	waitFor(t, "the fast path to serve the session", func() bool {
-		served := gateway.FastCallsServed()
-		resp := post(context.Background(), `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"hi"}}}`)
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return gateway.FastCallsServed() > served
-	})
+	untilFastPath(t, post)
 
 	served := gateway.FastCallsServed()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // else the headers never come
