@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/bits"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -886,7 +885,22 @@ func (ix *Index) topK(s *scratch, docs []int32, allow *catalog.Set, limit int) [
 		h = keepBest(h, scored{sc, d}, limit)
 	}
 	s.clearScores()
-	sort.Slice(h, func(i, j int) bool { return weaker(h[j], h[i]) })
+	sortBest(h)
+	return ix.results(h)
+}
+
+// sortBest sorts tools best first, by weaker.
+func sortBest(h []scored) {
+	slices.SortFunc(h, func(a, b scored) int {
+		if weaker(a, b) {
+			return 1
+		}
+		return -1
+	})
+}
+
+// results returns the tools of h, in order, as BM25F's results.
+func (ix *Index) results(h []scored) []Result {
 	out := make([]Result, len(h))
 	for i, c := range h {
 		out[i] = Result{Tool: ix.snap.Tool(int(c.doc)), Score: float64(c.score), Match: MatchBM25}

@@ -330,12 +330,7 @@ func (ix *Index) rescored(s *scratch, query string, docs []int32, allow *catalog
 	}
 	c = kept
 	s.rescore = c
-	slices.SortFunc(c, func(a, b scored) int {
-		if weaker(a, b) {
-			return 1
-		}
-		return -1
-	})
+	sortBest(c)
 	c = c[:min(len(c), max(top, limit))]
 	rescore := c[:min(top, len(c))]
 	out := h[:0]
@@ -352,12 +347,7 @@ func (ix *Index) rescored(s *scratch, query string, docs []int32, allow *catalog
 			}
 			out = keepBest(out, scored{t.score * (1 + float32(p.Grams)*share), t.doc}, keep)
 		}
-		slices.SortFunc(out, func(a, b scored) int {
-			if weaker(a, b) {
-				return 1
-			}
-			return -1
-		})
+		sortBest(out)
 	}
 	// Past the rescored tools, BM25F's order: their scores are below every rescored
 	// tool's, which the 4-grams only raise.
@@ -368,9 +358,5 @@ func (ix *Index) rescored(s *scratch, query string, docs []int32, allow *catalog
 		out = append(out, t)
 	}
 	s.kth = out
-	res := make([]Result, len(out))
-	for i, t := range out {
-		res[i] = Result{Tool: ix.snap.Tool(int(t.doc)), Score: float64(t.score), Match: MatchBM25}
-	}
-	return res
+	return ix.results(out)
 }
