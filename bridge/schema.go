@@ -25,8 +25,9 @@ var compiled sync.Map // [32]byte -> compiledSchema
 
 // compiledSchema is a compiled input schema, or why it cannot be compiled.
 type compiledSchema struct {
-	sch *jsonschema.Schema
-	err error
+	sch   *jsonschema.Schema
+	quick *quickSchema // nil unless sch is set and the schema has a quick form
+	err   error
 }
 
 // noLoader refuses every reference outside the schema: a tool's schema must not make
@@ -52,7 +53,7 @@ func schemaOf(t *catalog.Tool) compiledSchema {
 	if len(raw) == 0 {
 		raw = json.RawMessage(`{"type":"object"}`)
 	}
-	key := sha256.Sum256(raw)
+	key := schemaKey(raw)
 	if s, ok := compiled.Load(key); ok {
 		return s.(compiledSchema)
 	}
@@ -64,11 +65,17 @@ func schemaOf(t *catalog.Tool) compiledSchema {
 		if err = c.AddResource(schemaBase, doc); err == nil {
 			cs.sch, err = c.Compile(schemaBase)
 		}
+		if err == nil {
+			cs.quick = compileQuick(raw)
+		}
 	}
 	cs.err = err
 	compiled.Store(key, cs)
 	return cs
 }
+
+// schemaKey is the key of a schema in compiled: a hash of its bytes.
+func schemaKey(raw []byte) [32]byte { return sha256.Sum256(raw) }
 
 // SchemaProblem reports why t's input schema cannot be used to check arguments, or
 // nil when it can. Such a tool's calls go to its server unchecked (see
@@ -115,8 +122,9 @@ func DecodeArguments(raw json.RawMessage) (json.RawMessage, error) {
 // callable, as it is from clients that do not check arguments, and its server, which
 // MCP makes responsible for validating its inputs, has the last word.
 func ValidateArguments(t *catalog.Tool, args json.RawMessage) error {
-	sch := schemaOf(t).sch
-	if sch == nil {
+	cs := schemaOf(t)
+	sch := cs.sch
+	if sch == nil || (cs.quick != nil && json.Valid(args) && cs.quick.valid(bytes.TrimSpace(args))) {
 		return nil
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
