@@ -50,8 +50,8 @@ type Options struct {
 	MaxAge  time.Duration
 	MaxRows int
 	// QueueSize bounds the records waiting to be written (DefaultQueueSize when 0,
-	// and at least BatchSize: the queue gathers each batch before the writer takes
-	// it): when the writer falls behind, new records are dropped, counted, and
+	// and at least two batches: the queue gathers each batch before the writer takes
+	// it, and goes on filling meanwhile): when the writer falls behind, new records are dropped, counted, and
 	// warned about once, rather than slow a search.
 	QueueSize int
 	// BatchSize is how many records one transaction writes at most, and
@@ -87,9 +87,10 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	def(&o.QueueSize, DefaultQueueSize)
 	def(&o.BatchSize, DefaultBatchSize)
-	// A smaller queue would fill before the writer is woken (see enqueue), and drop
-	// records with the writer idle.
-	o.QueueSize = max(o.QueueSize, o.BatchSize)
+	// The writer is woken when a batch is queued (see enqueue): a smaller queue would
+	// drop records with the writer idle, and one of a batch those that come before the
+	// writer takes it.
+	o.QueueSize = max(o.QueueSize, 2*o.BatchSize)
 	defDur(&o.FlushInterval, DefaultFlushInterval)
 	defDur(&o.PruneInterval, DefaultPruneInterval)
 	defDur(&o.BusyTimeout, DefaultBusyTimeout)

@@ -32,6 +32,23 @@ func TestQueueSmallerThanBatch(t *testing.T) {
 	}
 }
 
+// TestQueueOfOneBatch: a queue the size of a batch, filled faster than the writer
+// wakes, keeps what comes between the batch filling and the writer taking it.
+func TestQueueOfOneBatch(t *testing.T) {
+	l := open(t, "file:"+filepath.Join(t.TempDir(), "log.db"), Options{QueueSize: 10, BatchSize: 10, FlushInterval: time.Hour})
+	const n = 19 // a batch, then fewer than another before the writer can take the first
+	for i := range n {
+		l.Search(Search{Source: "library", Query: fmt.Sprint("q", i), Mode: "bm25"})
+	}
+	if d := l.Dropped(); d != 0 {
+		t.Errorf("%d of %d records dropped", d, n)
+	}
+	flush(t, l)
+	if got, _ := read(t, l); len(got) != n {
+		t.Errorf("after Flush: %d searches written, want %d", len(got), n)
+	}
+}
+
 // TestFlushWritesWhatCameBefore: Flush, called by many goroutines while others record,
 // writes every record its caller queued before it, whether the writer took them in a
 // full batch, at a flush, or for another caller's Flush; and nothing is written twice.
