@@ -10,9 +10,10 @@ import (
 )
 
 // Checking a call's arguments with the full validator means decoding them into Go values
-// and walking the compiled schema: about 20 µs a call, a tenth of what a gateway adds to
-// a call. Most tools' schemas (seven in ten in ../shared/catalogs) use only a few
-// keywords: types, properties, required, enums of strings, simple bounds. quickSchema
+// and walking the compiled schema: 8 µs in a warm benchmark, up to 25 µs of a gateway's
+// CPU per call in its profiles. Most tools' schemas (427 of the 478 built-in tools) use
+// only a few keywords: types, properties, required, enums of strings, simple bounds,
+// lengths. quickSchema
 // checks arguments against such a schema on their bytes, without decoding them, and
 // answers only "certainly valid": anything it is not sure of (a violation, a number it
 // would have to parse with care, a duplicate key, a keyword it does not know) goes to
