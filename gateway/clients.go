@@ -504,6 +504,17 @@ func (c *clients) joined(ss *mcp.ServerSession) bool {
 	return ok
 }
 
+// serving reports whether ss is a session whose requests toolshed serves as the
+// session middleware leaves them: joined after its initialize, or a stateless POST's
+// (which never joins, see join).
+func (c *clients) serving(ss *mcp.ServerSession) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, joined := c.sessions[ss]
+	_, stateless := c.stateless[ss]
+	return joined || stateless
+}
+
 // settled reports whether every upstream has settled on the current declaration:
 // connected with it, or failed trying, or out of the game.
 func (g *Gateway) settled(ups []*Upstream) bool {

@@ -122,8 +122,8 @@ func requestID(t *testing.T, line string) string {
 	return string(m.ID)
 }
 
-// fastCallTranscript runs fastCallScript on a new gateway over front ("stdio" or
-// "http") and returns everything written back, in order.
+// fastCallTranscript runs fastCallScript on a new gateway over front ("stdio", "http"
+// or "stateless") and returns everything written back, in order.
 func fastCallTranscript(t *testing.T, front string, mode policy.Mode) string {
 	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: mode})
 	var out strings.Builder
@@ -145,6 +145,13 @@ func fastCallTranscript(t *testing.T, front string, mode policy.Mode) string {
 			resp.Body.Close()
 			fmt.Fprintf(&out, "%d %s\n%s\n", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 		}
+	case "stateless":
+		// Each POST on a session of its own, as a client of 2025-11-25 sends it.
+		endpoint := serveHTTP(t, h, gateway.HTTPOptions{Stateless: true}) + "/mcp"
+		for _, line := range fastCallScript(mode) {
+			resp, body := rawPOST(t, context.Background(), endpoint, line, map[string]string{"Mcp-Protocol-Version": "2025-11-25"})
+			fmt.Fprintf(&out, "%d %s\n%s\n", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+		}
 	}
 	return out.String()
 }
@@ -153,7 +160,7 @@ func fastCallTranscript(t *testing.T, front string, mode policy.Mode) string {
 // the very bytes the SDK's path answers it with (results, errors, progress, event
 // streams), over both fronts, for direct calls and the bridge tools.
 func TestFastCallBytes(t *testing.T) {
-	for _, front := range []string{"stdio", "http"} {
+	for _, front := range []string{"stdio", "http", "stateless"} {
 		for _, mode := range []policy.Mode{policy.Off, policy.On} {
 			t.Run(fmt.Sprintf("%s/%s", front, mode), func(t *testing.T) {
 				restore := gateway.SetFastCalls(false)

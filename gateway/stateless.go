@@ -65,6 +65,7 @@ func (h *streamableFront) serveStateless(w http.ResponseWriter, r *http.Request,
 	// The session is no client toolshed declares anything for (see join): it cannot
 	// be asked for anything, and it ends with the POST.
 	h.g.clients.setStateless(ss, owner)
+	conn.serveFast(h.g, owner.profile, ss)
 	finished := false
 	defer func() {
 		end := func() {
@@ -88,6 +89,20 @@ func (h *streamableFront) serveStateless(w http.ResponseWriter, r *http.Request,
 	}
 	// Read before the requests are delivered: their answers change it.
 	single := s != nil && s.requests == 1 && !p.batch
+	if single && len(p.msgs) == 1 {
+		if serve, ok := conn.fastServe(p.msgs[0]); ok {
+			// An ordinary tools/call runs on this POST's goroutine, as a session's does
+			// (serveInline). A client that goes away meanwhile has its call cancelled, as
+			// below: no session outlives the POST to end it later.
+			stop := context.AfterFunc(r.Context(), func() {
+				h.g.calls.cancelWhere(func(c *call) bool { return c.session == ss })
+			})
+			h.serveInline(w, r, s, streamWriter{json: true, hold: true}, serve, func() {})
+			stop()
+			finished = true // the call has ended: nothing is in flight
+			return
+		}
+	}
 	for _, m := range p.msgs {
 		if !conn.deliver(m) {
 			if s != nil {
