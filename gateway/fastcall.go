@@ -31,7 +31,8 @@ import (
 // limits, validation, the activity and search logs, progress, cancellation, relays).
 //
 // Anything out of the ordinary goes to the SDK as before: a session not initialized
-// and joined yet, upstreams not settled, a protocol version with multi round-trip
+// and joined yet (a stateless POST's session, which never joins, is served as one
+// that has), upstreams not settled, a protocol version with multi round-trip
 // requests or per-request metadata, params with members other than name, arguments
 // and a _meta holding only a progress token, a tool not listed (hidden, restarting,
 // unknown), a gateway with approval rules (the SDK's middleware asks the user and

@@ -158,7 +158,8 @@ func fastCallTranscript(t *testing.T, front string, mode policy.Mode) string {
 
 // TestFastCallBytes checks that a tools/call served by the fast path is answered with
 // the very bytes the SDK's path answers it with (results, errors, progress, event
-// streams), over both fronts, for direct calls and the bridge tools.
+// streams), over stdio, Streamable HTTP sessions and stateless HTTP, for direct calls
+// and the bridge tools.
 func TestFastCallBytes(t *testing.T) {
 	for _, front := range []string{"stdio", "http", "stateless"} {
 		for _, mode := range []policy.Mode{policy.Off, policy.On} {
