@@ -247,3 +247,53 @@ func FuzzQuickGenerated(f *testing.F) {
 		quickDiff(t, binary.LittleEndian.Uint64(seed[:])^uint64(len(b))<<56)
 	})
 }
+
+// TestQuickAgreesOnCraftedCases holds the cases an attacker would try first: keys and
+// keywords written with escapes, keys that decode alike, invalid UTF-8, bounds at their
+// edges, draft 4 named in an escaped $schema. The quick check may answer "not sure" to
+// any of them, but never "valid" where the full validator says invalid.
+func TestQuickAgreesOnCraftedCases(t *testing.T) {
+	for _, tt := range []struct{ schema, args string }{
+		{`{"\u0024schema":"http://json-schema.org/draft-04/schema#","properties":{"n":{"minimum":0,"exclusiveMinimum":true}}}`, `{"n":0}`},
+		{`{"properties":{"a":{"type":"string"},"\u0061":{"type":"integer"}}}`, `{"a":"x"}`},
+		{`{"properties":{"a":{"\u0074ype":"integer"}}}`, `{"a":"x"}`},
+		{`{"properties":{"a":{"type":"string"}}}`, `{"a":"x","\u0061":1}`},
+		{`{"properties":{"a":{"type":"string"}}}`, `{"\u0061":1}`},
+		{`{"properties":{"\ufffd":{"type":"string"}}}`, "{\"\xff\":\"x\",\"\xfe\":1}"},
+		{`{"properties":{"\ufffd":{"type":"string"}}}`, "{\"\xff\":1}"},
+		{`{"properties":{"\ud800":{"type":"string"}}}`, `{"\udfff":1}`},
+		{`{"properties":{"é":{"maxLength":1}}}`, `{"\u00e9":"ab"}`},
+		{`{"properties":{"s":{"maxLength":1}}}`, "{\"s\":\"\xff\xff\"}"},
+		{`{"properties":{"s":{"enum":["\ufffd"]}}}`, "{\"s\":\"\xff\"}"},
+		{`{"properties":{"s":{"enum":["\ufffd"]}}}`, `{"s":"\ud800\udc00"}`},
+		{`{"properties":{"s":{"maxLength":0}}}`, `{"s":"\u0000"}`},
+		{`{"required":["a"],"additionalProperties":false}`, `{"\u0061":1}`},
+		{`{"properties":{"n":{"type":"integer","maximum":9007199254740992}}}`, `{"n":9007199254740993}`},
+		{`{"properties":{"n":{"type":"integer","minimum":-9007199254740992}}}`, `{"n":-9007199254740993}`},
+		{`{"properties":{"n":{"exclusiveMinimum":0}}}`, `{"n":-0}`},
+		{`{"properties":{"n":{"exclusiveMaximum":0}}}`, `{"n":-0.0}`},
+		{`{"properties":{"n":{"type":"integer","maximum":1}}}`, `{"n":1.0000000000000001}`},
+		{`{"properties":{"n":{"type":"integer"}}}`, `{"n":1.5e0}`},
+		{`{"properties":{"n":{"type":"integer"}}}`, `{"n":1e1000001}`},
+		{`{"properties":{"n":{"type":"number","maximum":1}}}`, `{"n":1e1000001}`},
+		{`{"properties":{"l":{"items":{"type":"string"},"maxItems":1}}}`, `{"l":[ "a" , "b" ]}`},
+		{`{"properties":{"l":{"items":{"type":"string"}}}}`, `{"l":["a",[],"b"]}`},
+		{`{"properties":{"o":{"properties":{"a":{"type":"string"}},"required":["b"]}}}`, `{"o":{"a":"x","c":{"b":1}}}`},
+		{`{"additionalProperties":{"type":"string"}}`, `{"a":"x","b":"y\"","c":1}`},
+		{`{"$schema":"http://json-schema.org/draft-06/schema#","properties":{"n":{"exclusiveMaximum":3}}}`, `{"n":3}`},
+		{`{"$schema":"https://json-schema.org/draft/2019-09/schema","properties":{"l":{"items":{"type":"null"}}}}`, `{"l":[null,0]}`},
+		{`{"properties":{"b":{"enum":["true"]}}}`, `{"b":true}`},
+		{`{"properties":{"x":{"enum":[""]}}}`, `{"x":null}`},
+	} {
+		q := compileQuick([]byte(tt.schema))
+		if q == nil || !q.valid([]byte(tt.args)) {
+			continue
+		}
+		valid, ok := fullVerdict(t, []byte(tt.schema), []byte(tt.args))
+		if !ok {
+			t.Errorf("the full validator cannot compile %s", tt.schema)
+		} else if !valid {
+			t.Errorf("quick check proves %s valid against %s; the full validator rejects it", tt.args, tt.schema)
+		}
+	}
+}
