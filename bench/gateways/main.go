@@ -28,11 +28,15 @@ func main() {
 		serveUpstream(os.Stdin, os.Stdout)
 		return
 	}
+	if len(os.Args) > 3 && os.Args[1] == "relay" {
+		check(serveRelay(os.Args[2], os.Args[3], os.Args[4:]))
+		return
+	}
 	calls := flag.Int("n", 2000, "measured calls per run (each made once directly and once through the gateway)")
 	warmup := flag.Int("warmup", 300, "calls per path before measuring")
 	rounds := flag.Int("rounds", 3, "runs of every gateway and mode, interleaved")
-	only := flag.String("gateways", "toolshed,mcp-hub,supergateway,mcp-proxy", "gateways to measure, comma-separated")
-	modes := flag.String("modes", "stdio,http", "modes to measure, comma-separated")
+	only := flag.String("gateways", "toolshed,mcp-hub,supergateway,mcp-proxy", "gateways to measure, comma-separated (also relay: the floor, see relay.go)")
+	modes := flag.String("modes", "stdio,http", "modes to measure, comma-separated (also rawhttp, the relay's hand-written HTTP loop)")
 	toolshed := flag.String("toolshed", "", "toolshed binary (default: built from this checkout)")
 	before := flag.String("toolshed-before", "", "another toolshed binary, measured as toolshed-before (an A/B comparison)")
 	node := flag.String("node", "", "Node 22 or newer for the peer gateways (default: the repository's .deps, else node on PATH)")
@@ -64,6 +68,8 @@ func main() {
 			if *before != "" {
 				targets = append(targets, toolshedTargets("toolshed-before", *before)...)
 			}
+		case "relay":
+			targets = append(targets, relayTargets()...)
 		case "mcp-hub", "supergateway", "mcp-proxy":
 			targets = append(targets, peerTarget(name))
 		default:
@@ -126,7 +132,32 @@ func toolshedTargets(name, bin string) []target {
 			stop, pid, err := startProcess(env.work, bin, "serve", "--config", config(env), "--tool-search", "off", "--http", port)
 			return &streamableClient{url: "http://127.0.0.1:" + port + "/mcp"}, stop, pid, err
 		}},
+		{name, "stateless", func(env benchEnv) (client, func(), int, error) {
+			port := freePort()
+			stop, pid, err := startProcess(env.work, bin, "serve", "--config", config(env), "--tool-search", "off", "--http", port, "--stateless")
+			return &streamableClient{url: "http://127.0.0.1:" + port + "/mcp"}, stop, pid, err
+		}},
 	}
+}
+
+// relayTargets are the benchmark's own relay (relay.go) over stdio, net/http and a
+// hand-written HTTP loop: the floor of what any Go gateway adds, in the same rounds.
+func relayTargets() []target {
+	targets := []target{{"relay", "stdio", func(env benchEnv) (client, func(), int, error) {
+		c, err := startStdio(env.work, env.upstream[0], append([]string{"relay", "stdio", "-"}, env.upstream...)...)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		return c, c.close, c.cmd.Process.Pid, nil
+	}}}
+	for _, mode := range []string{"http", "rawhttp"} {
+		targets = append(targets, target{"relay", mode, func(env benchEnv) (client, func(), int, error) {
+			port := freePort()
+			stop, pid, err := startProcess(env.work, env.upstream[0], append([]string{"relay", mode, "127.0.0.1:" + port}, env.upstream...)...)
+			return &streamableClient{url: "http://127.0.0.1:" + port + "/mcp"}, stop, pid, err
+		}})
+	}
+	return targets
 }
 
 // peerTarget is a peer gateway over HTTP, the only way each of them serves a client
