@@ -19,8 +19,9 @@ var errUnreadableNumber = errors.New("a number is beyond what the validator can 
 // validate is sch.Validate, except that it turns the validator's panic on a number it
 // cannot read into an error. The validator compares numbers as big.Rat, and math/big
 // refuses exponents beyond about a million (1e1000001), leaving a nil that the
-// validator then dereferences; nothing between a client and here would recover, so
-// one call would take the whole gateway down.
+// validator then dereferences. The MCP SDK does not recover a tool handler's panic: over
+// HTTP net/http drops the request (with a stack trace in the log), and over stdio one
+// call would end the gateway.
 func validate(sch *jsonschema.Schema, doc any) (err error) {
 	defer func() {
 		if r := recover(); r != nil {

@@ -12,7 +12,7 @@ import (
 // TestValidateArgumentsHugeNumbers checks that a number the validator cannot read (its
 // exponent is beyond what math/big parses) gets a clear error rather than a panic: the
 // full validator compares numbers as big.Rat and dereferences the nil a failed parse
-// leaves, and nothing recovers from that panic between a client and ValidateArguments.
+// leaves, and the MCP SDK does not recover a tool handler's panic.
 func TestValidateArgumentsHugeNumbers(t *testing.T) {
 	tool := &catalog.Tool{Qualified: "t__bounded", InputSchema: json.RawMessage(
 		`{"type":"object","properties":{"n":{"type":"number","minimum":0},"m":{"multipleOf":2},"l":{"type":"array","items":{"maximum":5}}}}`)}
