@@ -3,6 +3,7 @@ package bridge
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -69,6 +70,7 @@ func TestQuickCheck(t *testing.T) {
 		{"no additional properties", strict, `{"y":1}`, false},
 		{"additional properties schema", extra, `{"a":[1],"b":true}`, true},
 		{"additional property of the wrong type", extra, `{"b":1}`, false},
+		{"enum written with spaces", `{"properties":{"e":{"enum":[ "x" , "y" ]}},"required":[ "e" ]}`, `{"e":"y"}`, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -106,9 +108,38 @@ func TestQuickLeavesUnknownSchemas(t *testing.T) {
 		`{"type":"object","properties":{"a":false}}`,
 		`{"type":"object","patternProperties":{"^x":{"type":"string"}}}`,
 		`{"type":"thing"}`,
+		// encoding/json leaves a Go string as it is for a JSON null, so an enum holding
+		// null would read as one holding "", and a null subschema as an empty one.
+		`{"type":"object","properties":{"a":{"enum":["x",null]}}}`,
+		`{"type":"object","properties":{"a":{"enum":null}}}`,
+		`{"type":"object","properties":{"a":null}}`,
+		`{"type":"object","properties":null}`,
+		`{"type":"object","required":null}`,
+		`{"type":"object","required":["a",null]}`,
+		`{"type":"object","additionalProperties":null}`,
+		`{"type":"array","items":null}`,
+		`{"type":null}`,
+		`null`,
 	} {
 		if q := compileQuick([]byte(schema)); q != nil {
 			t.Errorf("compileQuick(%s) has a quick form, want none", schema)
+		}
+	}
+}
+
+// TestValidateArgumentsQuickRegressions holds arguments a quick check once proved valid
+// although the full validator rejects them: ValidateArguments must reject them.
+func TestValidateArgumentsQuickRegressions(t *testing.T) {
+	for _, tt := range []struct{ schema, args string }{
+		{`{"type":"object","properties":{"a":{"enum":["x",null]}}}`, `{"a":""}`},
+		{`{"type":"object","properties":{"a":{"type":"string","enum":[ null ]}}}`, `{"a":""}`},
+	} {
+		tool := &catalog.Tool{Qualified: "t__t", InputSchema: json.RawMessage(tt.schema)}
+		if err := SchemaProblem(tool); err != nil {
+			t.Fatalf("schema %s: %v", tt.schema, err)
+		}
+		if err := ValidateArguments(tool, json.RawMessage(tt.args)); !errors.Is(err, ErrArguments) {
+			t.Errorf("ValidateArguments(%s, %s) = %v, want an error wrapping ErrArguments", tt.schema, tt.args, err)
 		}
 	}
 }
@@ -141,6 +172,7 @@ func FuzzQuickAgreesWithValidator(f *testing.F) {
 	f.Add([]byte(`{"type":"object","properties":{"n":{"type":["integer","null"],"maximum":3},"s":{"enum":["a","b"]}},"required":["n"]}`), []byte(`{"n":3,"s":"a"}`))
 	f.Add([]byte(`{"properties":{"a":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"b":{"minLength":1}}},"minItems":1}}}`), []byte(`{"a":[{"b":"x"}]}`))
 	bounds := []byte(`{"properties":{"n":{"exclusiveMinimum":0,"exclusiveMaximum":9,"minimum":-3,"maximum":8},"s":{"minLength":1,"maxLength":2}}}`)
+	f.Add([]byte(`{"properties":{"a":{"enum":["x",null]}}}`), []byte(`{"a":""}`))
 	for _, args := range []string{`{"n":1}`, `{"n":0}`, `{"n":8}`, `{"n":9}`, `{"s":""}`, `{"s":"abc"}`, `{"s":"é"}`} {
 		f.Add(bounds, []byte(args))
 	}

@@ -131,9 +131,12 @@ func ValidateArguments(t *catalog.Tool, args json.RawMessage) error {
 	if err != nil {
 		return fmt.Errorf("%w: the arguments are not valid JSON: %v", ErrArguments, err)
 	}
-	err = sch.Validate(doc)
+	err = validate(sch, doc)
 	if err == nil {
 		return nil
+	}
+	if errors.Is(err, errUnreadableNumber) {
+		return fmt.Errorf("%w: the arguments cannot be checked against the input schema of %s: %v; write each number within range (math/big reads exponents up to about a million) and call again", ErrArguments, t.Qualified, err)
 	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
