@@ -131,12 +131,12 @@ func ValidateArguments(t *catalog.Tool, args json.RawMessage) error {
 	if err != nil {
 		return fmt.Errorf("%w: the arguments are not valid JSON: %v", ErrArguments, err)
 	}
-	err = validate(sch, doc)
+	if at := oversizedNumbers(doc); at != nil {
+		return fmt.Errorf("%w: the arguments of %s hold numbers too large to check against its input schema (%s); write numbers of at most %d characters with exponents within ±%d (a float64 reaches 1.8e308) and call again", ErrArguments, t.Qualified, strings.Join(at, "; "), maxNumberLength, maxNumberExponent)
+	}
+	err = sch.Validate(doc)
 	if err == nil {
 		return nil
-	}
-	if errors.Is(err, errUnreadableNumber) {
-		return fmt.Errorf("%w: the arguments cannot be checked against the input schema of %s: %v; write each number within range (math/big reads exponents up to about a million) and call again", ErrArguments, t.Qualified, err)
 	}
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
