@@ -3,6 +3,7 @@ package bridge
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -243,14 +244,7 @@ func (q *quickSchema) validString(v []byte) bool {
 		return false
 	}
 	if q.hasEnum {
-		found := false
-		for _, e := range q.enum {
-			if e == string(inner) {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if !slices.Contains(q.enum, string(inner)) {
 			return false
 		}
 	}
@@ -318,11 +312,9 @@ func (q *quickSchema) validObject(v []byte) bool {
 			ok = false // many members: the full validator has no quadratic duplicate check
 			return false
 		}
-		for _, s := range seen {
-			if s == key {
-				ok = false // a duplicate key: which value counts is the decoder's business
-				return false
-			}
+		if slices.Contains(seen, key) {
+			ok = false // a duplicate key: which value counts is the decoder's business
+			return false
 		}
 		seen = append(seen, key)
 		if p, known := q.props[key]; known {
@@ -338,14 +330,7 @@ func (q *quickSchema) validObject(v []byte) bool {
 		return false
 	}
 	for _, r := range q.required {
-		found := false
-		for _, s := range seen {
-			if s == r {
-				found = true
-				break
-			}
-		}
-		if !found {
+		if !slices.Contains(seen, r) {
 			return false
 		}
 	}
