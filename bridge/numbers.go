@@ -21,34 +21,68 @@ const (
 	maxNumberLength   = 400 // bytes of the token
 )
 
+// maxNumbersShown bounds the huge numbers oversizedNumbers reports, and maxPointerShown
+// the bytes of each one's pointer: arguments can hold hundreds of thousands of them,
+// under keys of a megabyte nested thousands deep.
+const (
+	maxNumbersShown = 10
+	maxPointerShown = 200
+)
+
 // oversizedNumbers returns where v, arguments decoded with json.Number, holds a number
-// beyond the bounds above, as "at /pointer: 1e1000001", sorted; nil when none does.
+// beyond the bounds above, as "at /pointer: 1e1000001", sorted, at most maxNumbersShown
+// of them and then how many more; nil when none does. The pointers are written only
+// for the numbers reported: writing every value's, each a copy of its parent's, cost
+// the length of a key times the depth below it (a 100 kB key over 5,000 nested arrays
+// held 500 MB at once).
 func oversizedNumbers(v any) []string {
 	var at []string
-	var walk func(v any, where string)
-	walk = func(v any, where string) {
+	more := 0
+	var path []string // the escaped reference tokens down to the value walked
+	var walk func(v any)
+	walk = func(v any) {
 		switch v := v.(type) {
 		case map[string]any:
 			for k, e := range v {
-				walk(e, where+"/"+strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1"))
+				path = append(path, strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1"))
+				walk(e)
+				path = path[:len(path)-1]
 			}
 		case []any:
 			for i, e := range v {
-				walk(e, where+"/"+strconv.Itoa(i))
+				path = append(path, strconv.Itoa(i))
+				walk(e)
+				path = path[:len(path)-1]
 			}
 		case json.Number:
-			if oversized(string(v)) {
-				shown := string(v)
-				if len(shown) > 40 {
-					shown = shown[:40] + "…"
-				}
-				at = append(at, fmt.Sprintf("at %s: %s", where, shown))
+			if !oversized(string(v)) {
+				return
 			}
+			if len(at) == maxNumbersShown {
+				more++
+				return
+			}
+			where, shown := shorten(strings.Join(path, "/"), maxPointerShown), shorten(string(v), 40)
+			if len(path) > 0 {
+				where = "/" + where
+			}
+			at = append(at, fmt.Sprintf("at %s: %s", where, shown))
 		}
 	}
-	walk(v, "")
+	walk(v)
 	sort.Strings(at)
+	if more > 0 {
+		at = append(at, fmt.Sprintf("and %d more", more))
+	}
 	return at
+}
+
+// shorten cuts s to its first n bytes, marked with an ellipsis.
+func shorten(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
 }
 
 // oversized reports whether the JSON number n is longer, or its exponent larger, than

@@ -3,6 +3,7 @@ package bridge
 import (
 	"encoding/json"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -44,6 +45,41 @@ func TestValidateArgumentsHugeNumbers(t *testing.T) {
 				t.Errorf("ValidateArguments(%s) = %v, want nil", tt.args, err)
 			case tt.at != "" && (!errors.Is(err, ErrArguments) || !strings.Contains(err.Error(), "at "+tt.at+":")):
 				t.Errorf("ValidateArguments(%s) = %v, want an error wrapping ErrArguments that says at %s", tt.args, err, tt.at)
+			}
+		})
+	}
+}
+
+// TestValidateArgumentsDeepLongKeys checks that looking for huge numbers costs memory in
+// proportion to the arguments, whatever their shape: it wrote the JSON pointer of every
+// value it passed, each copying its parent's, so a long key over deeply nested arrays
+// (110 kB: a 100 kB key over 5,000 arrays) held 500 MB at once, and 1 MB (a 1 MB key,
+// 10,000 arrays, as deep as encoding/json reads) 10 GB. Many huge numbers under such a
+// key are reported briefly, not each with its whole pointer.
+func TestValidateArgumentsDeepLongKeys(t *testing.T) {
+	tool := &catalog.Tool{Qualified: "t__bounded", InputSchema: json.RawMessage(
+		`{"type":"object","properties":{"n":{"type":"number","minimum":0}}}`)}
+	key := strings.Repeat("k", 100_000)
+	const depth = 5000
+	for _, tt := range []struct{ name, inner, want string }{
+		{"valid", "1", "at /n: got string"},
+		{"huge numbers", strings.Repeat("1e999,", 2000) + "1", "and 1990 more"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			args := `{"n":"x","` + key + `":` + strings.Repeat("[", depth) + tt.inner + strings.Repeat("]", depth) + `}`
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			err := ValidateArguments(tool, json.RawMessage(args))
+			runtime.ReadMemStats(&after)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("ValidateArguments = %.300v, want an error with %q", err, tt.want)
+			}
+			if err != nil && len(err.Error()) > 10*len(args) {
+				t.Errorf("the error is %d bytes for arguments of %d", len(err.Error()), len(args))
+			}
+			if got, limit := after.TotalAlloc-before.TotalAlloc, uint64(200*len(args)); got > limit {
+				t.Errorf("checking %d bytes of arguments allocated %d MB (more than %d MB)", len(args), got>>20, limit>>20)
 			}
 		})
 	}
