@@ -2,10 +2,12 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -79,7 +81,10 @@ func (h *streamableFront) serveStateless(w http.ResponseWriter, r *http.Request,
 		// The client went away with requests in flight: the calls are cancelled, and
 		// the session ends once the SDK has their answers, which it waits for.
 		h.g.calls.cancelWhere(func(c *call) bool { return c.session == ss })
-		go end()
+		go func() {
+			conn.clientGone()
+			end()
+		}()
 	}()
 	s, dup, err := conn.track(p.msgs, func() *mcp.RequestExtra { return &mcp.RequestExtra{Header: r.Header} })
 	if err != nil {
@@ -93,10 +98,8 @@ func (h *streamableFront) serveStateless(w http.ResponseWriter, r *http.Request,
 		if serve, ok := conn.fastServe(p.msgs[0]); ok {
 			// An ordinary tools/call runs on this POST's goroutine, as a session's does
 			// (serveInline). A client that goes away meanwhile has its call cancelled, as
-			// below: no session outlives the POST to end it later.
-			stop := context.AfterFunc(r.Context(), func() {
-				h.g.calls.cancelWhere(func(c *call) bool { return c.session == ss })
-			})
+			// below (clientGone): no session outlives the POST to end it later.
+			stop := context.AfterFunc(r.Context(), conn.clientGone)
 			h.serveInline(w, r, s, streamWriter{json: true, hold: true}, serve, func() {})
 			stop()
 			finished = true // the call has ended: nothing is in flight
@@ -119,4 +122,27 @@ func (h *streamableFront) serveStateless(w http.ResponseWriter, r *http.Request,
 		return
 	}
 	finished = h.write(w, r, s, s.attach(), streamWriter{json: single, hold: true})
+}
+
+// clientGone cancels the requests of a stateless POST whose client went away, whether
+// or not their calls have started: cancelWhere finds only the calls registered, and a
+// call still checking its arguments would register after it and run on until the
+// upstream answers or the call timeout, holding the POST's session and goroutines
+// (ServerSession.Close waits for the SDK's handlers; it does not cancel them). The fast
+// path's calls run on c.life; the SDK's handlers end as on a client's
+// notifications/cancelled.
+func (c *httpConn) clientGone() {
+	c.end()
+	c.mu.Lock()
+	ids := make([]jsonrpc.ID, 0, len(c.pending))
+	for id := range c.pending {
+		ids = append(ids, id)
+	}
+	c.mu.Unlock()
+	for _, id := range ids {
+		params, err := json.Marshal(&mcp.CancelledParams{RequestID: id.Raw(), Reason: "the client went away"})
+		if err != nil || !c.deliver(&jsonrpc.Request{Method: "notifications/cancelled", Params: params}) {
+			return
+		}
+	}
 }
