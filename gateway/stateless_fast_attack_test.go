@@ -1,8 +1,11 @@
 package gateway_test
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -68,4 +71,66 @@ func TestStatelessClientGoneBeforeCallStarts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// statelessPost posts body to a stateless endpoint as a client of 2025-11-25 would.
+func statelessPost(endpoint string) func(context.Context, string) *http.Response {
+	return func(ctx context.Context, body string) *http.Response {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return &http.Response{StatusCode: 0, Body: io.NopCloser(strings.NewReader(err.Error()))}
+		}
+		return resp
+	}
+}
+
+// The gateway stopping while a stateless call runs on the fast path: the POST ends
+// with the call's answer saying why, and the gateway stops (startGateway's cleanup
+// fails the test when it does not).
+func TestStatelessFastCallGatewayStops(t *testing.T) {
+	h, endpoint := statelessGateway(t)
+	out := inlineHang(t, h, statelessPost(endpoint), 5)
+	h.stop()
+	resp, body := responseWithin(t, "the POST of a stateless call as the gateway stops", out)
+	if !strings.Contains(body, `"id":5,"result"`) || !strings.Contains(body, "shutting down") {
+		t.Errorf("as the gateway stops, the stateless call's POST got %d %s: %q, want its error saying why", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+}
+
+// Two stateless clients call with the same request id at once, one of them a call
+// that hangs and is left: the other's answer is its own, and the hanging call's
+// client leaving cancels only its call.
+func TestStatelessFastCallsSameIDApart(t *testing.T) {
+	h, endpoint := statelessGateway(t)
+	post := statelessPost(endpoint)
+	served := gateway.FastCallsServed()
+	ctx, leave := context.WithCancel(context.Background())
+	gone := make(chan struct{})
+	go func() {
+		defer close(gone)
+		resp := post(ctx, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":1},"name":"alpha__hang","arguments":{}}}`)
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}()
+	waitFor(t, "the hanging call to run upstream", func() bool { return h.g.CallsRunning() == 1 })
+	for i := range 20 {
+		resp := post(context.Background(), fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"_meta":{"progressToken":1},"name":"alpha__slow","arguments":{"steps":1,"text":"%d"}}}`, i))
+		body := bodyWithin(t, "a call beside a hanging one", resp)
+		if !strings.Contains(body, `"id":1,"result"`) || strings.Contains(body, "alpha__hang") {
+			t.Fatalf("call %d beside a hanging call with the same id: %d %q", i, resp.StatusCode, body)
+		}
+	}
+	if got := gateway.FastCallsServed() - served; got != 21 {
+		t.Errorf("the fast path served %d of the 21 calls: this test proves little of it", got)
+	}
+	if n := h.g.CallsRunning(); n != 1 {
+		t.Errorf("%d calls running, want the hanging one", n)
+	}
+	leave()
+	<-gone
+	waitFor(t, "the left call to be cancelled", func() bool { _, s := h.g.ClientCounts(); return h.g.CallsRunning() == 0 && s == 0 })
 }
