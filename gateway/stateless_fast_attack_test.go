@@ -134,3 +134,42 @@ func TestStatelessFastCallsSameIDApart(t *testing.T) {
 	<-gone
 	waitFor(t, "the left call to be cancelled", func() bool { _, s := h.g.ClientCounts(); return h.g.CallsRunning() == 0 && s == 0 })
 }
+
+// A stateless client of a profile scoped to one tool calls the others, directly and by
+// profile path with its token, and a tool the deny hook refuses: each is refused, on
+// either path, with the bytes the SDK's path answers.
+func TestStatelessFastCallKeepsScopeAndHooks(t *testing.T) {
+	cfg := &config.Config{Servers: []config.Server{testServer("alpha", "basic")},
+		Profiles: map[string]config.Profile{"narrow": {Scope: policy.Scope{Tools: []string{"alpha__echo", "alpha__add"}}, Token: "narrow-secret"}},
+		Hooks:    config.Hooks{Deny: []string{"alpha__add"}}}
+	bodies := []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"in scope"}}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"alpha__args","arguments":{"out":"of scope"}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"alpha__add","arguments":{"a":1,"b":2}}}`,
+	}
+	transcript := func(fast bool) (string, int64) {
+		defer gateway.SetFastCalls(fast)()
+		h := startGateway(t, cfg, gateway.Options{Mode: policy.Off})
+		base := serveHTTP(t, h, gateway.HTTPOptions{Stateless: true, Token: "admin-secret"})
+		served := gateway.FastCallsServed()
+		var out strings.Builder
+		for _, endpoint := range []string{base + "/mcp", base + "/mcp/narrow"} {
+			for _, b := range bodies {
+				resp, body := rawPOST(t, context.Background(), endpoint, b, map[string]string{"Authorization": "Bearer narrow-secret", "Mcp-Protocol-Version": "2025-06-18"})
+				fmt.Fprintf(&out, "%d %s\n%s\n", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+			}
+		}
+		return out.String(), gateway.FastCallsServed() - served
+	}
+	fast, n := transcript(true)
+	sdk, _ := transcript(false)
+	if n == 0 {
+		t.Fatal("the fast path served none of the calls: this test proves nothing of it")
+	}
+	if fast != sdk {
+		t.Errorf("the fast path answered\n%s\nthe SDK's\n%s", fast, sdk)
+	}
+	if strings.Contains(fast, "of scope") || !strings.Contains(fast, "in scope") || strings.Count(fast, `"error":"permission_denied"`) != 2 || strings.Count(fast, `unknown tool \"alpha__args\"`) != 2 {
+		t.Errorf("a narrow profile's stateless calls were answered\n%s", fast)
+	}
+}
