@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // The full validator reads every number it compares (minimum, multipleOf, an integer
@@ -77,12 +78,16 @@ func oversizedNumbers(v any) []string {
 	return at
 }
 
-// shorten cuts s to its first n bytes, marked with an ellipsis.
+// shorten cuts s to its first n bytes or fewer, at a character's start, marked with an
+// ellipsis.
 func shorten(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
+	if len(s) <= n {
+		return s
 	}
-	return s
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // oversized reports whether the JSON number n is longer, or its exponent larger, than

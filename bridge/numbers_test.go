@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/toolshed/toolshed/catalog"
 )
@@ -82,5 +83,24 @@ func TestValidateArgumentsDeepLongKeys(t *testing.T) {
 				t.Errorf("checking %d bytes of arguments allocated %d MB (more than %d MB)", len(args), got>>20, limit>>20)
 			}
 		})
+	}
+}
+
+// TestShortenKeepsCharacters: a pointer or number cut for an error message is cut at a
+// character's start, so the message stays valid UTF-8.
+func TestShortenKeepsCharacters(t *testing.T) {
+	for _, tt := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"abc", 5, "abc"},
+		{"abcdef", 3, "abc…"},
+		{"aé", 2, "a…"}, // é is 2 bytes: the cut would fall inside it
+		{"日本", 4, "日…"}, // each 3 bytes
+	} {
+		if got := shorten(tt.s, tt.n); got != tt.want || !utf8.ValidString(got) {
+			t.Errorf("shorten(%q, %d) = %q, want %q", tt.s, tt.n, got, tt.want)
+		}
 	}
 }
