@@ -118,6 +118,10 @@ func DecodeArguments(raw json.RawMessage) (json.RawMessage, error) {
 // ErrArguments and lists every violation with where it is, so a model can fix them all
 // in one retry.
 //
+// Arguments the schema's quick form proves valid (see quickSchema) are not decoded at
+// all. Others are, and their numbers are bounded before the validator reads them (see
+// maxNumberExponent).
+//
 // A schema that cannot be compiled (see SchemaProblem) checks nothing: the tool stays
 // callable, as it is from clients that do not check arguments, and its server, which
 // MCP makes responsible for validating its inputs, has the last word.

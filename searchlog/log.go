@@ -51,8 +51,8 @@ type Options struct {
 	MaxRows int
 	// QueueSize bounds the records waiting to be written (DefaultQueueSize when 0,
 	// and at least two batches: the queue gathers each batch before the writer takes
-	// it, and goes on filling meanwhile): when the writer falls behind, new records are dropped, counted, and
-	// warned about once, rather than slow a search.
+	// it, and goes on filling meanwhile): when the writer falls behind, new records
+	// are dropped, counted, and warned about once, rather than slow a search.
 	QueueSize int
 	// BatchSize is how many records one transaction writes at most, and
 	// FlushInterval how long a record waits at most before it is written.
