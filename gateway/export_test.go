@@ -40,6 +40,9 @@ func SetFastCalls(on bool) func() {
 // FastCallsServed is how many calls the fast path has served in this process.
 func FastCallsServed() int64 { return fastCallsServed.Load() }
 
+// StatelessEnded is how many stateless POSTs' sessions have ended in this process.
+func StatelessEnded() int64 { return statelessEnded.Load() }
+
 // ClientCounts counts the client sessions the gateway tracks: those that joined, and
 // the stateless HTTP POSTs' sessions alive (for the tests that check none is left).
 func (g *Gateway) ClientCounts() (joined, stateless int) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,6 +29,10 @@ var errStateless = errors.New("stateless HTTP: toolshed cannot send requests to 
 // statelessVersion is the protocol of a stateless request that names none (the
 // Mcp-Protocol-Version header's default).
 const statelessVersion = "2025-03-26"
+
+// statelessEnded counts the stateless POSTs whose session has ended, for the tests that
+// check none outlives its client.
+var statelessEnded atomic.Int64
 
 func (h *streamableFront) serveStateless(w http.ResponseWriter, r *http.Request, owner sessionOwner) {
 	if r.Method != http.MethodPost {
@@ -73,6 +78,7 @@ func (h *streamableFront) serveStateless(w http.ResponseWriter, r *http.Request,
 		end := func() {
 			ss.Close()
 			h.g.clients.endStateless(ss)
+			statelessEnded.Add(1)
 		}
 		if finished {
 			end()
