@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/internal/catalogtest"
 )
 
 func TestGramText(t *testing.T) {
@@ -254,19 +255,15 @@ func FuzzGramText(f *testing.F) {
 // gramSnapshot is a catalog of tools by name and description.
 func gramSnapshot(t testing.TB, tools ...[2]string) *catalog.Snapshot {
 	t.Helper()
-	var raw []json.RawMessage
+	var raw []map[string]any
 	for _, tl := range tools {
-		doc, err := json.Marshal(map[string]any{"name": tl[0], "description": tl[1], "inputSchema": map[string]any{"type": "object"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw = append(raw, doc)
+		raw = append(raw, map[string]any{"name": tl[0], "description": tl[1], "inputSchema": map[string]any{"type": "object"}})
 	}
-	snap, problems := catalog.Build([]catalog.Source{{Server: "s", Tools: raw}})
-	if len(problems) > 0 {
-		t.Fatal(problems)
+	doc, err := json.Marshal(map[string]any{"servers": []any{map[string]any{"name": "s", "tools": raw}}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return snap
+	return catalogtest.Snapshot(t, string(doc))
 }
 
 // TestGramsFindWordParts checks what the 4-grams are for: a tool that shares with the
