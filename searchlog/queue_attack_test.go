@@ -17,26 +17,16 @@ func TestQueueSmallerThanBatch(t *testing.T) {
 	for _, b := range backends(t) {
 		t.Run(b.name, func(t *testing.T) {
 			l := open(t, b.dsn(t), Options{QueueSize: 10, FlushInterval: time.Hour})
-			const n = 100 // fewer than a batch (DefaultBatchSize): the writer has nothing to write yet
-			for i := range n {
-				l.Search(Search{Source: "library", Query: fmt.Sprint("q", i), Mode: "bm25"})
-			}
-			if d := l.Dropped(); d != 0 {
-				t.Errorf("%d of %d records dropped with the writer idle", d, n)
-			}
-			flush(t, l)
-			if got, _ := read(t, l); len(got) != n {
-				t.Errorf("after Flush: %d searches written, want %d", len(got), n)
-			}
+			// Fewer than a batch (DefaultBatchSize): the writer has nothing to write yet.
+			searchesAllKept(t, l, 100)
 		})
 	}
 }
 
-// TestQueueOfOneBatch: a queue the size of a batch, filled faster than the writer
-// wakes, keeps what comes between the batch filling and the writer taking it.
-func TestQueueOfOneBatch(t *testing.T) {
-	l := open(t, "file:"+filepath.Join(t.TempDir(), "log.db"), Options{QueueSize: 10, BatchSize: 10, FlushInterval: time.Hour})
-	const n = 19 // a batch, then fewer than another before the writer can take the first
+// searchesAllKept records n searches on l at once, and checks that none was dropped and
+// that Flush writes them all.
+func searchesAllKept(t *testing.T, l *Log, n int) {
+	t.Helper()
 	for i := range n {
 		l.Search(Search{Source: "library", Query: fmt.Sprint("q", i), Mode: "bm25"})
 	}
@@ -47,6 +37,14 @@ func TestQueueOfOneBatch(t *testing.T) {
 	if got, _ := read(t, l); len(got) != n {
 		t.Errorf("after Flush: %d searches written, want %d", len(got), n)
 	}
+}
+
+// TestQueueOfOneBatch: a queue the size of a batch, filled faster than the writer
+// wakes, keeps what comes between the batch filling and the writer taking it.
+func TestQueueOfOneBatch(t *testing.T) {
+	l := open(t, "file:"+filepath.Join(t.TempDir(), "log.db"), Options{QueueSize: 10, BatchSize: 10, FlushInterval: time.Hour})
+	// A batch, then fewer than another before the writer can take the first.
+	searchesAllKept(t, l, 19)
 }
 
 // TestFlushWritesWhatCameBefore: Flush, called by many goroutines while others record,
