@@ -84,11 +84,7 @@ func TestStatelessClientGoneBeforeCallStarts(t *testing.T) {
 // statelessPost posts body to a stateless endpoint as a client of 2025-11-25 would.
 func statelessPost(endpoint string) func(context.Context, string) *http.Response {
 	return func(ctx context.Context, body string) *http.Response {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := http.DefaultClient.Do(jsonPOST(ctx, endpoint, body, map[string]string{"Mcp-Protocol-Version": "2025-11-25"}))
 		if err != nil {
 			return &http.Response{StatusCode: 0, Body: io.NopCloser(strings.NewReader(err.Error()))}
 		}

@@ -23,17 +23,23 @@ func statelessGateway(t *testing.T) (*harness, string) {
 	return h, serveHTTP(t, h, gateway.HTTPOptions{Stateless: true}) + "/mcp"
 }
 
-// rawPOST sends one JSON-RPC body as a client of protocol version would, with the
-// headers given, and returns the response with its body read.
-func rawPOST(t *testing.T, ctx context.Context, endpoint, body string, headers map[string]string) (*http.Response, string) {
-	t.Helper()
+// jsonPOST is a POST of one JSON-RPC body, with the Content-Type and Accept a
+// Streamable HTTP client sends and the headers given.
+func jsonPOST(ctx context.Context, endpoint, body string, headers map[string]string) *http.Request {
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	return req
+}
+
+// rawPOST sends one JSON-RPC body as a client of protocol version would, with the
+// headers given, and returns the response with its body read.
+func rawPOST(t *testing.T, ctx context.Context, endpoint, body string, headers map[string]string) (*http.Response, string) {
+	t.Helper()
+	resp, err := http.DefaultClient.Do(jsonPOST(ctx, endpoint, body, headers))
 	if err != nil {
 		t.Fatalf("POST %s: %v", body, err)
 	}
