@@ -496,14 +496,6 @@ func (g *Gateway) upstreamsOf(method string, req mcp.Request) []*Upstream {
 	return g.upstreamsFor(method, tool)
 }
 
-// joined reports whether session ss has joined (see Gateway.join).
-func (c *clients) joined(ss *mcp.ServerSession) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	_, ok := c.sessions[ss]
-	return ok
-}
-
 // serving reports whether ss is a session whose requests toolshed serves as the
 // session middleware leaves them: joined after its initialize, or a stateless POST's
 // (which never joins, see join).
