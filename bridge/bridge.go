@@ -299,7 +299,7 @@ func CheckArguments(t *catalog.Tool, raw json.RawMessage) (json.RawMessage, erro
 	if err != nil {
 		return nil, err
 	}
-	if err := ValidateArguments(t, args); err != nil {
+	if err := validateArguments(t, args, true); err != nil { // DecodeArguments checked args are valid JSON
 		return nil, err
 	}
 	return args, nil

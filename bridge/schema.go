@@ -126,9 +126,16 @@ func DecodeArguments(raw json.RawMessage) (json.RawMessage, error) {
 // callable, as it is from clients that do not check arguments, and its server, which
 // MCP makes responsible for validating its inputs, has the last word.
 func ValidateArguments(t *catalog.Tool, args json.RawMessage) error {
+	return validateArguments(t, args, json.Valid(args))
+}
+
+// validateArguments is ValidateArguments for args already known to be valid JSON, or
+// not (valid): CheckArguments has checked them while decoding, and the quick check
+// reads only valid JSON.
+func validateArguments(t *catalog.Tool, args json.RawMessage, valid bool) error {
 	cs := schemaOf(t)
 	sch := cs.sch
-	if sch == nil || (cs.quick != nil && json.Valid(args) && cs.quick.valid(bytes.TrimSpace(args))) {
+	if sch == nil || (cs.quick != nil && valid && cs.quick.valid(bytes.TrimSpace(args))) {
 		return nil
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(args))
