@@ -1,5 +1,5 @@
 // Command toolshed keeps tool definitions out of an LLM's prompt and lets the model search
-// for the few it needs. See the README for the commands.
+// for the few it needs. docs/cli.md shows every command, its output and its flags.
 package main
 
 import (
