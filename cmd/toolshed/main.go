@@ -81,8 +81,8 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run 'toolshed COMMAND -h' for a command's flags. Without --catalog, commands use the")
-	fmt.Fprintln(w, "built-in catalog: the real tool lists of 21 public MCP servers.")
+	fmt.Fprintln(w, "Run 'toolshed help COMMAND' or 'toolshed COMMAND -h' for a command's flags. Without")
+	fmt.Fprintln(w, "--catalog, commands use the built-in catalog: the real tool lists of 21 public MCP servers.")
 }
 
 // usageErr builds a usage error.
@@ -155,6 +155,9 @@ const helpWidth = 80
 // flag with the value it takes, what it does and its default.
 func printUsage(w io.Writer, fs *flag.FlagSet, synopsis, about string) {
 	lead := "usage: toolshed " + fs.Name() + " "
+	if synopsis == "" {
+		fmt.Fprintln(w, strings.TrimSpace(lead)) // a command without flags or arguments
+	}
 	for i, line := range wrap(synopsis, helpWidth-len(lead)) {
 		if i > 0 {
 			lead = strings.Repeat(" ", len(lead))
@@ -166,6 +169,11 @@ func printUsage(w io.Writer, fs *flag.FlagSet, synopsis, about string) {
 		for _, line := range wrap(about, helpWidth) {
 			fmt.Fprintln(w, line)
 		}
+	}
+	hasFlags := false
+	fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+	if !hasFlags {
+		return
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Flags:")
