@@ -166,19 +166,21 @@ func TestHelpHidesEnvironment(t *testing.T) {
 
 // TestEnvDefaultStillApplies checks that a flag whose default is an environment variable
 // takes the variable's value when the flag is not given, and the flag's when it is. Each
-// command line stops at a check (exit 2) before anything starts.
+// command line stops at a check (exit 2) before anything starts: --drain-timeout 0s is
+// refused after --replica-id is checked.
 func TestEnvDefaultStillApplies(t *testing.T) {
 	t.Setenv("TOOLSHED_REPLICA_ID", "Env.Replica")
 	tests := []struct{ args, want string }{
-		{"serve --http 127.0.0.1:0", `--replica-id (or $TOOLSHED_REPLICA_ID): `},               // the variable's value is checked
-		{"serve --http 127.0.0.1:0 --replica-id Flag.Replica", `got "Flag.Replica"`},           // the flag's instead
-		{"serve --http 127.0.0.1:0 --replica-id good-1 --drain-timeout 0s", "--drain-timeout"}, // and passes
+		{"", `--replica-id (or $TOOLSHED_REPLICA_ID): `},    // the variable's value is checked
+		{"--replica-id Flag.Replica", `got "Flag.Replica"`}, // the flag's instead
+		{"--replica-id good-1", "--drain-timeout"},          // and passes
 	}
 	for _, tc := range tests {
+		args := append([]string{"serve", "--http", "127.0.0.1:0", "--drain-timeout", "0s"}, strings.Fields(tc.args)...)
 		var stdout, stderr bytes.Buffer
-		code := run(strings.Fields(tc.args), &stdout, &stderr)
-		if code != 2 || !strings.Contains(stderr.String(), tc.want) || strings.Contains(tc.args, "--replica-id") == strings.Contains(stderr.String(), "Env.Replica") {
-			t.Errorf("$TOOLSHED_REPLICA_ID=Env.Replica toolshed %s: exit %d, stderr %q; want exit 2 naming %s", tc.args, code, stderr.String(), tc.want)
+		code := run(args, &stdout, &stderr)
+		if code != 2 || !strings.Contains(stderr.String(), tc.want) || (tc.args != "") == strings.Contains(stderr.String(), "Env.Replica") {
+			t.Errorf("$TOOLSHED_REPLICA_ID=Env.Replica toolshed %s: exit %d, stderr %q; want exit 2 naming %s", strings.Join(args, " "), code, stderr.String(), tc.want)
 		}
 	}
 }
