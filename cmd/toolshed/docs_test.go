@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/toolshed/toolshed/internal/golden"
 )
 
 // The README and the pages of docs/ show commands and what they print. These tests keep
@@ -127,12 +129,15 @@ func allTranscripts(t *testing.T) []transcript {
 }
 
 // TestDocsTranscripts runs every console transcript of the docs and compares what the
-// command prints (stderr, then stdout) with what the doc shows.
+// command prints (stderr, then stdout) with what the doc shows. With -update it writes
+// what the commands print into the docs instead: after a change of a command's help or
+// output, check the diff.
 func TestDocsTranscripts(t *testing.T) {
 	ts := allTranscripts(t)
 	if len(ts) == 0 {
 		t.Fatal("the docs have no console transcripts; docs/cli.md should show commands with their output")
 	}
+	outputs := map[string]map[int]string{} // file, then the command's line: what it prints
 	for _, tc := range ts {
 		t.Run(fmt.Sprintf("%s:%d", tc.file, tc.line), func(t *testing.T) {
 			var stdout, stderr bytes.Buffer
@@ -140,10 +145,40 @@ func TestDocsTranscripts(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("%s exited %d: %s", tc, code, stderr.String())
 			}
-			if got := stderr.String() + stdout.String(); got != tc.want {
-				t.Errorf("%s prints something else than the doc shows.\n--- doc\n%s--- now\n%s", tc, tc.want, got)
+			got := stderr.String() + stdout.String()
+			if outputs[tc.file] == nil {
+				outputs[tc.file] = map[int]string{}
+			}
+			outputs[tc.file][tc.line] = got
+			if got != tc.want && !golden.Updating() {
+				t.Errorf("%s prints something else than the doc shows (run the test with -update after checking the change).\n--- doc\n%s--- now\n%s", tc, tc.want, got)
 			}
 		})
+	}
+	if golden.Updating() {
+		for file, out := range outputs {
+			rewriteTranscripts(t, file, ts, out)
+		}
+	}
+}
+
+// rewriteTranscripts writes into the doc rel the output each of its transcripts printed
+// (out, by the line of the transcript's command) in place of the output it showed.
+func rewriteTranscripts(t *testing.T, rel string, ts []transcript, out map[int]string) {
+	t.Helper()
+	lines := strings.Split(readDoc(t, rel), "\n")
+	for i := len(ts) - 1; i >= 0; i-- { // from the end, so that earlier line numbers hold
+		tc := ts[i]
+		got, ok := out[tc.line]
+		if tc.file != rel || !ok {
+			continue
+		}
+		shown := strings.Count(tc.want, "\n")
+		printed := strings.Split(strings.TrimSuffix(got, "\n"), "\n")
+		lines = append(lines[:tc.line], append(printed, lines[tc.line+shown:]...)...)
+	}
+	if err := os.WriteFile(filepath.Join(repoRoot, filepath.FromSlash(rel)), []byte(strings.Join(lines, "\n")), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
