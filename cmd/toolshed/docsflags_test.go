@@ -64,11 +64,11 @@ func (s *flagScanner) commandsIn(text string) (pos []int, names []string) {
 	return pos, names
 }
 
-// before returns the last command named before offset p, if any.
-func before(pos []int, names []string, p int) string {
+// before returns the last command named from offset lo up to offset hi, if any.
+func before(pos []int, names []string, lo, hi int) string {
 	cmd := ""
 	for i, at := range pos {
-		if at < p {
+		if lo <= at && at < hi {
 			cmd = names[i]
 		}
 	}
@@ -90,9 +90,37 @@ func (s *flagScanner) scan(file, doc string) {
 		}
 		return nil
 	}
+	// Prose is read a paragraph (or list item, or table row) at a time, so that a code
+	// span broken across lines is whole.
+	var para []string
+	paraLine := 0
+	flush := func() {
+		text := strings.Join(para, "\n")
+		pos, names := s.commandsIn(text)
+		for _, m := range codeSpan.FindAllStringIndex(text, -1) {
+			n := paraLine + strings.Count(text[:m[0]], "\n")
+			span := strings.ReplaceAll(text[m[0]+1:m[1]-1], "\n", " ")
+			// The prose before a span gives it a command only on the span's own line.
+			lineStart := strings.LastIndexByte(text[:m[0]], '\n') + 1
+			s.segment(file, n, span, before(pos, names, lineStart, m[0]), false, sectionCmds())
+		}
+		para = nil
+	}
 	for i, line := range strings.Split(doc, "\n") {
 		n := i + 1
 		trimmed := strings.TrimSpace(line)
+		if !inBlock && !strings.HasPrefix(trimmed, "```") && trimmed != "" && !strings.HasPrefix(line, "#") && !startsItem(trimmed) {
+			if para == nil {
+				paraLine = n
+			}
+			para = append(para, line)
+			continue
+		}
+		flush()
+		if !inBlock && startsItem(trimmed) {
+			para, paraLine = []string{line}, n
+			continue
+		}
 		if strings.HasPrefix(trimmed, "```") {
 			inBlock = !inBlock
 			console = inBlock && strings.TrimSpace(strings.TrimPrefix(trimmed, "```")) == "console"
@@ -108,10 +136,8 @@ func (s *flagScanner) scan(file, doc string) {
 			}
 		}
 		if !inBlock {
-			pos, names := s.commandsIn(line)
-			for _, m := range codeSpan.FindAllStringIndex(line, -1) {
-				s.segment(file, n, line[m[0]+1:m[1]-1], before(pos, names, m[0]), false, sectionCmds())
-			}
+			para, paraLine = []string{line}, n // a heading
+			flush()
 			continue
 		}
 		if console {
@@ -134,7 +160,7 @@ func (s *flagScanner) scan(file, doc string) {
 		}
 		s.segment(file, n, line, own, foreign, sectionCmds())
 		pos, names := s.commandsIn(line)
-		if c := before(pos, names, len(line)); c != "" {
+		if c := before(pos, names, 0, len(line)); c != "" {
 			own, foreign = c, false
 		} else if !continued {
 			foreign = startsForeign(line)
@@ -142,7 +168,17 @@ func (s *flagScanner) scan(file, doc string) {
 		continued = strings.HasSuffix(strings.TrimRight(line, " "), "\\")
 		contCmd, contForeign = own, foreign
 	}
+	flush()
 }
+
+// startsItem reports whether a line of prose starts a paragraph of its own: a list
+// item or a table row.
+func startsItem(trimmed string) bool {
+	return strings.HasPrefix(trimmed, "- ") || strings.HasPrefix(trimmed, "* ") || strings.HasPrefix(trimmed, "|") ||
+		numberedItem.MatchString(trimmed)
+}
+
+var numberedItem = regexp.MustCompile(`^\d+\. `)
 
 // segment reads the flags of one span or block line. own is the command the context
 // gives it (the prose before a span, the line a block line continues), foreign that the
@@ -150,9 +186,12 @@ func (s *flagScanner) scan(file, doc string) {
 func (s *flagScanner) segment(file string, n int, text, own string, foreign bool, section []string) {
 	pos, names := s.commandsIn(text)
 	spanForeign := startsForeign(text)
+	if fields := strings.Fields(text); len(pos) == 0 && len(fields) > 0 && slices.ContainsFunc(commands, func(c command) bool { return c.name == fields[0] }) {
+		own, spanForeign = fields[0], false // "serve --stateless": the command without toolshed before it
+	}
 	for _, m := range s.flagRef.FindAllStringSubmatchIndex(text, -1) {
 		dashes, name := text[m[2]:m[3]], text[m[4]:m[5]]
-		switch cmd := before(pos, names, m[2]); {
+		switch cmd := before(pos, names, 0, m[2]); {
 		case cmd != "":
 			s.found = append(s.found, docFlag{file, n, name, []string{cmd}})
 		case len(pos) > 0 || spanForeign || foreign:
@@ -263,23 +302,29 @@ func TestFlagScanner(t *testing.T) {
 	doc := strings.Join([]string{
 		"# A page",               // 1
 		"`--limit 3` and re-run", // 2: any command's
-		"## toolshed proxy",      // 3
-		"Run `toolshed serve --http 8080` and `--db off`.",   // 4: serve's, both
-		"`toolshed serve` with `--token`; `go test -run X`.", // 5: serve's; go's skipped
-		"`docker stop --time 30`, and `--model`",             // 6: docker's skipped; the section's
-		"### Details",                                        // 7
-		"```sh",                                              // 8
-		"go run ./cmd/toolshed eval --catalog C \\",          // 9: eval's
-		"  --queries Q",                                      // 10: eval's, continued
-		"kubectl create secret \\",                           // 11
-		"  --from-literal=db=x",                              // 12: kubectl's, continued
-		`  "args": ["serve", "--config", "f.json"]`,          // 13: serve's
-		"[--max-iterations N]",                               // 14: the section's
-		"```",                                                // 15
-		"```console",                                         // 16
-		"$ toolshed lint -h",                                 // 17: lint's
-		"  -strict",                                          // 18: lint's
-		"```",                                                // 19
+		"",                       // 3
+		"Run `serve --stateless`, then `toolshed stats`",     // 4: serve's
+		"and `--db off` on a line of its own.",               // 5: any command's: stats is on the line before
+		"A span `toolshed lint",                              // 6
+		"--strict` across lines.",                            // 7: lint's, reported at 6, where the span starts
+		"## toolshed proxy",                                  // 8
+		"Run `toolshed serve --http 8080` and `--db off`.",   // 9: serve's, both
+		"`toolshed serve` with `--token`; `go test -run X`.", // 10: serve's; go's skipped
+		"`docker stop --time 30`, and `--model`",             // 11: docker's skipped; the section's
+		"### Details",                                        // 12
+		"```sh",                                              // 13
+		"go run ./cmd/toolshed eval --catalog C \\",          // 14: eval's
+		"  --queries Q",                                      // 15: eval's, continued
+		"kubectl create secret \\",                           // 16
+		"  --from-literal=db=x",                              // 17: kubectl's, continued
+		`  "args": ["serve", "--config", "f.json"]`,          // 18: serve's
+		"[--max-iterations N]",                               // 19: the section's
+		"```",                                                // 20
+		"```console",                                         // 21
+		"$ toolshed lint -h",                                 // 22: lint's
+		"  -strict",                                          // 23: lint's
+		"```",                                                // 24
+		"- a list item with `--listen`",                      // 25: the section's
 	}, "\n")
 	s := newFlagScanner()
 	s.scan("doc.md", doc)
@@ -288,8 +333,9 @@ func TestFlagScanner(t *testing.T) {
 		got = append(got, fmt.Sprintf("%d %s %s", f.line, f.name, strings.Join(f.cmds, "|")))
 	}
 	want := []string{
-		"2 limit ", "4 http serve", "4 db serve", "5 token serve", "6 model proxy", "9 catalog eval", "10 queries eval",
-		"13 config serve", "14 max-iterations proxy", "17 h lint", "18 strict lint",
+		"2 limit ", "4 stateless serve", "5 db ", "6 strict lint",
+		"9 http serve", "9 db serve", "10 token serve", "11 model proxy", "14 catalog eval", "15 queries eval",
+		"18 config serve", "19 max-iterations proxy", "22 h lint", "23 strict lint", "25 listen proxy",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("the scanner found\n%q\nwant\n%q", got, want)
