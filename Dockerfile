@@ -3,9 +3,10 @@
 #   docker build -t toolshed:dev --build-arg VERSION=$(git describe --tags --always) .
 #   docker run --rm -p 8080:8080 -e TOOLSHED_TOKEN=secret toolshed:dev serve --http 0.0.0.0:8080
 #
-# The image holds the binary, CA certificates, a passwd/group naming the nonroot user
-# (65532, as distroless does), /tmp, and /var/lib/toolshed (the search log's SQLite file)
-# and /var/cache/toolshed (the embedding cache), both owned by nonroot. Nothing else: no
+# The image holds the binary, its LICENSE and NOTICE (in /usr/share/doc/toolshed), CA
+# certificates, a passwd/group naming the nonroot user (65532, as distroless does), /tmp,
+# and /var/lib/toolshed (the search log's SQLite file) and /var/cache/toolshed (the
+# embedding cache), both owned by nonroot. Nothing else: no
 # shell, no Node.js. MCP servers launched over stdio (npx ...) need a runtime in the
 # image: build Dockerfile.node instead, or reach those servers over HTTP ("url:" in the
 # config). With a read-only root filesystem, mount volumes on /tmp, /var/lib/toolshed and
@@ -28,8 +29,9 @@ ARG VERSION=dev
 RUN CGO_ENABLED=0 go build -trimpath -ldflags="-s -w -X github.com/toolshed/toolshed/gateway.Version=${VERSION}" -o /out/rootfs/usr/local/bin/toolshed ./cmd/toolshed
 # COPY makes what it copies root's unless told otherwise (--chown), so the directories nonroot
 # writes are copied from an empty one with --chown below.
-RUN mkdir -p /out/rootfs/etc/ssl/certs /out/rootfs/tmp /out/empty && \
+RUN mkdir -p /out/rootfs/etc/ssl/certs /out/rootfs/tmp /out/rootfs/usr/share/doc/toolshed /out/empty && \
     cp /etc/ssl/certs/ca-certificates.crt /out/rootfs/etc/ssl/certs/ca-certificates.crt && \
+    cp LICENSE NOTICE /out/rootfs/usr/share/doc/toolshed/ && \
     printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n' > /out/rootfs/etc/passwd && \
     printf 'root:x:0:\nnonroot:x:65532:\n' > /out/rootfs/etc/group && \
     chmod 1777 /out/rootfs/tmp

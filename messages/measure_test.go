@@ -68,9 +68,9 @@ func catalogs(t testing.TB) map[string]*catalog.Snapshot {
 
 // TestFirstTurnTokens measures the tokens the upstream model receives on the first turn
 // for the real catalogs, with every tool deferred behind tool search and without
-// deferral, and checks the saving is at least 90%. README.md states these figures in a
-// sentence made here, so that they cannot drift from the measurement: the test checks
-// that the README has it, and prints it to paste when it has not. Run with -v for the
+// deferral, and checks the saving is at least 90%. docs/proxy.md states these figures in
+// a sentence made here, so that they cannot drift from the measurement: the test checks
+// that the page has it, and prints it to paste when it has not. Run with -v for the
 // figures.
 func TestFirstTurnTokens(t *testing.T) {
 	all := catalogs(t)
@@ -94,12 +94,12 @@ func TestFirstTurnTokens(t *testing.T) {
 		figs = append(figs, f)
 	}
 	sentence := firstTurnSentence(figs)
-	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	page, err := os.ReadFile(filepath.Join("..", "docs", "proxy.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(strings.Join(strings.Fields(string(readme)), " "), sentence) {
-		t.Errorf("README.md does not state the figures measured here; its proxy section should say:\n\n%s", wrapText(sentence, 96))
+	if !strings.Contains(strings.Join(strings.Fields(string(page)), " "), sentence) {
+		t.Errorf("docs/proxy.md does not state the figures measured here; it should say:\n\n%s", wrapText(sentence, 96))
 	}
 }
 
@@ -111,7 +111,7 @@ type firstTurn struct {
 
 func (f firstTurn) saved() float64 { return 100 * float64(f.without-f.with) / float64(f.without) }
 
-// firstTurnSentence is README.md's sentence for the figures of the built-in,
+// firstTurnSentence is docs/proxy.md's sentence for the figures of the built-in,
 // LiveMCPBench and BFCL catalogs, in that order.
 func firstTurnSentence(figs []firstTurn) string {
 	with := make([]int, len(figs))

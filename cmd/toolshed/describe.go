@@ -13,12 +13,12 @@ import (
 func runDescribe(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("describe", flag.ContinueOnError)
 	var catalogs listFlag
-	fs.Var(&catalogs, "catalog", "catalog `FILE` (repeatable; default: the built-in catalog)")
+	fs.Var(&catalogs, "catalog", "look the tool up in catalog `FILE` (repeatable; default: the built-in catalog)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: toolshed describe [--catalog FILE]... NAME")
-		fs.PrintDefaults()
+		printUsage(stdout, fs, "[--catalog FILE]... NAME",
+			"Prints the definition of tool NAME, qualified (github__create_issue) or bare when one server has it, with its schemas as its server sent them.")
 	}
-	rest, err := parseFlags(fs, args, stderr)
+	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}

@@ -51,6 +51,9 @@ func (f *embedFlags) withConfig(fs *flag.FlagSet, e config.Embed) {
 	f.apiKeyEnv = e.APIKeyEnv
 }
 
+// embedSynopsis names the embedding flags in a command's usage line.
+const embedSynopsis = "[--embed-url URL --embed-model NAME] [--embed-dimensions N] [--embed-query-prefix TEXT] [--embed-document-prefix TEXT] [--embed-query-timeout DURATION]"
+
 // addEmbedFlags adds the flags; queryTimeout is the default wait for a query's
 // embedding: short for a server, whose searches must not stall, and long for a person's
 // one search or an eval, where a model that is still loading (seconds, on the first
@@ -62,7 +65,7 @@ func addEmbedFlags(fs *flag.FlagSet, queryTimeout time.Duration) *embedFlags {
 		dimensions:   fs.Int("embed-dimensions", 0, "ask the model for vectors of `N` dimensions (0: the model's own)"),
 		queryPrefix:  fs.String("embed-query-prefix", "", "`TEXT` put before each query (nomic: \"search_query: \", e5: \"query: \")"),
 		docPrefix:    fs.String("embed-document-prefix", "", "`TEXT` put before each tool's text (nomic: \"search_document: \", e5: \"passage: \")"),
-		queryTimeout: fs.Duration("embed-query-timeout", queryTimeout, "longest wait for a query's embedding before answering with words alone"),
+		queryTimeout: fs.Duration("embed-query-timeout", queryTimeout, "wait at most `DURATION` for a query's embedding, then answer with words alone"),
 	}
 }
 

@@ -18,19 +18,19 @@ import (
 func runEval(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("eval", flag.ContinueOnError)
 	var catalogs listFlag
-	fs.Var(&catalogs, "catalog", "catalog `FILE` of the benchmark set (repeatable)")
-	queries := fs.String("queries", "", "queries `FILE` (JSON lines of {\"id\", \"query\", \"relevant\"})")
+	fs.Var(&catalogs, "catalog", "the benchmark set's catalog `FILE` (repeatable; required)")
+	queries := fs.String("queries", "", "the benchmark set's queries `FILE`: JSON lines of {\"id\", \"query\", \"relevant\"} (required)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	misses := fs.Bool("misses", false, "also list the queries whose first 5 results lack a relevant tool, with where the relevant ones ranked")
 	emb := addEmbedFlags(fs, interactiveQueryTimeout)
 	grams := fs.Float64("grams", 0, "rescore BM25F's first results by character 4-grams at this `WEIGHT` (such as 0.1; 0, the default, is off): measures on your catalog what bench/README.md measured on the dev sets")
 	learnSplit := fs.Float64("learn-split", 0, "replay a search log: over three random splits, this `SHARE` of the queries (such as 0.5) is the log, and recall@5 of the rest is reported without and with the learned field")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: toolshed eval --catalog FILE --queries FILE [--json] [--misses | --learn-split SHARE] [--grams WEIGHT] [--embed-url URL --embed-model NAME]")
-		fmt.Fprintln(stderr, "  for example: toolshed eval --catalog bench/bfcl/catalog.json --queries bench/bfcl/queries.jsonl")
-		fs.PrintDefaults()
+		printUsage(stdout, fs, "--catalog FILE... --queries FILE [--json] [--misses | --learn-split SHARE] [--grams WEIGHT] "+embedSynopsis,
+			"Measures retrieval on a benchmark set (format in bench/README.md): recall@1/5/10, nDCG@5/10, comp@5, MRR, search latency and index build time. "+
+				"For example: toolshed eval --catalog bench/bfcl/catalog.json --queries bench/bfcl/queries.jsonl")
 	}
-	if err := parseFlagsOnly(fs, args, stderr); err != nil {
+	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
 	}
 	if len(catalogs) == 0 || *queries == "" {

@@ -23,17 +23,16 @@ var errFindings = errors.New("error-level findings")
 func runLint(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("lint", flag.ContinueOnError)
 	var catalogs listFlag
-	fs.Var(&catalogs, "catalog", "catalog `FILE` to lint (repeatable; default: the built-in catalog)")
-	configFile := fs.String("config", "", "lint the tools of the servers of a gateway config `FILE`, with its overrides (starts the servers)")
+	fs.Var(&catalogs, "catalog", "lint the tools of catalog `FILE` (repeatable; default: the built-in catalog)")
+	configFile := fs.String("config", "", "lint the tools the gateway serves with config `FILE`, overrides applied (starts its servers)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	strict := fs.Bool("strict", false, "exit 1 when there is any error-level finding (warnings and notes do not count)")
 	top := fs.Int("top-tokens", 5, "report the `N` costliest definitions (0: none)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: toolshed lint [--catalog FILE... | --config FILE] [--json] [--strict]")
-		fmt.Fprintln(stderr, "Reports how findable and usable every tool is; each finding says how to fix it.")
-		fs.PrintDefaults()
+		printUsage(stdout, fs, "[--catalog FILE... | --config FILE] [--json] [--strict] [--top-tokens N]",
+			"Reports how findable and usable every tool is; each finding says how to fix it.")
 	}
-	if err := parseFlagsOnly(fs, args, stderr); err != nil {
+	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
 	}
 	if len(catalogs) > 0 && *configFile != "" {

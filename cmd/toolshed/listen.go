@@ -21,6 +21,9 @@ type doorFlags struct {
 	bodyTimeout    time.Duration
 }
 
+// doorSynopsis names the door flags in a command's usage line.
+const doorSynopsis = "[--token TOKEN] [--allow-host HOST]... [--allow-origin ORIGIN]... [--max-connections N] [--body-timeout DURATION]"
+
 func addDoorFlags(fs *flag.FlagSet) *doorFlags {
 	d := &doorFlags{}
 	fs.Var(&d.origins, "allow-origin", "browser `ORIGIN` (scheme://host[:port]) allowed to call the HTTP endpoint (repeatable)")

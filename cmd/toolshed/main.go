@@ -1,5 +1,5 @@
 // Command toolshed keeps tool definitions out of an LLM's prompt and lets the model search
-// for the few it needs. See the README for the commands.
+// for the few it needs. docs/cli.md shows every command, its output and its flags.
 package main
 
 import (
@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"unicode/utf8"
 )
 
 // command is one subcommand: its name, a one-line summary, and what runs it.
@@ -38,6 +39,10 @@ func main() {
 // run executes a command line and returns the exit status: 0 success, 1 failure, 2 a
 // command line that is wrong.
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 2 && args[0] == "help" {
+		// "toolshed help serve" is "toolshed serve -h", as it is for go and git.
+		args = []string{args[1], "-h"}
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stdout)
 		if len(args) == 0 {
@@ -76,8 +81,8 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run 'toolshed COMMAND -h' for a command's flags. Without --catalog, commands use the")
-	fmt.Fprintln(w, "built-in catalog: the real tool lists of 21 public MCP servers.")
+	fmt.Fprintln(w, "Run 'toolshed help COMMAND' or 'toolshed COMMAND -h' for a command's flags. Without")
+	fmt.Fprintln(w, "--catalog, commands use the built-in catalog: the real tool lists of 21 public MCP servers.")
 }
 
 // usageErr builds a usage error.
@@ -87,25 +92,40 @@ func usageErr(format string, args ...any) error {
 
 // parseFlagsOnly parses fs from args for a command that takes no positional
 // arguments.
-func parseFlagsOnly(fs *flag.FlagSet, args []string, stderr io.Writer) error {
-	rest, err := parseFlags(fs, args, stderr)
+func parseFlagsOnly(fs *flag.FlagSet, args []string) error {
+	rest, err := parseFlags(fs, args)
 	if err == nil && len(rest) > 0 {
 		err = usageErr("unexpected arguments %q", rest)
 	}
 	return err
 }
 
+// seeFlags, when set, is given each command's FlagSet just before it is parsed. The docs
+// tests read through it the flags every command defines, running each with -h, which
+// stops at the parse before anything else runs.
+var seeFlags func(*flag.FlagSet)
+
 // parseFlags parses fs from args, allowing flags after positional arguments
 // ("toolshed search github issue --limit 3"), and returns the positional arguments.
-func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, error) {
-	fs.SetOutput(stderr)
+// -h and --help print fs.Usage (to stdout, where a pager or grep reads it) and return
+// flag.ErrHelp. A wrong flag is a usage error that says where the flags are listed: the
+// flag package's own report, the error and then the whole usage on stderr, buried the
+// error under dozens of lines, and the caller printed the error a second time.
+func parseFlags(fs *flag.FlagSet, args []string) ([]string, error) {
+	usage := fs.Usage
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	if seeFlags != nil {
+		seeFlags(fs)
+	}
 	var positional []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				usage()
 				return nil, err
 			}
-			return nil, fmt.Errorf("%w: %v", errUsage, err)
+			return nil, fmt.Errorf("%w: %v ('toolshed %s -h' lists its flags)", errUsage, err, fs.Name())
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -117,6 +137,103 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) ([]string, er
 		positional = append(positional, args[0])
 		args = args[1:]
 	}
+}
+
+// envDefault sets the flag p points at to the environment variable env before the
+// command line is parsed, without making the variable's value the flag's default: -h
+// shows the description's "(default $ENV)", never the value, which may be a token.
+func envDefault(p *string, env string) *string {
+	*p = os.Getenv(env)
+	return p
+}
+
+// helpWidth is the width -h wraps its text at, a terminal's.
+const helpWidth = 80
+
+// printUsage writes a command's -h: the synopsis, which names every flag (the docs tests
+// check it does), wrapped under "usage: toolshed NAME"; what the command does; and each
+// flag with the value it takes, what it does and its default.
+func printUsage(w io.Writer, fs *flag.FlagSet, synopsis, about string) {
+	lead := "usage: toolshed " + fs.Name() + " "
+	if synopsis == "" {
+		fmt.Fprintln(w, strings.TrimSpace(lead)) // a command without flags or arguments
+	}
+	for i, line := range wrap(synopsis, helpWidth-len(lead)) {
+		if i > 0 {
+			lead = strings.Repeat(" ", len(lead))
+		}
+		fmt.Fprintln(w, lead+line)
+	}
+	if about != "" {
+		fmt.Fprintln(w)
+		for _, line := range wrap(about, helpWidth) {
+			fmt.Fprintln(w, line)
+		}
+	}
+	hasFlags := false
+	fs.VisitAll(func(*flag.Flag) { hasFlags = true })
+	if !hasFlags {
+		return
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Flags:")
+	fs.VisitAll(func(f *flag.Flag) {
+		name, text := flag.UnquoteUsage(f)
+		if name != "" {
+			name = " " + name
+		}
+		fmt.Fprintf(w, "  -%s%s\n", f.Name, name)
+		switch f.DefValue {
+		case "", "0", "false", "0s":
+		default:
+			text += " (default " + f.DefValue + ")"
+		}
+		for _, line := range wrap(text, helpWidth-8) {
+			fmt.Fprintln(w, "        "+line)
+		}
+	})
+}
+
+// wrap breaks text into lines of at most width characters at spaces, never inside
+// brackets, so that a synopsis keeps "[--http ADDR]" on one line. A word longer than
+// width has a line of its own.
+func wrap(text string, width int) []string {
+	var words []string
+	depth, start := 0, 0
+	for i, r := range text {
+		switch r {
+		case '[':
+			depth++
+		case ']':
+			depth--
+		case ' ':
+			if depth == 0 {
+				if i > start {
+					words = append(words, text[start:i])
+				}
+				start = i + 1
+			}
+		}
+	}
+	if start < len(text) {
+		words = append(words, text[start:])
+	}
+	var lines []string
+	var cur strings.Builder
+	for _, word := range words {
+		if cur.Len() > 0 && utf8.RuneCountInString(cur.String())+1+utf8.RuneCountInString(word) > width {
+			lines = append(lines, cur.String())
+			cur.Reset()
+		}
+		if cur.Len() > 0 {
+			cur.WriteByte(' ')
+		}
+		cur.WriteString(word)
+	}
+	if cur.Len() > 0 {
+		lines = append(lines, cur.String())
+	}
+	return lines
 }
 
 // listFlag is a flag that may be given several times.

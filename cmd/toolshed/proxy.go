@@ -14,24 +14,22 @@ import (
 
 func runProxy(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("proxy", flag.ContinueOnError)
-	listenFlag := fs.String("listen", "127.0.0.1:8787", "serve the Messages API on `ADDR` (a bare port binds 127.0.0.1)")
+	listenFlag := fs.String("listen", "127.0.0.1:8787", "serve the Messages API at http://`ADDR`/v1/messages: a port (which binds 127.0.0.1) or host:port")
 	upstreamURL := fs.String("upstream-url", "", "the upstream API's base `URL` (default https://api.anthropic.com, or https://api.openai.com/v1 for openai)")
-	kind := fs.String("upstream-kind", "anthropic", "the upstream's wire format: `anthropic` (Messages API) or openai (Chat Completions)")
-	model := fs.String("model", "", "send every request to this upstream `MODEL` instead of the one the client names")
-	token := fs.String("token", os.Getenv("TOOLSHED_TOKEN"), "`TOKEN` clients must send as their API key (x-api-key or Authorization: Bearer; default $TOOLSHED_TOKEN)")
+	kind := fs.String("upstream-kind", "anthropic", "the upstream's wire format, `KIND`: anthropic (the Messages API) or openai (Chat Completions)")
+	model := fs.String("model", "", "send every request to upstream model `NAME` instead of the one the client names")
+	token := envDefault(fs.String("token", "", "`TOKEN` clients must send as their API key, as x-api-key or Authorization: Bearer (default $TOOLSHED_TOKEN)"), "TOOLSHED_TOKEN")
 	doors := addDoorFlags(fs)
-	maxIter := fs.Int("max-iterations", 0, "most upstream calls per request while the model searches (default 8; then stop_reason pause_turn)")
+	maxIter := fs.Int("max-iterations", 8, "make at most `N` upstream calls for one request while the model searches, then answer with stop_reason pause_turn")
 	drain := fs.Duration("drain-timeout", gateway.DefaultDrainTimeout, "after SIGINT or SIGTERM, stop accepting and let requests in flight finish for up to `DURATION` (a second signal stops at once)")
 	emb := addEmbedFlags(fs, hybrid.DefaultQueryTimeout)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: toolshed proxy [--listen ADDR] [--upstream-url URL] [--upstream-kind anthropic|openai] [--model MODEL] [--token TOKEN]")
-		fmt.Fprintln(stderr, "Serves POST /v1/messages and /v1/messages/count_tokens with Anthropic's tool search (defer_loading,")
-		fmt.Fprintln(stderr, "tool_search_tool_regex/bm25, tool_reference; or the client's own search, as Claude Code's ToolSearch)")
-		fmt.Fprintln(stderr, "for any model. The upstream key comes from the environment: ANTHROPIC_API_KEY, or OPENAI_API_KEY")
-		fmt.Fprintln(stderr, "for openai. It is never logged, and replaces the client's key.")
-		fs.PrintDefaults()
+		printUsage(stdout, fs, "[--listen ADDR] [--upstream-url URL] [--upstream-kind KIND] [--model NAME] [--max-iterations N] [--drain-timeout DURATION] "+
+			doorSynopsis+" "+embedSynopsis,
+			"Serves POST /v1/messages and /v1/messages/count_tokens with Anthropic's tool search (defer_loading, tool_search_tool_regex/bm25, tool_reference; or the client's own search, as Claude Code's ToolSearch) for any model. "+
+				"The upstream key comes from the environment: ANTHROPIC_API_KEY, or OPENAI_API_KEY for openai. It is never logged, and replaces the client's key.")
 	}
-	if err := parseFlagsOnly(fs, args, stderr); err != nil {
+	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
 	}
 	if err := doors.check(); err != nil {

@@ -35,16 +35,16 @@ type searchResult struct {
 func runSearch(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("search", flag.ContinueOnError)
 	var catalogs listFlag
-	fs.Var(&catalogs, "catalog", "catalog `FILE` to search (repeatable; default: the built-in catalog)")
-	regex := fs.Bool("regex", false, "treat QUERY as a regular expression (Python re syntax RE2 shares, case-insensitive)")
-	limit := fs.Int("limit", search.DefaultLimit, "at most `N` results")
-	asJSON := fs.Bool("json", false, "print JSON")
+	fs.Var(&catalogs, "catalog", "search the tools of catalog `FILE` (repeatable; default: the built-in catalog)")
+	regex := fs.Bool("regex", false, "read QUERY as a regular expression, case-insensitive (Python re syntax, as far as RE2 shares it)")
+	limit := fs.Int("limit", search.DefaultLimit, "print at most `N` results")
+	asJSON := fs.Bool("json", false, "print JSON, with each result's score and how it matched")
 	emb := addEmbedFlags(fs, interactiveQueryTimeout)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: toolshed search [--catalog FILE]... [--regex] [--limit N] [--json] [--embed-url URL --embed-model NAME] QUERY")
-		fs.PrintDefaults()
+		printUsage(stdout, fs, "[--catalog FILE]... [--regex] [--limit N] [--json] "+embedSynopsis+" QUERY",
+			"Ranks the catalog's tools for QUERY, words or (with --regex) a pattern, as tool_search does.")
 	}
-	rest, err := parseFlags(fs, args, stderr)
+	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}

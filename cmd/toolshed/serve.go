@@ -24,34 +24,36 @@ import (
 
 func runServe(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	configFile := fs.String("config", os.Getenv("TOOLSHED_CONFIG"), "config `FILE`: mcpServers JSON (Claude Desktop, Cursor, Claude Code, VS Code) or toolshed YAML (default $TOOLSHED_CONFIG)")
-	httpAddr := fs.String("http", "", "serve Streamable HTTP on `ADDR` (8080, 127.0.0.1:8080; a bare port binds 127.0.0.1) instead of stdio")
-	mode := fs.String("tool-search", "", "override tools.tool_search.enabled: auto, on or off")
-	window := fs.Int("context-window", 0, "the model's context window in `TOKENS` for auto mode (default 200,000)")
-	profile := fs.String("profile", "", "serve stdio as profile `NAME` (a scope from the config)")
-	noPrefix := fs.Bool("no-prefix", false, "list tools by their bare names when unambiguous")
-	maxName := fs.Int("max-name-length", 0, "list no tool name longer than `N` characters: longer ones are cut and end in a hash (Gemini CLI: 63 minus the length of mcp_SERVER_)")
-	token := fs.String("token", os.Getenv("TOOLSHED_TOKEN"), "bearer `TOKEN` HTTP clients must send (default $TOOLSHED_TOKEN)")
+	configFile := envDefault(fs.String("config", "", "serve the servers of config `FILE`, with its settings: the mcpServers JSON of Claude Desktop, Cursor or Claude Code, VS Code's servers, or toolshed's YAML (default $TOOLSHED_CONFIG)"), "TOOLSHED_CONFIG")
+	httpAddr := fs.String("http", "", "serve Streamable HTTP at http://`ADDR`/mcp instead of stdio: a port (8080, which binds 127.0.0.1) or host:port")
+	mode := fs.String("tool-search", "", "tool search `MODE`: auto (on when the deferrable tools' definitions reach threshold_pct, 10%, of the context window), on or off (default: the config's tools.tool_search.enabled, else auto)")
+	window := fs.Int("context-window", 0, "the model's context window in `TOKENS`, for auto mode (default: the config's context_window, else 200000)")
+	profile := fs.String("profile", "", "serve the stdio client as profile `NAME`, a scope of the config's profiles (over HTTP, each client chooses its own by path or token)")
+	noPrefix := fs.Bool("no-prefix", false, "list each tool by its bare name (create_issue, not github__create_issue) unless another listed tool has that name")
+	maxName := fs.Int("max-name-length", 0, fmt.Sprintf("list no tool name longer than `N` characters, at least %d (0, the default, is no limit): a longer name keeps its server's start and the whole tool name, with a hash between them (Gemini CLI: 63 minus the length of mcp_SERVER_)", gateway.MinNameLen))
+	token := envDefault(fs.String("token", "", "bearer `TOKEN` HTTP clients must send (default $TOOLSHED_TOKEN; a profile may have its own in the config)"), "TOOLSHED_TOKEN")
 	maxSessions := fs.Int("max-sessions", gateway.DefaultMaxSessions, "keep at most `N` HTTP sessions open at once; past it, a new one gets 503 (-1: no cap)")
 	maxPerToken := fs.Int("max-sessions-per-token", gateway.DefaultMaxSessionsPerToken, "keep at most `N` HTTP sessions open at once per token (all clients count as one when no token is needed); past it, a new one gets 503 (-1: no cap)")
 	stateless := fs.Bool("stateless", false, "serve Streamable HTTP without sessions: every POST on its own, GET and DELETE 405; any replica serves any request, but server-to-client requests (sampling, elicitation, roots), resumable streams and list_changed are lost (see docs/replicas.md)")
-	replica := fs.String("replica-id", os.Getenv("TOOLSHED_REPLICA_ID"), "name this replica `ID` (a DNS label, such as toolshed-1) in the HTTP session ids it issues, ID.random, for a balancer to route each session to its owner (default $TOOLSHED_REPLICA_ID)")
+	replica := envDefault(fs.String("replica-id", "", "name this replica `ID` (a DNS label, such as toolshed-1) in the HTTP session ids it issues, ID.random, for a balancer to route each session to its owner (default $TOOLSHED_REPLICA_ID)"), "TOOLSHED_REPLICA_ID")
 	drain := fs.Duration("drain-timeout", gateway.DefaultDrainTimeout, "after SIGINT or SIGTERM over --http, drain for up to `DURATION`: /readyz answers 503 and new sessions are refused while open sessions are served and calls in flight may finish; then what is left is cancelled and the servers stopped (over stdio, calls are cancelled at once; a second signal stops at once)")
 	metricsAddr := fs.String("metrics-addr", "", "also serve Prometheus metrics at http://`ADDR`/metrics, without a token (a bare port binds 127.0.0.1); over --http, GET /metrics is served too, with the token /status needs")
 	doors := addDoorFlags(fs)
 	logFlags := searchLogFlags{
 		db:      fs.String("db", "", "record searches and calls in `DSN`: a SQLite file, a postgres:// URL, or off (default: the config's search_log.db, else $XDG_DATA_HOME/toolshed/searchlog.db)"),
-		queries: fs.String("log-queries", "", "what the search log keeps of each query: plain, hash (sha256) or off (default: the config's search_log.queries, else plain)"),
+		queries: fs.String("log-queries", "", "`MODE` of keeping each query in the search log: plain (the text), hash (its SHA-256) or off (default: the config's search_log.queries, else plain)"),
 	}
 	emb := addEmbedFlags(fs, hybrid.DefaultQueryTimeout)
 	var catalogs listFlag
-	fs.Var(&catalogs, "catalog", "also serve a catalog `FILE` as definition-only tools (repeatable)")
+	fs.Var(&catalogs, "catalog", "also serve catalog `FILE`'s tools, listed and searched but not run: a call says how to configure the real server (repeatable)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: toolshed serve [--config FILE] [--http ADDR] [--tool-search auto|on|off] [--context-window N] [--profile NAME] [--no-prefix]")
-		fmt.Fprintln(stderr, "Without --config or --catalog, it serves the built-in catalog: the tool definitions of 21 real MCP servers.")
-		fs.PrintDefaults()
+		printUsage(stdout, fs, "[--config FILE] [--catalog FILE]... [--profile NAME] [--tool-search MODE] [--context-window TOKENS] [--no-prefix] [--max-name-length N] "+
+			"[--http ADDR] [--stateless] [--replica-id ID] [--max-sessions N] [--max-sessions-per-token N] [--drain-timeout DURATION] [--metrics-addr ADDR] "+
+			doorSynopsis+" [--db DSN] [--log-queries MODE] "+embedSynopsis,
+			"Runs the MCP gateway: it serves the tools of every server in the config to one MCP client over stdio, or to many over Streamable HTTP with --http, and, when the tools are many, replaces them with tool_search, tool_describe and tool_call. "+
+				"Without --config or --catalog, it serves the built-in catalog: the tool definitions of 21 real MCP servers, whose calls say how to configure the real server.")
 	}
-	if err := parseFlagsOnly(fs, args, stderr); err != nil {
+	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
 	}
 	if err := doors.check(); err != nil {

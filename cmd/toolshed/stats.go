@@ -35,17 +35,15 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 	from := fs.String("from", "", "read the records from `FILE` (JSON lines of searches and calls) instead of the search log")
 	var catalogs listFlag
 	fs.Var(&catalogs, "catalog", "catalog `FILE` of the tools served (repeatable): lists the tools never surfaced, and checks suggested keywords against descriptions")
-	configFile := fs.String("config", os.Getenv("TOOLSHED_CONFIG"), "the gateway's config `FILE` (default $TOOLSHED_CONFIG): its servers are started to list their tools, as --catalog does")
+	configFile := envDefault(fs.String("config", "", "start the servers of the gateway's config `FILE` to list their tools, as --catalog does (default $TOOLSHED_CONFIG)"), "TOOLSHED_CONFIG")
 	asJSON := fs.Bool("json", false, "print JSON")
 	htmlFile := fs.String("html", "", "write the report as one self-contained web page to `FILE`")
 	top := fs.Int("top", stats.DefaultTop, "keep `N` rows in each ranked list")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: toolshed stats [--since 7d] [--db DSN | --from FILE] [--config FILE] [--catalog FILE]... [--json] [--html FILE]")
-		fmt.Fprintln(stderr, "How tool search served: searches, empty results, likely misses, badly ranked and unsurfaced calls,")
-		fmt.Fprintln(stderr, "server errors, latency, tokens saved, and suggested keyword overrides for the tools it missed.")
-		fs.PrintDefaults()
+		printUsage(stdout, fs, "[--since WINDOW] [--until TIME] [--db DSN | --from FILE] [--config FILE] [--catalog FILE]... [--top N] [--json] [--html FILE]",
+			"How tool search served, from the search log: searches, empty results, likely misses, badly ranked and unsurfaced calls, server errors, latency, tokens saved, and suggested keyword overrides for the tools it missed.")
 	}
-	if err := parseFlagsOnly(fs, args, stderr); err != nil {
+	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
 	}
 	window, err := stats.ParseSince(*sinceFlag)

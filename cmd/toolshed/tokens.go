@@ -60,16 +60,16 @@ type toolCost struct {
 func runTokens(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("tokens", flag.ContinueOnError)
 	var catalogs listFlag
-	fs.Var(&catalogs, "catalog", "catalog `FILE` (repeatable; default: the built-in catalog)")
-	window := fs.Int("context-window", 200000, "the model's context window in `TOKENS` (0: unknown, auto then turns on at 20,000)")
-	configFile := fs.String("config", "", "YAML `FILE` with tools.tool_search settings (mode, threshold_pct)")
+	fs.Var(&catalogs, "catalog", "count the tools of catalog `FILE` (repeatable; default: the built-in catalog)")
+	window := fs.Int("context-window", 200000, "the model's context window in `TOKENS` (0: unknown, and auto then turns on at 20,000 tokens)")
+	configFile := fs.String("config", "", "take the tools.tool_search settings (enabled, threshold_pct) from YAML `FILE`")
 	top := fs.Int("top", 20, "list the `N` most expensive tools (0: all)")
-	asJSON := fs.Bool("json", false, "print JSON (with every tool)")
+	asJSON := fs.Bool("json", false, "print JSON, with every tool")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: toolshed tokens [--catalog FILE]... [--context-window N] [--config FILE] [--json]")
-		fs.PrintDefaults()
+		printUsage(stdout, fs, "[--catalog FILE]... [--context-window TOKENS] [--config FILE] [--top N] [--json]",
+			"Shows what the catalog's tool definitions cost a model (o200k_base tokens), per server and per tool, and what a model sees with tool search and without.")
 	}
-	rest, err := parseFlags(fs, args, stderr)
+	rest, err := parseFlags(fs, args)
 	if err != nil {
 		return err
 	}

@@ -27,9 +27,9 @@ func imageRequired() bool {
 // on this machine (nothing is pulled; see buildStage), its final stage, FROM scratch, is
 // built by Debian's buildah, and the image runs under buildah's chroot isolation (no user
 // namespace, cgroup or OCI runtime needed) with the host's network, as its nonroot user.
-// It checks what the image's config says (user, entrypoint, environment), that it serves
-// /healthz, /readyz and MCP with the stamped version, and that the search log lands in the
-// data directory nonroot owns.
+// It checks what the image's config says (user, entrypoint, environment), that it carries
+// LICENSE and NOTICE, that it serves /healthz, /readyz and MCP with the stamped version,
+// and that the search log lands in the data directory nonroot owns.
 func TestImage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds an image")
@@ -110,6 +110,12 @@ func TestImage(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, "etc/ssl/certs/ca-certificates.crt")); err != nil {
 		t.Errorf("image: no CA certificates: %v", err)
+	}
+	for _, name := range shippedNotices {
+		got, err := os.ReadFile(filepath.Join(root, "usr/share/doc/toolshed", name))
+		if err != nil || string(got) != readRoot(t, name) {
+			t.Errorf("image: /usr/share/doc/toolshed/%s is not the repository's %s (%v)", name, name, err)
+		}
 	}
 
 	// The data directory is a volume (VOLUME in the Dockerfile, a volume in deploy/k8s):
