@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolshed/toolshed/bridge"
+	"github.com/toolshed/toolshed/internal/percent"
 	"github.com/toolshed/toolshed/policy"
 	"github.com/toolshed/toolshed/tokens"
 )
@@ -110,12 +111,10 @@ func runTokens(args []string, stdout, stderr io.Writer) error {
 		BridgeTokens: bridgeTokens, WithSearchTokens: on.VisibleTokens + bridgeTokens,
 		Active: plan.Active, Reason: plan.Reason,
 	}
-	out.TotalPct = pct(out.TotalTokens, *window)
-	if out.TotalTokens > 0 {
-		out.SavingsPct = round1(100 * float64(out.TotalTokens-out.WithSearchTokens) / float64(out.TotalTokens))
-	}
+	out.TotalPct = percent.Of(out.TotalTokens, *window)
+	out.SavingsPct = percent.Of(out.TotalTokens-out.WithSearchTokens, out.TotalTokens)
 	for _, s := range snap.Servers() {
-		out.ServerCosts = append(out.ServerCosts, serverCost{s.Name, s.Tools, s.Tokens, pct(s.Tokens, out.TotalTokens)})
+		out.ServerCosts = append(out.ServerCosts, serverCost{s.Name, s.Tools, s.Tokens, percent.Of(s.Tokens, out.TotalTokens)})
 	}
 	for _, t := range snap.Tools() {
 		out.ToolCosts = append(out.ToolCosts, toolCost{t.Qualified, t.Server, snap.ToolTokens(t), t.Pinned})
@@ -127,12 +126,12 @@ func runTokens(args []string, stdout, stderr io.Writer) error {
 
 	fmt.Fprintf(stdout, "%d tools on %d servers cost %s tokens (%s, counted as Anthropic tool definitions).\n", out.Tools, out.Servers, thousands(out.TotalTokens), out.Encoding)
 	if *window > 0 {
-		fmt.Fprintf(stdout, "That is %.1f%% of a %s-token context window.\n", out.TotalPct, thousands(*window))
+		fmt.Fprintf(stdout, "That is %s of a %s-token context window.\n", percent.Text(out.TotalPct), thousands(*window))
 	}
 	fmt.Fprintln(stdout)
 	rows := [][]string{{"SERVER", "TOOLS", "TOKENS", "SHARE"}}
 	for _, s := range out.ServerCosts {
-		rows = append(rows, []string{s.Name, fmt.Sprint(s.Tools), thousands(s.Tokens), fmt.Sprintf("%.1f%%", s.Pct)})
+		rows = append(rows, []string{s.Name, fmt.Sprint(s.Tools), thousands(s.Tokens), percent.Text(s.Pct)})
 	}
 	table(stdout, rows)
 	fmt.Fprintln(stdout)
@@ -151,7 +150,7 @@ func runTokens(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "  without tool search  %s tokens\n", thousands(out.TotalTokens))
 	fmt.Fprintf(stdout, "  with tool search      %s tokens (3 bridge tools: %s; %d tools listed directly: %s)\n",
 		thousands(out.WithSearchTokens), thousands(out.BridgeTokens), out.PinnedTools, thousands(out.VisibleTokens))
-	fmt.Fprintf(stdout, "  savings               %.1f%%\n", out.SavingsPct)
+	fmt.Fprintf(stdout, "  savings               %s\n", percent.Text(out.SavingsPct))
 	state := "OFF"
 	if out.Active {
 		state = "ON"
@@ -176,15 +175,6 @@ func table(w io.Writer, rows [][]string) {
 		fmt.Fprintln(w, line)
 	}
 }
-
-func pct(part, whole int) float64 {
-	if whole <= 0 {
-		return 0
-	}
-	return round1(100 * float64(part) / float64(whole))
-}
-
-func round1(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }
 
 // thousands formats n with comma separators.
 func thousands(n int) string {
