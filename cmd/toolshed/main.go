@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/toolshed/toolshed/gateway/config"
 )
 
 // command is one subcommand: its name, a one-line summary, and what runs it.
@@ -36,7 +38,7 @@ func main() {
 }
 
 // run executes a command line and returns the exit status: 0 success, 1 failure, 2 a
-// command line that is wrong.
+// command line or a config file that is wrong (config.ErrConfig says which configs are).
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stdout)
@@ -57,6 +59,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 0
 		case errors.Is(err, errUsage):
 			fmt.Fprintf(stderr, "toolshed %s: %v\n", c.name, strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
+			return 2
+		case errors.Is(err, config.ErrConfig):
+			fmt.Fprintf(stderr, "toolshed %s: %v\n", c.name, err)
 			return 2
 		default:
 			fmt.Fprintf(stderr, "toolshed %s: %v\n", c.name, err)

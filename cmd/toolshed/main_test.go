@@ -64,7 +64,7 @@ func TestCommands(t *testing.T) {
 		{"lint-not-json-catalog", "lint --catalog testdata/small.json --catalog testdata/notjson.json", 1},
 		{"lint-catalog-and-config", "lint --catalog testdata/small.json --config testdata/serve-profiles.yaml", 2},
 		{"lint-extra-args", "lint github", 2},
-		{"lint-missing-config", "lint --config testdata/missing.yaml", 1},
+		{"lint-missing-config", "lint --config testdata/missing.yaml", 2},
 		{"serve-bad-max-sessions", "serve --max-sessions 0", 2},
 		{"serve-bad-max-sessions-per-token", "serve --max-sessions-per-token -2", 2},
 		{"proxy-bad-kind", "proxy --upstream-kind gemini", 2},

@@ -99,14 +99,13 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	opts.StopTimeout = min(*drain, gateway.DefaultStopTimeout)
 	cfg := &config.Config{}
 	if *configFile != "" {
-		var warns []config.Warning
-		var err error
-		cfg, warns, err = config.Load(*configFile)
-		if err != nil {
-			return err
+		load := loadServersConfig
+		if len(catalogs) > 0 {
+			load = loadConfig // the catalogs are served, whatever servers the config has
 		}
-		for _, w := range warns {
-			fmt.Fprintf(stderr, "toolshed: warning: %s: %s\n", *configFile, w)
+		var err error
+		if cfg, err = load(*configFile, stderr); err != nil {
+			return err
 		}
 	}
 	// Every flag and the config are checked before anything starts: a mistake is

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/gateway/config"
 	"github.com/toolshed/toolshed/internal/stats"
 	"github.com/toolshed/toolshed/searchlog"
 )
@@ -64,6 +65,14 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 	if *from != "" && *dsn != "" {
 		return usageErr("--db and --from both name the records; give one")
 	}
+	// The config is read before the records, and its servers start after them: a
+	// mistake in it is reported at once, and servers start only for a log that reads.
+	var cfg *config.Config
+	if *configFile != "" {
+		if cfg, err = loadServersConfig(*configFile, stderr); err != nil {
+			return err
+		}
+	}
 	since := until.Add(-window)
 	read := readFile(*from)
 	if *from == "" {
@@ -77,11 +86,10 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// The catalog comes after the records: a config's servers start only for a log that reads.
 	var snap *catalog.Snapshot
 	switch {
-	case *configFile != "":
-		if snap, _, err = configCatalog(context.Background(), *configFile, "counted", stderr); err != nil {
+	case cfg != nil:
+		if snap, err = configCatalog(context.Background(), cfg, *configFile, "counted", stderr); err != nil {
 			return err
 		}
 	case len(catalogs) > 0:
