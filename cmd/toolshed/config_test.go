@@ -39,16 +39,18 @@ func TestConfigErrors(t *testing.T) {
 	tests := []struct {
 		name, file string
 		want       []string // in the message, besides the file's name
+		// tokens reads a file of settings alone as settings for the catalog.
+		tokensServes bool
 	}{
-		{"missing", filepath.Join(dir, "missing.json"), []string{"cannot read the configuration file", "no such file", "check the path"}},
-		{"unreadable", unreadable, []string{"cannot read the configuration file", "is a directory"}},
-		{"unparsable", write("unparsable.json", `{"mcpServers": {"a": }`), []string{"not valid JSON", "fix the syntax"}},
+		{"missing", filepath.Join(dir, "missing.json"), []string{"cannot read the configuration file", "no such file", "check the path"}, false},
+		{"unreadable", unreadable, []string{"cannot read the configuration file", "is a directory"}, false},
+		{"unparsable", write("unparsable.json", `{"mcpServers": {"a": }`), []string{"not valid JSON", "fix the syntax"}, false},
 		{"wrong type, the only server", write("wrongtype.json", `{"mcpServers": {"x": {"command": 5}}}`),
-			[]string{"its one server cannot be used, so there is nothing to serve", "mcpServers.x.command: is the number 5, not a string", "in quotes"}},
-		{"empty mcpServers", write("empty.json", `{"mcpServers": {}}`), []string{"has no servers", "list the upstream servers under mcpServers"}},
-		{"settings alone", write("settings.yaml", "tools: {tool_search: {enabled: on}}\n"), []string{"lists no servers", "under mcpServers"}},
+			[]string{"its one server cannot be used, so there is nothing to serve", "mcpServers.x.command: is the number 5, not a string", "in quotes"}, false},
+		{"empty mcpServers", write("empty.json", `{"mcpServers": {}}`), []string{"has no servers", "list the upstream servers under mcpServers"}, false},
+		{"settings alone", write("settings.yaml", "tools: {tool_search: {enabled: on}}\n"), []string{"lists no servers", "under mcpServers"}, true},
 		{"every server disabled", write("disabled.json", `{"mcpServers": {"a": {"command": "a", "disabled": true}, "b": {"command": "b", "enabled": false}}}`),
-			[]string{"disables every server it lists (a, b)", "remove its disabled: true"}},
+			[]string{"disables every server it lists (a, b)", "remove its disabled: true"}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -68,7 +70,11 @@ func TestConfigErrors(t *testing.T) {
 			for _, args := range [][]string{
 				{"lint", "--config", tc.file},
 				{"stats", "--from", statsLog, "--config", tc.file},
+				{"tokens", "--config", tc.file},
 			} {
+				if args[0] == "tokens" && tc.tokensServes {
+					continue
+				}
 				var stdout, stderr bytes.Buffer
 				code := run(args, &stdout, &stderr)
 				check(args[0], code, stdout.String(), stderr.String())
@@ -79,7 +85,7 @@ func TestConfigErrors(t *testing.T) {
 
 // TestConfigBadEntryAmongGood: a server entry that cannot be used, beside one that can,
 // is a warning naming it, and the other is served (serve, the binary over HTTP) and
-// counted (lint, stats).
+// counted (lint, stats, tokens).
 func TestConfigBadEntryAmongGood(t *testing.T) {
 	bin := toolshedBinary(t)
 	mcmd, margs := testupstream.Memory(t)
@@ -95,6 +101,7 @@ func TestConfigBadEntryAmongGood(t *testing.T) {
 	for _, args := range [][]string{
 		{"lint", "--json", "--config", cfg},
 		{"stats", "--json", "--from", statsLog, "--config", cfg},
+		{"tokens", "--json", "--config", cfg},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := run(args, &stdout, &stderr); code != 0 || !strings.Contains(stderr.String(), warning) {

@@ -46,6 +46,7 @@ func TestCommands(t *testing.T) {
 		{"tokens-small-json", "tokens --catalog testdata/small.json --json", 0},
 		{"tokens-small-unknown-window", "tokens --catalog testdata/small.json --context-window 0", 0},
 		{"tokens-bad-window", "tokens --context-window -1", 2},
+		{"tokens-settings-config", "tokens --catalog testdata/small.json --config testdata/tokens-settings.yaml", 0},
 		{"eval", "eval --catalog testdata/small.json --queries testdata/small-queries.jsonl", 0},
 		{"eval-json", "eval --catalog testdata/small.json --queries testdata/small-queries.jsonl --json", 0},
 		{"eval-misses", "eval --catalog testdata/small.json --queries testdata/small-queries.jsonl --misses", 0},
