@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -126,6 +127,9 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 func readFile(path string) readLog {
 	return func(_ context.Context, since time.Time) ([]searchlog.Search, []searchlog.Call, error) {
 		f, err := os.Open(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, fmt.Errorf("there is no records file at %s: check the path given to --from (a file of JSON lines of searches and calls), or leave --from out to read the search log", path)
+		}
 		if err != nil {
 			return nil, nil, err
 		}

@@ -153,3 +153,50 @@ func TestStatsConfig(t *testing.T) {
 		t.Errorf("exit %d, stderr:\n%s", code, stderr.String())
 	}
 }
+
+// TestStatsMissingFiles: a search log or records file that is not there is an error
+// saying so and what to do, and creates nothing: --db /tmp/typo.db created an empty
+// database (and --db in a missing directory, the directory too) and reported "no
+// searches".
+func TestStatsMissingFiles(t *testing.T) {
+	t.Setenv("TOOLSHED_CONFIG", "") // the default of --config
+	data := t.TempDir()
+	t.Setenv("XDG_DATA_HOME", data)
+	def := filepath.Join(data, "toolshed", "searchlog.db")
+	for _, tc := range []struct {
+		name, args string // DIR in args is a fresh directory
+		want       []string
+		file       string // the path the error names, under DIR
+	}{
+		{"db typo", "--db DIR/typo.db",
+			[]string{"there is no search log at", "check the path given to --db", "without --db, stats reads " + def}, "typo.db"},
+		{"db in a missing directory", "--db DIR/nodir/log.db", []string{"there is no search log at", "--db"}, "nodir/log.db"},
+		{"db sqlite:PATH", "--db sqlite:DIR/typo.db", []string{"there is no search log at", "--db"}, "typo.db"},
+		{"db file:PATH", "--db file:DIR/typo.db?_pragma=busy_timeout(100)", []string{"there is no search log at", "--db"}, "typo.db"},
+		{"default log", "", []string{"there is no search log at " + def + " yet", "toolshed serve records one", "--db"}, ""},
+		{"from", "--from DIR/log.jsonl", []string{"there is no records file at", "check the path given to --from", "leave --from out"}, "log.jsonl"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var stdout, stderr bytes.Buffer
+			code := run(strings.Fields("stats "+strings.ReplaceAll(tc.args, "DIR", dir)), &stdout, &stderr)
+			want := tc.want
+			if tc.file != "" {
+				want = append(want, filepath.Join(dir, tc.file))
+			}
+			if code != 1 || stdout.Len() != 0 {
+				t.Errorf("exit %d, want 1 with nothing on stdout\nstdout: %s\nstderr: %s", code, stdout.String(), stderr.String())
+			}
+			for _, w := range want {
+				if !strings.Contains(stderr.String(), w) {
+					t.Errorf("stderr lacks %q:\n%s", w, stderr.String())
+				}
+			}
+			for _, d := range []string{dir, data} {
+				if entries, _ := os.ReadDir(d); len(entries) > 0 {
+					t.Errorf("stats created %v in %s", entries, d)
+				}
+			}
+		})
+	}
+}
