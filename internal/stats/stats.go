@@ -68,6 +68,12 @@ type Report struct {
 	Unsurfaced  RankedCalls `json:"unsurfaced_calls"`
 	TopTools    []ToolCalls `json:"top_tools"`
 	Servers     []Server    `json:"servers"`
+	// UnknownTools are the calls that named no tool their session could see (an unknown
+	// name, or a tool outside its profile): the gateway refused them, and recorded no
+	// server. They count among Calls and their latency, but belong to no server and to
+	// no tool, so ToolsCalled, TopTools, LowRank, Unsurfaced, Servers and Suggestions
+	// leave them out; Tools lists the names called.
+	UnknownTools RankedCalls `json:"unknown_tool_calls"`
 
 	NeverSurfaced NeverSurfaced `json:"never_surfaced"`
 
@@ -365,12 +371,16 @@ func topQueries(counts map[string]int, top int) []QueryCount {
 
 // callFigures counts the calls by tool, by server and by rank.
 func (r *Report) callFigures(calls []searchlog.Call, top int) {
-	all, low, unsurfaced := tally{}, tally{}, tally{}
+	all, low, unsurfaced, unknown := tally{}, tally{}, tally{}, tally{}
 	servers := map[string]*Server{}
 	serverLat := map[string][]time.Duration{}
 	lat := make([]time.Duration, 0, len(calls))
 	for _, c := range calls {
 		lat = append(lat, c.Duration)
+		if unknownTool(c) {
+			unknown.add(c)
+			continue
+		}
 		all.add(c)
 		switch {
 		case c.Rank == 0:
@@ -399,6 +409,7 @@ func (r *Report) callFigures(calls []searchlog.Call, top int) {
 	r.TopTools = all.top(top)
 	r.LowRank = RankedCalls{low.calls, percent.Of(low.calls, r.Calls), low.top(top)}
 	r.Unsurfaced = RankedCalls{unsurfaced.calls, percent.Of(unsurfaced.calls, r.Calls), unsurfaced.top(top)}
+	r.UnknownTools = RankedCalls{unknown.calls, percent.Of(unknown.calls, r.Calls), unknown.top(top)}
 	r.Servers = make([]Server, 0, len(servers))
 	for name, s := range servers {
 		s.ErrorPct = percent.Of(s.Errors, s.Calls)
@@ -410,6 +421,10 @@ func (r *Report) callFigures(calls []searchlog.Call, top int) {
 		return cmp.Or(cmp.Compare(b.Calls, a.Calls), cmp.Compare(a.Server, b.Server))
 	})
 }
+
+// unknownTool reports whether a call named no tool its session could see: the gateway
+// records such a call with no server.
+func unknownTool(c searchlog.Call) bool { return c.Server == "" }
 
 // tally counts calls by tool.
 type tally struct {

@@ -40,6 +40,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	line("Calls", count(r.Calls), "")
 	line(fmt.Sprintf("  ranked below %d", LowRank), count(r.LowRank.Count), percent.Text(r.LowRank.Pct)+" of calls: the tool came back 4th or lower")
 	line("  not surfaced", count(r.Unsurfaced.Count), percent.Text(r.Unsurfaced.Pct)+" of calls: no search of the session returned the tool")
+	if u := r.UnknownTools; u.Count > 0 {
+		line("  unknown tools", count(u.Count), percent.Text(u.Pct)+" of calls: they named no tool the session could see, so no server")
+	}
 	if t := r.Tokens; t.Searches > 0 {
 		line("Tokens saved", count64(t.Saved), fmt.Sprintf("%s of the catalog's cost, %s a search", percent.Text(t.SavedPct), count64(t.PerSearch)))
 	}
@@ -76,6 +79,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	toolTable(&b, fmt.Sprintf("Calls of tools ranked below %d", LowRank), r.LowRank.Tools, true)
 	toolTable(&b, "Calls of tools no search returned", r.Unsurfaced.Tools, false)
+	toolTable(&b, "Calls of unknown tools (no server)", r.UnknownTools.Tools, false)
 
 	ns := r.NeverSurfaced
 	switch {
