@@ -68,8 +68,9 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 	if target == "" {
 		target = "the default " + *kind + " API"
 	}
-	fmt.Fprintf(stderr, "toolshed: Messages API with tool search at http://%s/v1/messages, forwarding to %s\n", ln.Addr(), target)
-	fmt.Fprintf(stderr, "toolshed: point a client at it, e.g. ANTHROPIC_BASE_URL=http://%s\n", ln.Addr())
+	url, note := openURL(ln)
+	fmt.Fprintf(stderr, "toolshed: Messages API with tool search at %s/v1/messages, forwarding to %s%s\n", url, target, note)
+	fmt.Fprintf(stderr, "toolshed: point a client at it, e.g. ANTHROPIC_BASE_URL=%s\n", url)
 	ctx, stop := onSignals(stderr, *drain, 0, nil)
 	defer stop()
 	return serveUntil(ctx, ln, p.Handler(), doors.limits(), *drain, fmt.Sprintf("the drain timeout (%v, --drain-timeout)", *drain))

@@ -205,7 +205,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	defer func() { stopRun(); <-runDone }()
 	if metricsLn != nil {
 		go serveUntil(ctx, metricsLn, opts.Metrics.Handler(), doors.limits(), time.Second, "the stop")
-		fmt.Fprintf(stderr, "toolshed: serving Prometheus metrics at http://%s/metrics\n", metricsLn.Addr())
+		url, note := openURL(metricsLn)
+		fmt.Fprintf(stderr, "toolshed: serving Prometheus metrics at %s/metrics%s\n", url, note)
 	}
 
 	if *httpAddr == "" {
@@ -220,7 +221,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	fmt.Fprintf(stderr, "toolshed: serving MCP over Streamable HTTP at http://%s/mcp (profiles at /mcp/{profile})%s\n", ln.Addr(), httpMode(*stateless, *replica))
+	url, note := openURL(ln)
+	fmt.Fprintf(stderr, "toolshed: serving MCP over Streamable HTTP at %s/mcp (profiles at /mcp/{profile})%s%s\n", url, httpMode(*stateless, *replica), note)
 	return serveUntil(ctx, ln, g.Handler(gateway.HTTPOptions{Token: *token, AllowOrigins: doors.origins, AllowHosts: doors.hosts, MaxSessions: *maxSessions, MaxSessionsPerToken: *maxPerToken, Stateless: *stateless, ReplicaID: *replica}), doors.limits(), opts.StopTimeout+httpStopBound,
 		fmt.Sprintf("the drain timeout (%v, --drain-timeout) and the cancellation of their calls", *drain))
 }
