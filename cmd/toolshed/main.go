@@ -28,6 +28,7 @@ var commands = []command{
 	{"eval", "measure retrieval quality and speed on a benchmark set", runEval},
 	{"lint", "how findable and usable each tool is, and how to fix it", runLint},
 	{"stats", "how tool search served, from the search log: misses, ranking, errors, suggested overrides", runStats},
+	{"version", "print toolshed's version, its Go version and source revision (also --version)", runVersion},
 }
 
 // errUsage marks errors whose message is a usage problem: exit status 2.
@@ -46,6 +47,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		return 0
+	}
+	if args[0] == "--version" || args[0] == "-version" {
+		args[0] = "version" // the flag, as Go's flag package reads it with one dash or two
 	}
 	for _, c := range commands {
 		if c.name != args[0] {
