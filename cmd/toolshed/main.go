@@ -49,7 +49,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if args[0] == "--version" || args[0] == "-version" {
-		args[0] = "version" // the flag, as Go's flag package reads it with one dash or two
+		// The flag, with one dash or two as Go's flag package reads flags.
+		args = append([]string{"version"}, args[1:]...)
 	}
 	for _, c := range commands {
 		if c.name != args[0] {
@@ -64,11 +65,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		case errors.Is(err, errUsage):
 			fmt.Fprintf(stderr, "toolshed %s: %v\n", c.name, strings.TrimPrefix(err.Error(), errUsage.Error()+": "))
 			return 2
-		case errors.Is(err, config.ErrConfig):
-			fmt.Fprintf(stderr, "toolshed %s: %v\n", c.name, err)
-			return 2
 		default:
 			fmt.Fprintf(stderr, "toolshed %s: %v\n", c.name, err)
+			if errors.Is(err, config.ErrConfig) {
+				return 2 // a config the user must fix, as a wrong command line
+			}
 			return 1
 		}
 	}
