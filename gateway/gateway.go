@@ -28,10 +28,12 @@ import (
 	"github.com/toolshed/toolshed/searchlog"
 )
 
-// Version is toolshed's version, reported to clients and upstreams. It is a variable so
-// that release builds stamp it: go build -ldflags "-X github.com/toolshed/toolshed/gateway.Version=1.2.3"
-// (the Dockerfile and .goreleaser.yaml do).
-var Version = "0.1.0"
+// Version is toolshed's version, reported to clients and upstreams, in the metrics
+// (toolshed_build_info) and by toolshed version. Release builds stamp it: go build
+// -ldflags "-X github.com/toolshed/toolshed/gateway.Version=1.2.3" (the Dockerfiles and
+// .goreleaser.yaml do). Left unstamped, it is set when the program starts from the
+// module version the go command recorded, else DevVersion (see version.go).
+var Version = ""
 
 // Options configure a Gateway beyond its config file. The zero value works.
 type Options struct {

@@ -75,6 +75,17 @@ func parseDSN(dsn string) (target, error) {
 	return target{path: dsn}, nil
 }
 
+// File returns the SQLite file a database name names (see Open; "" names the default
+// file), and false for a PostgreSQL URL, which names no file. A reader such as toolshed
+// stats checks that the file is there before it opens it, since Open creates it.
+func File(dsn string) (path string, isFile bool, err error) {
+	t, err := parseDSN(dsn)
+	if err != nil || t.postgres != "" {
+		return "", false, err
+	}
+	return t.path, true, nil
+}
+
 // redactErr drops what a URL parse error quotes: the URL, password included.
 func redactErr(err error) error {
 	var ue *url.Error

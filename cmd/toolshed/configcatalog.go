@@ -11,24 +11,40 @@ import (
 	"github.com/toolshed/toolshed/gateway/config"
 )
 
-// configCatalog starts the servers of a gateway config, waits until each has listed its
-// tools or failed, stops them, and returns the catalog a gateway would serve, overrides
-// applied: what lint checks and what stats' tool names refer to. Servers that fail are
-// reported on stderr ("so its tools are not <verb>"), and the others count.
-func configCatalog(ctx context.Context, file, verb string, stderr io.Writer) (*catalog.Snapshot, []catalog.Problem, error) {
+// loadConfig reads the config file a command's --config names and prints its warnings
+// on stderr, also when the file is refused: they can say why. Its error wraps
+// config.ErrConfig, which run turns into exit status 2 (see config.ErrConfig for the
+// rule every command follows).
+func loadConfig(file string, stderr io.Writer) (*config.Config, error) {
 	cfg, warns, err := config.Load(file)
-	if err != nil {
-		return nil, nil, err
-	}
 	for _, w := range warns {
 		fmt.Fprintf(stderr, "toolshed: warning: %s: %s\n", file, w)
 	}
-	if len(cfg.Servers) == 0 {
-		return nil, nil, fmt.Errorf("%s lists no servers; list them under mcpServers, or pass a catalog file with --catalog", file)
+	return cfg, err
+}
+
+// loadServersConfig is loadConfig for a command that starts the config's servers: a
+// config with no server to start is refused too (config.CheckServers).
+func loadServersConfig(file string, stderr io.Writer) (*config.Config, error) {
+	cfg, err := loadConfig(file, stderr)
+	if err != nil {
+		return nil, err
 	}
+	if err := cfg.CheckServers(file); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+// configCatalog starts the servers of cfg (read from file), waits until each has listed
+// its tools or failed, stops them, and returns the catalog a gateway would serve,
+// overrides applied: what lint checks, what tokens counts and what stats' tool names
+// refer to. Servers that fail are reported on stderr ("so its tools are not <verb>"),
+// and the others count.
+func configCatalog(ctx context.Context, cfg *config.Config, file, verb string, stderr io.Writer) (*catalog.Snapshot, error) {
 	g, err := gateway.New(cfg, gateway.Options{Log: stderr})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -59,7 +75,7 @@ func configCatalog(ctx context.Context, file, verb string, stderr io.Writer) (*c
 		}
 	}
 	if up == 0 {
-		return nil, nil, fmt.Errorf("no server of %s started; see the warnings above", file)
+		return nil, fmt.Errorf("no server of %s started; see the warnings above", file)
 	}
-	return g.Catalog(), nil, nil
+	return g.Catalog(), nil
 }

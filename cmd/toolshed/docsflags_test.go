@@ -257,8 +257,9 @@ func TestDocsFlags(t *testing.T) {
 // othersFlags are flags of other programs that the docs write after a toolshed command
 // line, where the scanner takes them for toolshed's, and why.
 var othersFlags = map[string]string{
-	"cli":    "the MCP Inspector's (docs/clients.md)",
-	"method": "the MCP Inspector's, which takes it after the server's command line (docs/clients.md)",
+	"cli":     "the MCP Inspector's (docs/clients.md)",
+	"method":  "the MCP Inspector's, which takes it after the server's command line (docs/clients.md)",
+	"version": "toolshed's own, before any command (toolshed --version is toolshed version)",
 }
 
 // hasFlag reports whether fs defines the flag name, or, for a name ending in a hyphen

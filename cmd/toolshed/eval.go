@@ -12,6 +12,7 @@ import (
 	"github.com/toolshed/toolshed/hybrid"
 	"github.com/toolshed/toolshed/internal/eval"
 	"github.com/toolshed/toolshed/internal/evalsearch"
+	"github.com/toolshed/toolshed/internal/percent"
 	"github.com/toolshed/toolshed/search"
 )
 
@@ -120,7 +121,7 @@ func runLearned(w io.Writer, ix *search.Index, qs []eval.Query, share float64, a
 	if asJSON {
 		return writeJSON(w, r)
 	}
-	fmt.Fprintf(w, "%d queries over %d tools; %.0f%% of them are the log, the rest measured, over %d random splits\n\n", r.Queries, r.Tools, r.Share*100, len(r.Splits))
+	fmt.Fprintf(w, "%d queries over %d tools; %s of them are the log, the rest measured, over %d random splits\n\n", r.Queries, r.Tools, percent.Text(r.Share*100), len(r.Splits))
 	fmt.Fprintf(w, "  seed   log  evidence  measured  recall@5  learned_recall@5\n")
 	for _, s := range r.Splits {
 		fmt.Fprintf(w, "  %4d  %4d  %8d  %8d  %8.3f  %16.3f\n", s.Seed, s.Log, s.Evidence, s.Measured, s.Recall5, s.LearnedRecall5)

@@ -51,12 +51,12 @@ func runLint(args []string, stdout, stderr io.Writer) error {
 	case *configFile != "":
 		// The config's embed section is checked first: a mistake in it is an error
 		// that says what to fix, before any server starts.
-		cfg, _, lerr := config.Load(*configFile)
+		cfg, lerr := loadServersConfig(*configFile, stderr)
 		if lerr != nil {
 			return lerr
 		}
 		extra = checkEmbed(context.Background(), cfg.Embed)
-		snap, problems, err = configCatalog(context.Background(), *configFile, "linted", stderr)
+		snap, err = configCatalog(context.Background(), cfg, *configFile, "linted", stderr)
 	case len(catalogs) > 0:
 		snap, problems, err = lintFiles(catalogs)
 	default:

@@ -71,6 +71,19 @@ func listen(flagName, value string, authenticated bool, stderr io.Writer) (net.L
 	return ln, nil
 }
 
+// openURL is the URL ("http://HOST:PORT") at which a user on this machine reaches ln,
+// and, when ln takes connections on every interface (0.0.0.0 or ::), a note saying so
+// to end a start-up line with ("; it listens on every interface: ..."; "" otherwise):
+// the wildcard address itself ([::]) is no URL anyone can open.
+func openURL(ln net.Listener) (url, note string) {
+	url, everywhere := listenaddr.URL(ln.Addr())
+	if everywhere {
+		_, port, _ := net.SplitHostPort(ln.Addr().String())
+		note = "; it listens on every interface: other machines use this machine's address, port " + port
+	}
+	return url, note
+}
+
 // serveUntil serves h on ln, within lim, until ctx ends, then stops accepting and lets
 // the requests under way finish for up to drain. Requests still running then are cut,
 // and it reports so, saying when they were cut (late: "the drain timeout (5s,

@@ -10,6 +10,8 @@ import (
 	"os"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/toolshed/toolshed/gateway/config"
 )
 
 // command is one subcommand: its name, a one-line summary, and what runs it.
@@ -27,6 +29,7 @@ var commands = []command{
 	{"eval", "measure retrieval quality and speed on a benchmark set", runEval},
 	{"lint", "how findable and usable each tool is, and how to fix it", runLint},
 	{"stats", "how tool search served, from the search log: misses, ranking, errors, suggested overrides", runStats},
+	{"version", "print toolshed's version, its Go version and source revision (also --version)", runVersion},
 }
 
 // errUsage marks errors whose message is a usage problem: exit status 2.
@@ -37,7 +40,7 @@ func main() {
 }
 
 // run executes a command line and returns the exit status: 0 success, 1 failure, 2 a
-// command line that is wrong.
+// command line or a config file that is wrong (config.ErrConfig says which configs are).
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 2 && args[0] == "help" {
 		// "toolshed help serve" is "toolshed serve -h", as it is for go and git.
@@ -49,6 +52,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		return 0
+	}
+	if args[0] == "--version" || args[0] == "-version" {
+		// The flag, with one dash or two as Go's flag package reads flags.
+		args = append([]string{"version"}, args[1:]...)
 	}
 	for _, c := range commands {
 		if c.name != args[0] {
@@ -65,6 +72,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 2
 		default:
 			fmt.Fprintf(stderr, "toolshed %s: %v\n", c.name, err)
+			if errors.Is(err, config.ErrConfig) {
+				return 2 // a config the user must fix, as a wrong command line
+			}
 			return 1
 		}
 	}

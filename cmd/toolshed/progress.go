@@ -3,10 +3,10 @@ package main
 import (
 	"fmt"
 	"io"
-	"math"
 	"sync"
 
 	"github.com/toolshed/toolshed/gateway"
+	"github.com/toolshed/toolshed/internal/percent"
 	"github.com/toolshed/toolshed/policy"
 )
 
@@ -128,7 +128,7 @@ func summaryLine(a gateway.Summary) string {
 	}
 	line += fmt.Sprintf("tools/list lists %s (%s tokens) in place of %s tools (%s tokens)", listed, thousands(a.TokensListed), thousands(a.Tools), thousands(a.TokensAll))
 	if a.TokensAll > 0 && a.TokensListed < a.TokensAll {
-		line += fmt.Sprintf(", %d%% fewer tokens", int(math.Round(100*float64(a.TokensAll-a.TokensListed)/float64(a.TokensAll))))
+		line += ", " + percent.OfText(a.TokensAll-a.TokensListed, a.TokensAll) + " fewer tokens"
 	}
 	return line + "."
 }

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	neturl "net/url"
 	"os"
+	"strings"
 
 	"github.com/toolshed/toolshed/gateway"
 	"github.com/toolshed/toolshed/hybrid"
@@ -42,11 +45,13 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 		return usageErr("--max-iterations must be a positive number, got %d", *maxIter)
 	}
 	var up messages.Upstream
+	keyVar, defaultURL := "ANTHROPIC_API_KEY", messages.DefaultAnthropicURL
 	switch *kind {
 	case "anthropic":
-		up = &messages.Anthropic{BaseURL: *upstreamURL, APIKey: os.Getenv("ANTHROPIC_API_KEY"), Model: *model}
+		up = &messages.Anthropic{BaseURL: *upstreamURL, APIKey: os.Getenv(keyVar), Model: *model}
 	case "openai":
-		up = &messages.OpenAI{BaseURL: *upstreamURL, APIKey: os.Getenv("OPENAI_API_KEY"), Model: *model}
+		keyVar, defaultURL = "OPENAI_API_KEY", messages.DefaultOpenAIURL
+		up = &messages.OpenAI{BaseURL: *upstreamURL, APIKey: os.Getenv(keyVar), Model: *model}
 	default:
 		return usageErr("--upstream-kind must be anthropic or openai, got %q", *kind)
 	}
@@ -62,13 +67,64 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 	if err := emb.proxy(p, stderr); err != nil {
 		return err
 	}
-	target := *upstreamURL
+	target := redactURL(*upstreamURL) // its password, if any, is a key
 	if target == "" {
 		target = "the default " + *kind + " API"
 	}
-	fmt.Fprintf(stderr, "toolshed: Messages API with tool search at http://%s/v1/messages, forwarding to %s\n", ln.Addr(), target)
-	fmt.Fprintf(stderr, "toolshed: point a client at it, e.g. ANTHROPIC_BASE_URL=http://%s\n", ln.Addr())
+	if w := keyWarning(keyVar, os.Getenv(keyVar) != "", *upstreamURL, defaultURL); w != "" {
+		fmt.Fprintln(stderr, w)
+	}
+	url, note := openURL(ln)
+	fmt.Fprintf(stderr, "toolshed: Messages API with tool search at %s/v1/messages, forwarding to %s%s\n", url, target, note)
+	fmt.Fprintf(stderr, "toolshed: point a client at it, e.g. ANTHROPIC_BASE_URL=%s\n", url)
 	ctx, stop := onSignals(stderr, *drain, 0, nil)
 	defer stop()
 	return serveUntil(ctx, ln, p.Handler(), doors.limits(), *drain, fmt.Sprintf("the drain timeout (%v, --drain-timeout)", *drain))
+}
+
+// keyWarning is what proxy says at start-up when the variable keyVar that holds the
+// upstream's key (ANTHROPIC_API_KEY, or OPENAI_API_KEY for openai) is empty: the
+// upstream then gets no key at all, since a client's own key (x-api-key, Authorization)
+// is never forwarded (it may be the proxy's --token, and is the client's to the proxy,
+// not the operator's to the API). It names the variable, never a key. A server on this
+// machine (a loopback upstream URL: Ollama, vLLM, llama.cpp, LM Studio) needs no key,
+// so there is no warning for it; one elsewhere may, and the default APIs
+// (api.anthropic.com, api.openai.com) do. upstreamURL is --upstream-url, "" for
+// defaultURL.
+func keyWarning(keyVar string, hasKey bool, upstreamURL, defaultURL string) string {
+	if hasKey {
+		return ""
+	}
+	const notForwarded = "a client's own key (x-api-key or Authorization) is not forwarded"
+	if upstreamURL == "" {
+		return fmt.Sprintf("toolshed: warning: $%s is empty, so requests reach %s with no API key and it will refuse them; %s. Set %s in the environment toolshed proxy runs in", keyVar, defaultURL, notForwarded, keyVar)
+	}
+	if onThisMachine(upstreamURL) {
+		return ""
+	}
+	return fmt.Sprintf("toolshed: warning: $%s is empty, so requests reach %s with no API key; %s. If the upstream needs a key, set %s in the environment toolshed proxy runs in", keyVar, redactURL(upstreamURL), notForwarded, keyVar)
+}
+
+// onThisMachine reports whether a URL's host is a loopback address or localhost.
+func onThisMachine(rawURL string) bool {
+	u, err := neturl.Parse(rawURL)
+	if err != nil {
+		return false
+	}
+	host := strings.ToLower(u.Hostname())
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// redactURL is a URL as a message may show it: without a password it may carry. An
+// unparsable one is not shown, as where its password is cannot be told.
+func redactURL(rawURL string) string {
+	u, err := neturl.Parse(rawURL)
+	if err != nil {
+		return "the upstream URL (--upstream-url)"
+	}
+	return u.Redacted()
 }

@@ -96,3 +96,44 @@ func startProxy(t *testing.T, bin string, env []string, args ...string) (string,
 	})
 	return addr, stderr
 }
+
+// TestProxyKeyWarning: with no upstream key in its environment, proxy warns at start-up,
+// naming the variable it reads for the upstream's kind and saying a client's own key is
+// not forwarded, unless the upstream is on this machine (Ollama, vLLM need no key); the
+// key and a password in the upstream URL are never printed. It started without a word
+// and sent no key at all.
+func TestProxyKeyWarning(t *testing.T) {
+	bin := toolshedBinary(t)
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		want string // a line of the warning; "" for none
+	}{
+		{"anthropic, no key", []string{"ANTHROPIC_API_KEY="}, nil,
+			"toolshed: warning: $ANTHROPIC_API_KEY is empty, so requests reach https://api.anthropic.com with no API key and it will refuse them; a client's own key (x-api-key or Authorization) is not forwarded. Set ANTHROPIC_API_KEY in the environment toolshed proxy runs in"},
+		{"openai, no key", []string{"OPENAI_API_KEY=", "ANTHROPIC_API_KEY=sk-ant-other"}, []string{"--upstream-kind", "openai"},
+			"toolshed: warning: $OPENAI_API_KEY is empty, so requests reach https://api.openai.com/v1 with no API key and it will refuse them; a client's own key (x-api-key or Authorization) is not forwarded. Set OPENAI_API_KEY in the environment toolshed proxy runs in"},
+		{"remote server, no key", []string{"OPENAI_API_KEY="}, []string{"--upstream-kind", "openai", "--upstream-url", "https://user:pw-secret@llm.example.com/v1"},
+			"toolshed: warning: $OPENAI_API_KEY is empty, so requests reach https://user:xxxxx@llm.example.com/v1 with no API key; a client's own key (x-api-key or Authorization) is not forwarded. If the upstream needs a key, set OPENAI_API_KEY in the environment toolshed proxy runs in"},
+		{"ollama, no key", []string{"OPENAI_API_KEY="}, []string{"--upstream-kind", "openai", "--upstream-url", "http://127.0.0.1:11434/v1"}, ""},
+		{"local anthropic-compatible server, no key", []string{"ANTHROPIC_API_KEY="}, []string{"--upstream-url", "http://localhost:4000"}, ""},
+		{"anthropic, key", []string{"ANTHROPIC_API_KEY=sk-ant-secret-key"}, nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, stderr := startProxy(t, bin, tc.env, tc.args...)
+			log := stderr.String()
+			if tc.want != "" && !strings.Contains(log, tc.want+"\n") {
+				t.Errorf("no warning\n%s\nin:\n%s", tc.want, log)
+			}
+			if tc.want == "" && strings.Contains(log, "warning") {
+				t.Errorf("a warning:\n%s", log)
+			}
+			for _, secret := range []string{"sk-ant-secret-key", "sk-ant-other", "pw-secret"} {
+				if strings.Contains(log, secret) {
+					t.Errorf("stderr shows %s:\n%s", secret, log)
+				}
+			}
+		})
+	}
+}

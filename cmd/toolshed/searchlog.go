@@ -63,17 +63,23 @@ func init() {
 }
 
 // openLogForReading opens the search log at dsn ("" for the default file) to read it.
-// It prunes nothing (the gateway's retention settings are not known here), and does not
-// create the default file when there is none yet.
+// It prunes nothing (the gateway's retention settings are not known here), and creates
+// no file: a SQLite file that is not there, the default or one --db names (a typo, say),
+// is an error saying so.
 func openLogForReading(ctx context.Context, dsn string) (readLog, func() error, error) {
-	if dsn == "" {
-		path, err := searchlog.DefaultPath()
-		if err != nil {
-			return nil, nil, err
-		}
-		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+	path, isFile, err := searchlog.File(dsn)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, err := os.Stat(path); isFile && errors.Is(err, fs.ErrNotExist) {
+		if dsn == "" {
 			return nil, nil, fmt.Errorf("there is no search log at %s yet: toolshed serve records one as it serves (or name it with --db)", path)
 		}
+		def, err := searchlog.DefaultPath()
+		if err != nil {
+			def = "the one in the data directory"
+		}
+		return nil, nil, fmt.Errorf("there is no search log at %s: check the path given to --db (without --db, stats reads %s, where toolshed serve records unless its --db or the config's search_log.db names another database)", path, def)
 	}
 	log, err := searchlog.Open(ctx, dsn, searchlog.Options{MaxAge: -1, MaxRows: -1, Logf: func(string, ...any) {}})
 	if err != nil {

@@ -101,14 +101,13 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	opts.StopTimeout = min(*drain, gateway.DefaultStopTimeout)
 	cfg := &config.Config{}
 	if *configFile != "" {
-		var warns []config.Warning
-		var err error
-		cfg, warns, err = config.Load(*configFile)
-		if err != nil {
-			return err
+		load := loadServersConfig
+		if len(catalogs) > 0 {
+			load = loadConfig // the catalogs are served, whatever servers the config has
 		}
-		for _, w := range warns {
-			fmt.Fprintf(stderr, "toolshed: warning: %s: %s\n", *configFile, w)
+		var err error
+		if cfg, err = load(*configFile, stderr); err != nil {
+			return err
 		}
 	}
 	// Every flag and the config are checked before anything starts: a mistake is
@@ -208,7 +207,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	defer func() { stopRun(); <-runDone }()
 	if metricsLn != nil {
 		go serveUntil(ctx, metricsLn, opts.Metrics.Handler(), doors.limits(), time.Second, "the stop")
-		fmt.Fprintf(stderr, "toolshed: serving Prometheus metrics at http://%s/metrics\n", metricsLn.Addr())
+		url, note := openURL(metricsLn)
+		fmt.Fprintf(stderr, "toolshed: serving Prometheus metrics at %s/metrics%s\n", url, note)
 	}
 
 	if *httpAddr == "" {
@@ -223,7 +223,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		}
 		return nil
 	}
-	fmt.Fprintf(stderr, "toolshed: serving MCP over Streamable HTTP at http://%s/mcp (profiles at /mcp/{profile})%s\n", ln.Addr(), httpMode(*stateless, *replica))
+	url, note := openURL(ln)
+	fmt.Fprintf(stderr, "toolshed: serving MCP over Streamable HTTP at %s/mcp (profiles at /mcp/{profile})%s%s\n", url, httpMode(*stateless, *replica), note)
 	return serveUntil(ctx, ln, g.Handler(gateway.HTTPOptions{Token: *token, AllowOrigins: doors.origins, AllowHosts: doors.hosts, MaxSessions: *maxSessions, MaxSessionsPerToken: *maxPerToken, Stateless: *stateless, ReplicaID: *replica}), doors.limits(), opts.StopTimeout+httpStopBound,
 		fmt.Sprintf("the drain timeout (%v, --drain-timeout) and the cancellation of their calls", *drain))
 }

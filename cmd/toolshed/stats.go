@@ -8,11 +8,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/gateway/config"
 	"github.com/toolshed/toolshed/internal/stats"
 	"github.com/toolshed/toolshed/searchlog"
 )
@@ -62,6 +64,14 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 	if *from != "" && *dsn != "" {
 		return usageErr("--db and --from both name the records; give one")
 	}
+	// The config is read before the records, and its servers start after them: a
+	// mistake in it is reported at once, and servers start only for a log that reads.
+	var cfg *config.Config
+	if *configFile != "" {
+		if cfg, err = loadServersConfig(*configFile, stderr); err != nil {
+			return err
+		}
+	}
 	since := until.Add(-window)
 	read := readFile(*from)
 	if *from == "" {
@@ -75,11 +85,10 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// The catalog comes after the records: a config's servers start only for a log that reads.
 	var snap *catalog.Snapshot
 	switch {
-	case *configFile != "":
-		if snap, _, err = configCatalog(context.Background(), *configFile, "counted", stderr); err != nil {
+	case cfg != nil:
+		if snap, err = configCatalog(context.Background(), cfg, *configFile, "counted", stderr); err != nil {
 			return err
 		}
 	case len(catalogs) > 0:
@@ -116,6 +125,9 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 func readFile(path string) readLog {
 	return func(_ context.Context, since time.Time) ([]searchlog.Search, []searchlog.Call, error) {
 		f, err := os.Open(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, fmt.Errorf("there is no records file at %s: check the path given to --from (a file of JSON lines of searches and calls), or leave --from out to read the search log", path)
+		}
 		if err != nil {
 			return nil, nil, err
 		}

@@ -1,14 +1,16 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"unicode/utf8"
 
 	"github.com/toolshed/toolshed/bridge"
+	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/internal/percent"
 	"github.com/toolshed/toolshed/policy"
 	"github.com/toolshed/toolshed/tokens"
 )
@@ -60,9 +62,9 @@ type toolCost struct {
 func runTokens(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("tokens", flag.ContinueOnError)
 	var catalogs listFlag
-	fs.Var(&catalogs, "catalog", "count the tools of catalog `FILE` (repeatable; default: the built-in catalog)")
-	window := fs.Int("context-window", 200000, "the model's context window in `TOKENS` (0: unknown, and auto then turns on at 20,000 tokens)")
-	configFile := fs.String("config", "", "take the tools.tool_search settings (enabled, threshold_pct) from YAML `FILE`")
+	fs.Var(&catalogs, "catalog", "catalog `FILE` (repeatable; default: the built-in catalog)")
+	window := fs.Int("context-window", 200000, "the model's context window in `TOKENS` (0: unknown, auto then turns on at 20,000)")
+	configFile := fs.String("config", "", "a gateway config `FILE`: its servers are started and what the gateway would serve is counted, overrides applied, with its tools.tool_search settings (a file of settings alone applies them to the catalog)")
 	top := fs.Int("top", 20, "list the `N` most expensive tools (0: all)")
 	asJSON := fs.Bool("json", false, "print JSON, with every tool")
 	fs.Usage = func() {
@@ -79,43 +81,27 @@ func runTokens(args []string, stdout, stderr io.Writer) error {
 	if *window < 0 {
 		return usageErr("--context-window must be 0 (unknown) or a number of tokens, got %d", *window)
 	}
-	cfg := policy.DefaultConfig()
-	if *configFile != "" {
-		data, err := os.ReadFile(*configFile)
-		if err != nil {
-			return err
-		}
-		var warns []policy.Warning
-		if cfg, warns, err = policy.ParseConfig(data); err != nil {
-			return fmt.Errorf("%s: %w", *configFile, err)
-		}
-		for _, w := range warns {
-			fmt.Fprintf(stderr, "toolshed: warning: %s: %s\n", *configFile, w)
-		}
-	}
-	snap, err := loadCatalog(catalogs, stderr)
+	snap, in, err := tokensInput(catalogs, *configFile, *window, flagGiven(fs, "context-window"), stderr)
 	if err != nil {
 		return err
 	}
-	plan := policy.Decide(snap, policy.Input{Config: cfg, ContextWindow: *window})
-	onCfg := cfg
-	onCfg.Enabled = policy.On
-	on := policy.Decide(snap, policy.Input{Config: onCfg, ContextWindow: *window})
-	bridgeTokens := bridge.Tokens(bridge.Definitions(on))
+	plan := policy.Decide(snap, in)
+	on := in
+	on.Config.Enabled = policy.On
+	onPlan := policy.Decide(snap, on)
+	bridgeTokens := bridge.Tokens(bridge.Definitions(onPlan))
 
 	out := tokensOutput{
-		Encoding: tokens.Encoding, Tools: snap.Len(), Servers: len(snap.Servers()), ContextWindow: *window,
-		Mode: string(cfg.Enabled), ThresholdPct: cfg.ThresholdPct, ThresholdTokens: plan.Threshold,
-		TotalTokens: on.TotalTokens, VisibleTokens: on.VisibleTokens, PinnedTools: len(on.Visible),
-		BridgeTokens: bridgeTokens, WithSearchTokens: on.VisibleTokens + bridgeTokens,
+		Encoding: tokens.Encoding, Tools: snap.Len(), Servers: len(snap.Servers()), ContextWindow: in.ContextWindow,
+		Mode: string(in.Config.Enabled), ThresholdPct: in.Config.ThresholdPct, ThresholdTokens: plan.Threshold,
+		TotalTokens: onPlan.TotalTokens, VisibleTokens: onPlan.VisibleTokens, PinnedTools: len(onPlan.Visible),
+		BridgeTokens: bridgeTokens, WithSearchTokens: onPlan.VisibleTokens + bridgeTokens,
 		Active: plan.Active, Reason: plan.Reason,
 	}
-	out.TotalPct = pct(out.TotalTokens, *window)
-	if out.TotalTokens > 0 {
-		out.SavingsPct = round1(100 * float64(out.TotalTokens-out.WithSearchTokens) / float64(out.TotalTokens))
-	}
+	out.TotalPct = percent.Of(out.TotalTokens, in.ContextWindow)
+	out.SavingsPct = percent.Of(out.TotalTokens-out.WithSearchTokens, out.TotalTokens)
 	for _, s := range snap.Servers() {
-		out.ServerCosts = append(out.ServerCosts, serverCost{s.Name, s.Tools, s.Tokens, pct(s.Tokens, out.TotalTokens)})
+		out.ServerCosts = append(out.ServerCosts, serverCost{s.Name, s.Tools, s.Tokens, percent.Of(s.Tokens, out.TotalTokens)})
 	}
 	for _, t := range snap.Tools() {
 		out.ToolCosts = append(out.ToolCosts, toolCost{t.Qualified, t.Server, snap.ToolTokens(t), t.Pinned})
@@ -125,14 +111,14 @@ func runTokens(args []string, stdout, stderr io.Writer) error {
 		return writeJSON(stdout, out)
 	}
 
-	fmt.Fprintf(stdout, "%d tools on %d servers cost %s tokens (%s, counted as Anthropic tool definitions).\n", out.Tools, out.Servers, thousands(out.TotalTokens), out.Encoding)
-	if *window > 0 {
-		fmt.Fprintf(stdout, "That is %.1f%% of a %s-token context window.\n", out.TotalPct, thousands(*window))
+	fmt.Fprintf(stdout, "%s on %s cost %s tokens (%s, counted as Anthropic tool definitions).\n", count(out.Tools, "tool"), count(out.Servers, "server"), thousands(out.TotalTokens), out.Encoding)
+	if in.ContextWindow > 0 {
+		fmt.Fprintf(stdout, "That is %s of a %s-token context window.\n", percent.Text(out.TotalPct), thousands(in.ContextWindow))
 	}
 	fmt.Fprintln(stdout)
 	rows := [][]string{{"SERVER", "TOOLS", "TOKENS", "SHARE"}}
 	for _, s := range out.ServerCosts {
-		rows = append(rows, []string{s.Name, fmt.Sprint(s.Tools), thousands(s.Tokens), fmt.Sprintf("%.1f%%", s.Pct)})
+		rows = append(rows, []string{s.Name, fmt.Sprint(s.Tools), thousands(s.Tokens), percent.Text(s.Pct)})
 	}
 	table(stdout, rows)
 	fmt.Fprintln(stdout)
@@ -151,13 +137,59 @@ func runTokens(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "  without tool search  %s tokens\n", thousands(out.TotalTokens))
 	fmt.Fprintf(stdout, "  with tool search      %s tokens (3 bridge tools: %s; %d tools listed directly: %s)\n",
 		thousands(out.WithSearchTokens), thousands(out.BridgeTokens), out.PinnedTools, thousands(out.VisibleTokens))
-	fmt.Fprintf(stdout, "  savings               %.1f%%\n", out.SavingsPct)
+	fmt.Fprintf(stdout, "  savings               %s\n", percent.Text(out.SavingsPct))
 	state := "OFF"
 	if out.Active {
 		state = "ON"
 	}
 	fmt.Fprintf(stdout, "\nMode %s turns tool search %s: %s.\n", out.Mode, state, out.Reason)
 	return nil
+}
+
+// tokensInput returns the catalog tokens counts and what decides its plan. Without
+// --config: the catalog files (or the built-in catalog) and the default settings. With a
+// config that lists servers: they are started and the catalog is what a gateway over the
+// config would serve (overrides applied), decided with the config's tool search
+// settings, per-server defer settings and context window. With a config of settings
+// alone: the catalog files with those settings. --context-window, when given, wins over
+// the config's context_window.
+func tokensInput(catalogs []string, file string, window int, windowGiven bool, stderr io.Writer) (*catalog.Snapshot, policy.Input, error) {
+	in := policy.Input{Config: policy.DefaultConfig(), ContextWindow: window}
+	if file == "" {
+		snap, err := loadCatalog(catalogs, stderr)
+		return snap, in, err
+	}
+	cfg, err := loadConfig(file, stderr)
+	if err != nil {
+		return nil, in, err
+	}
+	in.Config = cfg.ToolSearch
+	if !windowGiven {
+		in.ContextWindow = cfg.ContextWindow
+	}
+	if len(cfg.Servers) == 0 {
+		snap, err := loadCatalog(catalogs, stderr)
+		return snap, in, err
+	}
+	if len(catalogs) > 0 {
+		return nil, in, usageErr("%s lists servers, which tokens starts and counts; give --catalog or a --config with servers, not both", file)
+	}
+	if err := cfg.CheckServers(file); err != nil {
+		return nil, in, err
+	}
+	in.Servers = map[string]policy.ServerRules{}
+	for _, s := range cfg.Servers {
+		in.Servers[s.Name] = s.Rules
+	}
+	snap, err := configCatalog(context.Background(), cfg, file, "counted", stderr)
+	return snap, in, err
+}
+
+// flagGiven reports whether the flag name was set on the command line.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 // table prints rows as columns: the first left-aligned, the others right-aligned.
@@ -176,15 +208,6 @@ func table(w io.Writer, rows [][]string) {
 		fmt.Fprintln(w, line)
 	}
 }
-
-func pct(part, whole int) float64 {
-	if whole <= 0 {
-		return 0
-	}
-	return round1(100 * float64(part) / float64(whole))
-}
-
-func round1(f float64) float64 { return float64(int64(f*10+0.5)) / 10 }
 
 // thousands formats n with comma separators.
 func thousands(n int) string {

@@ -120,6 +120,24 @@ type RateLimit struct {
 // Warning reports a setting that was not usable and what was done instead.
 type Warning = policy.Warning
 
+// CheckServers returns an error wrapping ErrConfig, naming file, when the configuration
+// has no server to start: it lists none (a file of settings alone), or disables every
+// one it lists. Commands that serve or inspect a config's servers call it before they
+// start anything; see ErrConfig for the whole rule.
+func (c *Config) CheckServers(file string) error {
+	if len(c.Servers) == 0 {
+		return fmt.Errorf("%w: %s lists no servers; list them under mcpServers, such as %s", ErrConfig, file, exampleServers)
+	}
+	var names []string
+	for _, s := range c.Servers {
+		if !s.Disabled {
+			return nil
+		}
+		names = append(names, s.Name)
+	}
+	return fmt.Errorf("%w: %s disables every server it lists (%s), so there is nothing to start; enable one (remove its disabled: true, or set enabled: true)", ErrConfig, file, strings.Join(names, ", "))
+}
+
 // ErrUnknownProfile is wrapped by the error of a profile name the config does not
 // define.
 var ErrUnknownProfile = errors.New("unknown profile")

@@ -12,8 +12,23 @@ import (
 	"github.com/toolshed/toolshed/policy"
 )
 
-// ErrConfig is wrapped by every error Load and Parse return. It is policy.ErrConfig, so
-// errors.Is matches either name.
+// ErrConfig is wrapped by every error Load, Parse and CheckServers return. It is
+// policy.ErrConfig, so errors.Is matches either name.
+//
+// The rule for a mistake in a configuration is the same for every command that reads
+// one (toolshed serve, and lint, tokens and stats with --config):
+//
+//   - A file that cannot be read, that is not YAML or JSON, or that leaves no server to
+//     serve is the user's mistake, and an error wrapping ErrConfig that names the file
+//     and says what to fix. Leaving no server to serve means: it lists no server and no
+//     toolshed setting; or every server it lists cannot be used (Parse); or, for a
+//     command that needs the file's servers, it lists none, or disables every one
+//     (CheckServers). Commands exit with status 2 on it at once, before any server
+//     starts.
+//   - A server entry that cannot be used, among others that can, is left out with a
+//     Warning that names it and says why; the others are served, as one failing
+//     upstream never takes down the others. A setting that cannot be used falls back to
+//     its default with a Warning.
 var ErrConfig = policy.ErrConfig
 
 // Load reads the configuration file at path; see Parse. ${workspaceFolder} and relative
@@ -37,9 +52,10 @@ func Load(path string) (*Config, []Warning, error) {
 //
 // Problems with one server leave that server out with a Warning and the others load;
 // unusable settings fall back to their defaults with a Warning. Parse returns an error
-// wrapping ErrConfig only when data is neither YAML nor JSON, or holds no servers and no
-// toolshed settings at all. ${workspaceFolder} and relative envFile paths refer to the
-// working directory.
+// wrapping ErrConfig only when data is neither YAML nor JSON, holds no servers and no
+// toolshed settings at all, or lists servers none of which can be used: the error then
+// says why each cannot (see ErrConfig for the whole rule). ${workspaceFolder} and
+// relative envFile paths refer to the working directory.
 func Parse(data []byte, name string) (*Config, []Warning, error) {
 	return parse(data, name, "")
 }
@@ -62,6 +78,16 @@ type loader struct {
 	dir    string // the workspace folder; "" means the working directory
 	inputs map[string]inputDef
 	warns  []Warning
+	// leftOut are the warnings of the server entries left out, each a Warning of
+	// warns: when no entry is usable they become the error instead.
+	leftOut []leftOutServer
+}
+
+// leftOutServer is a server entry that cannot be used: where and why, and its Warning's
+// place in loader.warns.
+type leftOutServer struct {
+	key, why string
+	warning  int
 }
 
 // inputDef is a declared VS Code input.
@@ -94,7 +120,7 @@ func parse(data []byte, name, dir string) (*Config, []Warning, error) {
 		return nil, nil, err
 	}
 	if root == nil {
-		return nil, nil, fmt.Errorf("%w: %s is empty; list the upstream servers under mcpServers, such as {\"mcpServers\": {\"github\": {\"command\": \"npx\", \"args\": [\"-y\", \"@modelcontextprotocol/server-github\"]}}}", ErrConfig, name)
+		return nil, nil, fmt.Errorf("%w: %s is empty; list the upstream servers under mcpServers, such as %s", ErrConfig, name, exampleServers)
 	}
 	if root.Kind != yaml.MappingNode {
 		return nil, nil, fmt.Errorf("%w: %s:%d: the document is %s, not a mapping; write an object with mcpServers (or servers) and toolshed settings", ErrConfig, name, root.Line, kindName(root))
@@ -159,9 +185,45 @@ func parse(data []byte, name, dir string) (*Config, []Warning, error) {
 	}
 	l.pin(cfg, pins)
 	if servers == 0 && !settings {
-		return nil, l.warns, fmt.Errorf("%w: %s has no servers and no toolshed settings; list the upstream servers under mcpServers, such as {\"mcpServers\": {\"github\": {\"command\": \"npx\", \"args\": [\"-y\", \"@modelcontextprotocol/server-github\"]}}}", ErrConfig, name)
+		return nil, l.warns, fmt.Errorf("%w: %s has no servers and no toolshed settings; list the upstream servers under mcpServers, such as %s", ErrConfig, name, exampleServers)
+	}
+	if servers > 0 && len(cfg.Servers) == 0 {
+		return nil, l.withoutLeftOut(), l.noUsableServer(name, servers)
 	}
 	return cfg, l.warns, nil
+}
+
+// exampleServers is an mcpServers section, for messages that say how to write one.
+const exampleServers = `{"mcpServers": {"github": {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-github"]}}}`
+
+// noUsableServer is the error of a file that lists servers (n entries) none of which
+// can be used: it says why each cannot, since warnings that they are "left out" while
+// "the others still load" would not be true.
+func (l *loader) noUsableServer(name string, n int) error {
+	whys := make([]string, len(l.leftOut))
+	for i, s := range l.leftOut {
+		whys[i] = s.key + ": " + s.why
+	}
+	what := fmt.Sprintf("none of its %d servers can be used", n)
+	if n == 1 {
+		what = "its one server cannot be used"
+	}
+	return fmt.Errorf("%w: %s: %s, so there is nothing to serve: %s", ErrConfig, name, what, strings.Join(whys, "; "))
+}
+
+// withoutLeftOut returns the warnings but those of the servers left out.
+func (l *loader) withoutLeftOut() []Warning {
+	skip := map[int]bool{}
+	for _, s := range l.leftOut {
+		skip[s.warning] = true
+	}
+	var out []Warning
+	for i, w := range l.warns {
+		if !skip[i] {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // readInputs records the VS Code inputs and their defaults, for ${input:id}.

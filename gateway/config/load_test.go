@@ -318,6 +318,11 @@ func TestFileErrors(t *testing.T) {
 		{"null servers", "mcpServers:\n", []string{"has no servers"}},
 		{"only inputs", `{"inputs": [], "$schema": "x"}`, []string{"has no servers"}},
 		{"only unknown keys", "mcp: {a: {command: x}}\n", []string{"has no servers"}},
+		// Servers listed, none usable: nothing to serve, and the error says why each
+		// cannot be used.
+		{"only server broken", `{"mcpServers": {"x": {"command": 5}}}`, []string{"test.json: its one server cannot be used, so there is nothing to serve", "mcpServers.x.command: is the number 5, not a string", "in quotes"}},
+		{"every server broken", "mcpServers: {a: {args: [x]}, b: {url: ftp://x}}\n", []string{"test.yaml: none of its 2 servers can be used", "mcpServers.a: has neither command nor url", `mcpServers.b.url: "ftp://x" is not an http:// or https:// address`}},
+		{"every server broken, with settings", "tools: {tool_search: on}\nmcpServers: {a: {command: [x]}}\n", []string{"its one server cannot be used", "mcpServers.a.command: is a list"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -352,6 +357,53 @@ func TestFileErrorKeepsWarnings(t *testing.T) {
 	wantWarning(t, warns, "mcp", "unknown setting")
 }
 
+// A file whose servers are all unusable keeps its other warnings with the error, but
+// not the servers' own: they are the error, and they would say "the other servers still
+// load" of none.
+func TestNoUsableServerWarnings(t *testing.T) {
+	_, warns, err := Parse([]byte(`{"mcpServers": {"x": {"command": 5, "colour": "red"}}, "tols": {}}`), "x.json")
+	if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "mcpServers.x.command: is the number 5") {
+		t.Fatalf("err = %v", err)
+	}
+	wantWarning(t, warns, "tols", "unknown setting")
+	wantWarning(t, warns, "mcpServers.x.colour", "unknown setting")
+	if hasWarning(warns, "mcpServers.x.command", "") {
+		t.Errorf("the error's reason is a warning too: %v", warns)
+	}
+}
+
+func TestCheckServers(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		want      []string // substrings of the error; none for no error
+	}{
+		{"one server", "mcpServers: {a: {command: x}}\n", nil},
+		{"one of two disabled", "mcpServers: {a: {command: x, disabled: true}, b: {command: y}}\n", nil},
+		{"settings only", "tools: {tool_search: on}\n", []string{"x.yaml lists no servers", "under mcpServers"}},
+		{"empty servers and settings", "mcpServers: {}\ntools: {tool_search: on}\n", []string{"x.yaml lists no servers"}},
+		{"every server disabled", "mcpServers: {a: {command: x, disabled: true}, b: {command: y, enabled: false}}\n", []string{"x.yaml disables every server it lists (a, b)", "remove its disabled: true"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, _ := mustParse(t, tc.src)
+			err := cfg.CheckServers("x.yaml")
+			if tc.want == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrConfig) {
+				t.Fatalf("err = %v, want ErrConfig", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
 func TestLoadUnreadable(t *testing.T) {
 	_, _, err := Load(filepath.Join(t.TempDir(), "missing.json"))
 	if !errors.Is(err, fs.ErrNotExist) || !errors.Is(err, ErrConfig) {
@@ -370,7 +422,6 @@ func TestNotErrors(t *testing.T) {
 	tests := []struct{ name, src string }{
 		{"settings only", "tools:\n  tool_search: on\n"},
 		{"hooks only", "hooks: {deny: [\"*__delete_*\"]}\n"},
-		{"every server broken", "mcpServers: {a: {args: [x]}, b: {url: ftp://x}}\n"},
 		{"yaml flow mapping", "{mcpServers: {a: {command: x}}}"},
 		{"yaml flow mapping with unquoted value", `{"mcpServers": {"a": {"command": nope}}}`},
 		{"BOM", "\ufeff{\"mcpServers\": {\"a\": {\"command\": \"x\"}}}"},
@@ -1112,17 +1163,17 @@ func TestDuration(t *testing.T) {
 		{"1e20", 0, "too long"},
 	}
 	for _, tt := range tests {
-		cfg, warns, err := Parse([]byte("mcpServers: {s: {command: x, call_timeout: "+tt.src+"}}\n"), "t")
+		cfg, warns, err := Parse([]byte("mcpServers: {ok: {command: y}, s: {command: x, call_timeout: "+tt.src+"}}\n"), "t")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if tt.problem == "" {
-			if len(cfg.Servers) != 1 || cfg.Servers[0].CallTimeout != tt.want {
+			if len(cfg.Servers) != 2 || cfg.Servers[1].CallTimeout != tt.want {
 				t.Errorf("%q: servers %+v, warnings %v", tt.src, cfg.Servers, warns)
 			}
 			continue
 		}
-		if len(cfg.Servers) != 0 || !hasWarning(warns, "mcpServers.s.call_timeout", tt.problem) {
+		if !slices.Equal(serverNames(cfg), []string{"ok"}) || !hasWarning(warns, "mcpServers.s.call_timeout", tt.problem) {
 			t.Errorf("%q: want %q; servers %+v, warnings %v", tt.src, tt.problem, cfg.Servers, warns)
 		}
 	}

@@ -83,6 +83,7 @@ func (l *loader) servers(cfg *Config, n *yaml.Node, key string, seen map[string]
 		path := join(key, p.key)
 		s, err := l.server(p.key, p.val, path)
 		if err != nil {
+			l.leftOut = append(l.leftOut, leftOutServer{key: err.key, why: err.msg, warning: len(l.warns)})
 			l.warn(err.key, "%s. Server %q is left out; the other servers still load", err.msg, p.key)
 			continue
 		}

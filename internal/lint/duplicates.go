@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/internal/percent"
 )
 
 // similarDescriptions is the cosine similarity of two descriptions' words from which a
@@ -94,7 +95,7 @@ func nearDuplicates(snap *catalog.Snapshot) []Finding {
 				why = append(why, fmt.Sprintf("the same name words (%s)", display[i]))
 			}
 			if sim >= similarDescriptions {
-				why = append(why, fmt.Sprintf("descriptions %d%% alike", int(math.Round(sim*100))))
+				why = append(why, "descriptions "+percent.Text(sim*100)+" alike")
 			}
 			out = append(out, Finding{Severity: Warning, Check: CheckNearDuplicate, Tool: a.Qualified, Server: a.Server, Related: []string{b.Qualified},
 				Message: fmt.Sprintf("%s and %s have %s, so a model may call one for the other", a.Qualified, b.Qualified, strings.Join(why, " and ")),

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+
+	"github.com/toolshed/toolshed/internal/percent"
 )
 
 // WriteText writes r for people: a summary line, self-retrieval figures, then the
@@ -57,6 +59,4 @@ func plural(n int, word string) string {
 	return fmt.Sprintf("%d %ss", n, word)
 }
 
-func pct(n, of int) string {
-	return fmt.Sprintf("%.0f%%", 100*float64(n)/float64(max(of, 1)))
-}
+func pct(n, of int) string { return percent.OfText(n, of) }

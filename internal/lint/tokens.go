@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/internal/percent"
 	"github.com/toolshed/toolshed/tokens"
 )
 
@@ -20,7 +21,7 @@ func costliest(snap *catalog.Snapshot, n int) []Finding {
 	for rank, t := range tools[:min(n, len(tools))] {
 		cost := snap.ToolTokens(t)
 		out = append(out, Finding{Severity: Info, Check: CheckTokens, Tool: t.Qualified, Server: t.Server,
-			Message: fmt.Sprintf("the definition costs %d tokens (%s), number %d of %d tools and %.1f%% of the catalog's %d", cost, tokens.Encoding, rank+1, snap.Len(), 100*float64(cost)/float64(max(total, 1)), total),
+			Message: fmt.Sprintf("the definition costs %d tokens (%s), number %d of %d tools and %s of the catalog's %d", cost, tokens.Encoding, rank+1, snap.Len(), percent.OfText(cost, total), total),
 			Fix:     "shorten long descriptions and enum lists, describe shared structures once ($defs), and keep examples out of the schema; or keep the tool deferred behind tool search"})
 	}
 	return out

@@ -32,3 +32,16 @@ func Parse(v string) (string, error) {
 	}
 	return net.JoinHostPort(host, port), nil
 }
+
+// URL returns the http:// URL (scheme, host and port, no path) at which a user on this
+// machine reaches a listener at addr, as a net.Listener reports it. A wildcard address
+// (0.0.0.0 or ::, which Go reports as [::]) is not one a browser or client can open,
+// so it gets the loopback address, and everywhere reports that the listener takes
+// connections on every interface (other machines use this machine's address). Go
+// listens on :: for both IPv4 and IPv6, so 127.0.0.1 reaches either wildcard.
+func URL(addr net.Addr) (url string, everywhere bool) {
+	if a, ok := addr.(*net.TCPAddr); ok && a.IP.IsUnspecified() {
+		return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(a.Port)), true
+	}
+	return "http://" + addr.String(), false
+}

@@ -2,6 +2,8 @@ package listenaddr
 
 import (
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -36,5 +38,33 @@ func TestParse(t *testing.T) {
 				t.Errorf("Parse(%q) error %q lacks %s", in, msg, hint)
 			}
 		}
+	}
+}
+
+func TestURL(t *testing.T) {
+	for _, tc := range []struct {
+		addr       net.Addr
+		want       string
+		everywhere bool
+	}{
+		{&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8080}, "http://127.0.0.1:8080", false},
+		{&net.TCPAddr{IP: net.ParseIP("::1"), Port: 8080}, "http://[::1]:8080", false},
+		{&net.TCPAddr{IP: net.IPv4(192, 168, 1, 5), Port: 80}, "http://192.168.1.5:80", false},
+		{&net.TCPAddr{IP: net.IPv4zero, Port: 8080}, "http://127.0.0.1:8080", true},
+		{&net.TCPAddr{IP: net.IPv6unspecified, Port: 8080}, "http://127.0.0.1:8080", true},
+	} {
+		if got, everywhere := URL(tc.addr); got != tc.want || everywhere != tc.everywhere {
+			t.Errorf("URL(%s) = %q, %v; want %q, %v", tc.addr, got, everywhere, tc.want, tc.everywhere)
+		}
+	}
+	// What a listener on 0.0.0.0 reports is [::], where no client can connect.
+	ln, err := net.Listen("tcp", "0.0.0.0:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	want := "http://127.0.0.1:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	if got, everywhere := URL(ln.Addr()); got != want || !everywhere {
+		t.Errorf("URL of a listener on 0.0.0.0 (%s) = %q, %v; want %q, true", ln.Addr(), got, everywhere, want)
 	}
 }

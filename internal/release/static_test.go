@@ -136,6 +136,10 @@ func TestStaticBinary(t *testing.T) {
 	buildStage(t, out, testVersion)
 	bin := filepath.Join(out, "rootfs/usr/local/bin/toolshed")
 	checkStatic(t, bin)
+	// toolshed version says the version it reports to clients (checkServes).
+	if v, err := exec.Command(bin, "version").Output(); err != nil || !strings.HasPrefix(string(v), "toolshed "+testVersion+"\n") {
+		t.Errorf("toolshed version: %v\n%s\nwant the stamped %s first", err, v, testVersion)
+	}
 
 	addr := testupstream.FreeAddr(t)
 	cmd := exec.Command(bin, "serve", "--http", addr)

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/toolshed/toolshed/internal/percent"
 )
 
 //go:embed page.html.tmpl
@@ -18,7 +20,7 @@ var pageSource string
 var page = template.Must(template.New("page").Funcs(template.FuncMap{
 	"count":     count,
 	"count64":   count64,
-	"pct":       pctText,
+	"pct":       percent.Text,
 	"ms":        msText,
 	"query":     quoteQuery,
 	"overrides": Overrides,

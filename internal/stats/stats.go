@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/internal/percent"
 	"github.com/toolshed/toolshed/searchlog"
 )
 
@@ -47,7 +48,8 @@ type Options struct {
 }
 
 // Report is what toolshed stats prints. Its JSON form is stable: keys are only added.
-// Percentages are of the figure they qualify, rounded to one decimal.
+// Percentages are of the figure they qualify, rounded as package percent rounds them
+// (one decimal; never 0 or 100 for what is not exactly that).
 type Report struct {
 	Since time.Time `json:"since"`
 	Until time.Time `json:"until"`
@@ -66,6 +68,12 @@ type Report struct {
 	Unsurfaced  RankedCalls `json:"unsurfaced_calls"`
 	TopTools    []ToolCalls `json:"top_tools"`
 	Servers     []Server    `json:"servers"`
+	// UnknownTools are the calls that named no tool their session could see (an unknown
+	// name, or a tool outside its profile): the gateway refused them, and recorded no
+	// server. They count among Calls and their latency, but belong to no server and to
+	// no tool, so ToolsCalled, TopTools, LowRank, Unsurfaced, Servers and Suggestions
+	// leave them out; Tools lists the names called.
+	UnknownTools RankedCalls `json:"unknown_tool_calls"`
 
 	NeverSurfaced NeverSurfaced `json:"never_surfaced"`
 
@@ -335,14 +343,14 @@ func (r *Report) searchFigures(searches []searchlog.Search, verdicts []verdict, 
 		}
 	}
 	r.Sessions = len(sessions)
-	r.EmptyPct = pct(r.EmptySearches, r.Searches)
-	r.Misses.Pct = pct(r.Misses.Count, r.Misses.Judged)
+	r.EmptyPct = percent.Of(r.EmptySearches, r.Searches)
+	r.Misses.Pct = percent.Of(r.Misses.Count, r.Misses.Judged)
 	r.Misses.Queries = topQueries(missedQueries, top)
 	r.SearchLatency = latency(lat)
 	t := &r.Tokens
 	t.Saved = t.CatalogTokens - t.ResultTokens
 	if t.CatalogTokens > 0 {
-		t.SavedPct = round(100*float64(t.Saved)/float64(t.CatalogTokens), 1)
+		t.SavedPct = percent.Round(100 * float64(t.Saved) / float64(t.CatalogTokens))
 		t.PerSearch = t.Saved / int64(t.Searches)
 	}
 }
@@ -363,12 +371,16 @@ func topQueries(counts map[string]int, top int) []QueryCount {
 
 // callFigures counts the calls by tool, by server and by rank.
 func (r *Report) callFigures(calls []searchlog.Call, top int) {
-	all, low, unsurfaced := tally{}, tally{}, tally{}
+	all, low, unsurfaced, unknown := tally{}, tally{}, tally{}, tally{}
 	servers := map[string]*Server{}
 	serverLat := map[string][]time.Duration{}
 	lat := make([]time.Duration, 0, len(calls))
 	for _, c := range calls {
 		lat = append(lat, c.Duration)
+		if unknownTool(c) {
+			unknown.add(c)
+			continue
+		}
 		all.add(c)
 		switch {
 		case c.Rank == 0:
@@ -395,12 +407,13 @@ func (r *Report) callFigures(calls []searchlog.Call, top int) {
 	r.CallLatency = latency(lat)
 	r.ToolsCalled = len(all.tools)
 	r.TopTools = all.top(top)
-	r.LowRank = RankedCalls{low.calls, pct(low.calls, r.Calls), low.top(top)}
-	r.Unsurfaced = RankedCalls{unsurfaced.calls, pct(unsurfaced.calls, r.Calls), unsurfaced.top(top)}
+	r.LowRank = RankedCalls{low.calls, percent.Of(low.calls, r.Calls), low.top(top)}
+	r.Unsurfaced = RankedCalls{unsurfaced.calls, percent.Of(unsurfaced.calls, r.Calls), unsurfaced.top(top)}
+	r.UnknownTools = RankedCalls{unknown.calls, percent.Of(unknown.calls, r.Calls), unknown.top(top)}
 	r.Servers = make([]Server, 0, len(servers))
 	for name, s := range servers {
-		s.ErrorPct = pct(s.Errors, s.Calls)
-		s.TimeoutPct = pct(s.Timeouts, s.Calls)
+		s.ErrorPct = percent.Of(s.Errors, s.Calls)
+		s.TimeoutPct = percent.Of(s.Timeouts, s.Calls)
 		s.P50Ms = latency(serverLat[name]).P50Ms
 		r.Servers = append(r.Servers, *s)
 	}
@@ -408,6 +421,10 @@ func (r *Report) callFigures(calls []searchlog.Call, top int) {
 		return cmp.Or(cmp.Compare(b.Calls, a.Calls), cmp.Compare(a.Server, b.Server))
 	})
 }
+
+// unknownTool reports whether a call named no tool its session could see: the gateway
+// records such a call with no server.
+func unknownTool(c searchlog.Call) bool { return c.Server == "" }
 
 // tally counts calls by tool.
 type tally struct {
@@ -515,13 +532,6 @@ func latency(ds []time.Duration) Latency {
 
 // ms is d in milliseconds, to the microsecond.
 func ms(d time.Duration) float64 { return round(float64(d)/float64(time.Millisecond), 3) }
-
-func pct(n, of int) float64 {
-	if of == 0 {
-		return 0
-	}
-	return round(100*float64(n)/float64(of), 1)
-}
 
 func round(v float64, places int) float64 {
 	p := math.Pow(10, float64(places))

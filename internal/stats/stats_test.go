@@ -200,6 +200,49 @@ func TestServers(t *testing.T) {
 	}
 }
 
+// TestUnknownTools: a call that named no tool its session could see (recorded with no
+// server) is counted apart, with its name, and in no server's row, no tool list and no
+// suggestion: an override cannot make a tool that is not there findable.
+func TestUnknownTools(t *testing.T) {
+	unknown := func(sec int, tool string) searchlog.Call {
+		c := call(sec, "s1", tool, 0)
+		c.Server, c.Outcome = "", searchlog.OutcomeFailed
+		return c
+	}
+	searches := []searchlog.Search{srch(0, "s1", "wipe the repository", "github__list_repos")}
+	calls := []searchlog.Call{unknown(1, "github__delete_repo"), unknown(2, "delete_repo"), unknown(3, "delete_repo"), call(4, "s1", "github__list_repos", 1)}
+	r := Compute(searches, calls, Options{})
+	if want := []Server{{Server: "github", Calls: 1, P50Ms: 100}}; !reflect.DeepEqual(r.Servers, want) {
+		t.Errorf("servers\n got %+v\nwant %+v", r.Servers, want)
+	}
+	want := RankedCalls{Count: 3, Pct: 75, Tools: []ToolCalls{{Tool: "delete_repo", Calls: 2, Errors: 2}, {Tool: "github__delete_repo", Calls: 1, Errors: 1}}}
+	if !reflect.DeepEqual(r.UnknownTools, want) {
+		t.Errorf("unknown tools\n got %+v\nwant %+v", r.UnknownTools, want)
+	}
+	if r.Calls != 4 || r.CallLatency.Count != 4 || r.ToolsCalled != 1 || len(r.TopTools) != 1 || r.Unsurfaced.Count != 0 || len(r.Suggestions) != 0 {
+		t.Errorf("calls %d (latency of %d), tools called %d, top %+v, unsurfaced %+v, suggestions %+v: want 4 calls and github__list_repos alone",
+			r.Calls, r.CallLatency.Count, r.ToolsCalled, r.TopTools, r.Unsurfaced, r.Suggestions)
+	}
+	var text, page bytes.Buffer
+	if err := r.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"unknown tools         3  75.0% of calls", "Calls of unknown tools (no server)\n    calls  errors tool\n        2       2 delete_repo\n"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("text lacks %q:\n%s", want, text.String())
+		}
+	}
+	if want := `data-metric="unknown-tool-calls">3 calls (75.0%) named no tool the session could see, so no server: <span class="name">delete_repo</span> (2), <span class="name">github__delete_repo</span> (1)</p>`; !strings.Contains(page.String(), want) {
+		t.Errorf("page lacks %s", want)
+	}
+	if strings.Contains(page.String(), `data-server=""`) {
+		t.Errorf("page has a server without a name")
+	}
+}
+
 func TestLatency(t *testing.T) {
 	tests := []struct {
 		name          string

@@ -38,7 +38,7 @@ func suggest(searches []searchlog.Search, calls []searchlog.Call, snap *catalog.
 	}
 	for i := range calls {
 		c := &calls[i]
-		if c.Session != "" {
+		if c.Session != "" && !unknownTool(*c) { // no override can find a tool that is not there
 			bySession[c.Session] = append(bySession[c.Session], event{at: c.Time, call: c})
 		}
 	}

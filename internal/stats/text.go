@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/toolshed/toolshed/internal/percent"
 )
 
 // maxNeverSurfacedText bounds the tools never surfaced that the text lists: a large
@@ -32,14 +34,17 @@ func (r *Report) WriteText(w io.Writer) error {
 		what += ", " + count(r.FailedSearches) + " failed"
 	}
 	line("Searches", count(r.Searches), what)
-	line("  empty results", count(r.EmptySearches), pctText(r.EmptyPct)+" of searches")
+	line("  empty results", count(r.EmptySearches), percent.Text(r.EmptyPct)+" of searches")
 	line("  likely misses", count(r.Misses.Count), fmt.Sprintf("%s of %s judged: the session called none of the tools returned",
-		pctText(r.Misses.Pct), count(r.Misses.Judged)))
+		percent.Text(r.Misses.Pct), count(r.Misses.Judged)))
 	line("Calls", count(r.Calls), "")
-	line(fmt.Sprintf("  ranked below %d", LowRank), count(r.LowRank.Count), pctText(r.LowRank.Pct)+" of calls: the tool came back 4th or lower")
-	line("  not surfaced", count(r.Unsurfaced.Count), pctText(r.Unsurfaced.Pct)+" of calls: no search of the session returned the tool")
+	line(fmt.Sprintf("  ranked below %d", LowRank), count(r.LowRank.Count), percent.Text(r.LowRank.Pct)+" of calls: the tool came back 4th or lower")
+	line("  not surfaced", count(r.Unsurfaced.Count), percent.Text(r.Unsurfaced.Pct)+" of calls: no search of the session returned the tool")
+	if u := r.UnknownTools; u.Count > 0 {
+		line("  unknown tools", count(u.Count), percent.Text(u.Pct)+" of calls: they named no tool the session could see, so no server")
+	}
 	if t := r.Tokens; t.Searches > 0 {
-		line("Tokens saved", count64(t.Saved), fmt.Sprintf("%s of the catalog's cost, %s a search", pctText(t.SavedPct), count64(t.PerSearch)))
+		line("Tokens saved", count64(t.Saved), fmt.Sprintf("%s of the catalog's cost, %s a search", percent.Text(t.SavedPct), count64(t.PerSearch)))
 	}
 
 	b.WriteString("\nLatency\n")
@@ -59,7 +64,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "  calls\terrors\ttimeouts\tp50\t server")
 		for _, s := range r.Servers {
-			fmt.Fprintf(tw, "  %s\t%s (%s)\t%s (%s)\t%s\t %s\n", count(s.Calls), count(s.Errors), pctText(s.ErrorPct), count(s.Timeouts), pctText(s.TimeoutPct), msText(s.P50Ms), s.Server)
+			fmt.Fprintf(tw, "  %s\t%s (%s)\t%s (%s)\t%s\t %s\n", count(s.Calls), count(s.Errors), percent.Text(s.ErrorPct), count(s.Timeouts), percent.Text(s.TimeoutPct), msText(s.P50Ms), s.Server)
 		}
 		tw.Flush()
 	}
@@ -74,6 +79,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	toolTable(&b, fmt.Sprintf("Calls of tools ranked below %d", LowRank), r.LowRank.Tools, true)
 	toolTable(&b, "Calls of tools no search returned", r.Unsurfaced.Tools, false)
+	toolTable(&b, "Calls of unknown tools (no server)", r.UnknownTools.Tools, false)
 
 	ns := r.NeverSurfaced
 	switch {
@@ -208,8 +214,6 @@ func count64(n int64) string {
 	}
 	return s
 }
-
-func pctText(p float64) string { return strconv.FormatFloat(p, 'f', 1, 64) + "%" }
 
 // msText writes a latency in the unit that reads best.
 func msText(ms float64) string {
