@@ -258,6 +258,7 @@ func (ps *profileServer) bridged(name string) mcp.ToolHandler {
 			}
 		}
 		if name == bridge.SearchTool {
+			b.Unsearched = ps.g.unsearched(ps.profile)
 			start := time.Now()
 			res := b.Search(req.Params.Arguments)
 			ps.g.rec.search(req.Session, ps.profile, b.Plan, req.Params.Arguments, res, time.Since(start))
