@@ -437,14 +437,10 @@ func (g *Gateway) rootsListChanged() {
 	}
 }
 
-// listWait bounds how long a client's request waits for the upstreams to settle after a
-// change of what toolshed declares to them (or, with Options.WaitForClient, for them to
-// start), so that it sees what the new declaration offers.
-const listWait = 5 * time.Second
-
 // sessionMiddleware records every client session once it has initialized, and makes its
-// requests wait (up to listWait) for the upstreams they concern (see upstreamsOf) to
-// settle after a change of declaration.
+// requests wait for the upstreams they concern (see upstreamsOf) to settle: to start,
+// up to Options.StartWait, or to reconnect after a change of declaration, up to listWait
+// (see settle).
 func (g *Gateway) sessionMiddleware(profile string) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -467,7 +463,7 @@ func (g *Gateway) sessionMiddleware(profile string) mcp.Middleware {
 				}
 			case method == "tools/list" && g.opts.Metrics != nil:
 				g.join(ss, profile)
-				g.settle(ctx, listWait, g.upstreamsOf(method, req)...)
+				g.settle(ctx, method, g.upstreamsOf(method, req)...)
 				res, err := next(ctx, method, req)
 				if err == nil {
 					g.countSaved(ss, profile)
@@ -475,7 +471,7 @@ func (g *Gateway) sessionMiddleware(profile string) mcp.Middleware {
 				return res, err
 			default:
 				g.join(ss, profile)
-				g.settle(ctx, listWait, g.upstreamsOf(method, req)...)
+				g.settle(ctx, method, g.upstreamsOf(method, req)...)
 			}
 			return next(ctx, method, req)
 		}
@@ -505,35 +501,6 @@ func (c *clients) serving(ss *mcp.ServerSession) bool {
 	_, joined := c.sessions[ss]
 	_, stateless := c.stateless[ss]
 	return joined || stateless
-}
-
-// settled reports whether every upstream has settled on the current declaration:
-// connected with it, or failed trying, or out of the game.
-func (g *Gateway) settled(ups []*Upstream) bool {
-	select {
-	case <-g.clients.known:
-	default:
-		return false
-	}
-	_, gen := g.declared()
-	for _, u := range ups {
-		if !u.settled(gen) {
-			return false
-		}
-	}
-	return true
-}
-
-// settle waits until the upstreams ups have settled (see settled), at most max, and
-// lets the reassembly that follows land.
-func (g *Gateway) settle(ctx context.Context, max time.Duration, ups ...*Upstream) {
-	done := func() bool { return g.settled(ups) }
-	if done() {
-		return
-	}
-	if poll(ctx, max, done) {
-		g.reassemble()
-	}
 }
 
 // poll checks cond every 20 ms until it holds, ctx ends or max passes (max <= 0: no
@@ -583,6 +550,6 @@ func (g *Gateway) countSaved(ss *mcp.ServerSession, profile string) {
 	if !first {
 		return
 	}
-	plan := g.current.Load().plan(profile)
-	g.opts.Metrics.TokensSaved(plan.TotalTokens - listedTokens(plan, g.opts.NoPrefix))
+	a := g.current.Load()
+	g.opts.Metrics.TokensSaved(a.plan(profile).TotalTokens - a.listedTokens(profile))
 }

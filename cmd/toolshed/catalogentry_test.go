@@ -16,9 +16,9 @@ import (
 )
 
 // serveStdio runs the toolshed binary as `toolshed serve args...` under a real MCP
-// client (the Go SDK's, over stdio) until the test ends, with its data directory in a
-// temporary one, and returns the session and toolshed's stderr.
-func serveStdio(t *testing.T, args ...string) (*mcp.ClientSession, *testupstream.SyncBuffer) {
+// client (the Go SDK's, with opts, over stdio) until the test ends, with its data
+// directory in a temporary one, and returns the session and toolshed's stderr.
+func serveStdio(t *testing.T, opts *mcp.ClientOptions, args ...string) (*mcp.ClientSession, *testupstream.SyncBuffer) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
@@ -26,7 +26,7 @@ func serveStdio(t *testing.T, args ...string) (*mcp.ClientSession, *testupstream
 	cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+filepath.Join(t.TempDir(), "data"))
 	stderr := &testupstream.SyncBuffer{}
 	cmd.Stderr = stderr
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "first-contact", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "first-contact", Version: "1"}, opts).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatalf("connecting to toolshed serve: %v\n%s", err, stderr)
 	}
@@ -53,7 +53,7 @@ func TestServeCatalogEntryError(t *testing.T) {
 		{"on", "tool_call", map[string]any{"name": "memory__read_graph", "arguments": map[string]any{}}},
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
-			cs, stderr := serveStdio(t, "--tool-search", tc.mode, "--db", "off")
+			cs, stderr := serveStdio(t, nil, "--tool-search", tc.mode, "--db", "off")
 			res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: tc.tool, Arguments: tc.args})
 			if err != nil {
 				t.Fatalf("calling %s: %v\n%s", tc.tool, err, stderr)
