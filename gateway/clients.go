@@ -147,6 +147,9 @@ type clients struct {
 	isKnown  bool
 	forwards map[string]map[*mcp.ServerSession]int // server -> session -> requests in flight
 	listed   map[*mcp.ServerSession]bool           // the sessions that listed tools (see countSaved)
+	// patience holds, for the sessions of clients that give up on a server soon (see
+	// clientPatience), when their requests must be answered by.
+	patience map[*mcp.ServerSession]time.Time
 	// elicitations maps the URL elicitations relayed to a client, by server and
 	// elicitation id, so that their completion reaches the same client.
 	elicitations map[[2]string]*mcp.ServerSession
@@ -159,7 +162,7 @@ type clients struct {
 
 func newClients(waitForClient bool) *clients {
 	c := &clients{sessions: map[*mcp.ServerSession]clientSupport{}, profiles: map[*mcp.ServerSession]string{}, tags: map[*mcp.ServerSession]string{}, listed: map[*mcp.ServerSession]bool{}, ids: map[string]*mcp.ServerSession{}, creds: map[string]credential{}, known: make(chan struct{}),
-		forwards: map[string]map[*mcp.ServerSession]int{}, elicitations: map[[2]string]*mcp.ServerSession{}, stateless: map[*mcp.ServerSession]sessionOwner{}}
+		forwards: map[string]map[*mcp.ServerSession]int{}, elicitations: map[[2]string]*mcp.ServerSession{}, stateless: map[*mcp.ServerSession]sessionOwner{}, patience: map[*mcp.ServerSession]time.Time{}}
 	if !waitForClient {
 		c.isKnown = true
 		close(c.known)
@@ -194,6 +197,11 @@ func (g *Gateway) join(ss *mcp.ServerSession, profile string) {
 	c.tags[ss] = newSessionTag(ss)
 	if id := ss.ID(); id != "" {
 		c.ids[id] = ss
+	}
+	if p.ClientInfo != nil {
+		if d, ok := clientPatience[p.ClientInfo.Name]; ok {
+			c.patience[ss] = time.Now().Add(d - patienceMargin)
+		}
 	}
 	c.mu.Unlock()
 	go func() {
@@ -270,6 +278,7 @@ func (g *Gateway) leave(ss *mcp.ServerSession) {
 	delete(c.profiles, ss)
 	delete(c.tags, ss)
 	delete(c.listed, ss)
+	delete(c.patience, ss)
 	if id := ss.ID(); id != "" && c.ids[id] == ss {
 		delete(c.ids, id)
 	}
@@ -463,7 +472,7 @@ func (g *Gateway) sessionMiddleware(profile string) mcp.Middleware {
 				}
 			case method == "tools/list" && g.opts.Metrics != nil:
 				g.join(ss, profile)
-				g.settle(ctx, method, g.upstreamsOf(method, req)...)
+				g.settle(ctx, ss, method, g.upstreamsOf(method, req)...)
 				res, err := next(ctx, method, req)
 				if err == nil {
 					g.countSaved(ss, profile)
@@ -471,7 +480,7 @@ func (g *Gateway) sessionMiddleware(profile string) mcp.Middleware {
 				return res, err
 			default:
 				g.join(ss, profile)
-				g.settle(ctx, method, g.upstreamsOf(method, req)...)
+				g.settle(ctx, ss, method, g.upstreamsOf(method, req)...)
 			}
 			return next(ctx, method, req)
 		}

@@ -91,3 +91,36 @@ func TestStartingServerNamedUntilUp(t *testing.T) {
 		t.Errorf("once memory is up, a search gave %+v", res)
 	}
 }
+
+// Codex CLI gives a server 10 seconds for initialize and the first tools/list together,
+// then gives up on it, and on every tool behind toolshed with it: while a real server
+// (npm server-memory, held back) is still starting, a client that says it is Codex
+// gets the tools of the servers that are up within those 10 seconds, where others are
+// held up to 25.
+func TestImpatientClientAnsweredInTime(t *testing.T) {
+	mcmd, margs := testupstream.Memory(t)
+	memory, _ := gatedServer(t, "memory", mcmd, margs)
+	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic"), memory}}, gateway.Options{Mode: policy.Off, WaitForClient: true})
+	ct, st := mcp.NewInMemoryTransports()
+	if _, err := h.g.Connect(context.Background(), st, ""); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // Codex's startup_timeout_sec
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "codex-mcp-client", Version: "0.171.0"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatalf("Codex's first tools/list: %v (Codex gives up after 10 seconds)", err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	if !has(names, "alpha__echo") || has(names, "memory__read_graph") {
+		t.Errorf("Codex's first tools/list has %v, want alpha's tools and not memory's", names)
+	}
+}
