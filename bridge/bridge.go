@@ -41,7 +41,13 @@ type Definition struct {
 
 // Definitions returns the bridge tools for plan: their text names how many tools are
 // deferred and from which servers, so the model knows what searching can find.
-func Definitions(plan *policy.Plan) []Definition {
+func Definitions(plan *policy.Plan) []Definition { return DefinitionsStarting(plan, nil) }
+
+// DefinitionsStarting is Definitions while the servers named in starting are still in
+// their first start: tool_search's description names them too, so that a model (and
+// the user reading the tool list) answered before they were up knows more tools are
+// coming rather than that searching the few listed is all there is.
+func DefinitionsStarting(plan *policy.Plan, starting []string) []Definition {
 	servers, seen := []string{}, map[string]bool{}
 	for _, t := range plan.Deferred {
 		if !seen[t.Server] {
@@ -49,18 +55,16 @@ func Definitions(plan *policy.Plan) []Definition {
 			servers = append(servers, t.Server)
 		}
 	}
-	// Name servers while they fit in about 160 characters, so the definitions stay
-	// small however many servers there are.
-	named := 0
-	for size := 0; named < len(servers) && size+len(servers[named]) <= 160; named++ {
-		size += len(servers[named]) + 2
-	}
-	from := strings.Join(servers[:named], ", ")
-	if rest := len(servers) - named; rest > 0 {
-		from += fmt.Sprintf(" and %d more", rest)
-	}
+	from := nameServers(servers)
 	if from != "" {
-		from = " (servers: " + strings.TrimPrefix(from, " and ") + ")"
+		from = " (servers: " + from + ")"
+	}
+	if len(starting) > 0 {
+		verb := "servers still starting"
+		if len(starting) == 1 {
+			verb = "server still starting"
+		}
+		from += fmt.Sprintf(". %d %s: %s; their tools appear when they are up", len(starting), verb, nameServers(starting))
 	}
 	return []Definition{
 		{
@@ -87,6 +91,20 @@ func Definitions(plan *policy.Plan) []Definition {
 				`"arguments":{"type":"object","description":"The tool's arguments"}},"required":["name","arguments"]}`),
 		},
 	}
+}
+
+// nameServers lists server names while they fit in about 160 characters, and how many
+// more there are, so the definitions stay small however many servers there are.
+func nameServers(servers []string) string {
+	named := 0
+	for size := 0; named < len(servers) && size+len(servers[named]) <= 160; named++ {
+		size += len(servers[named]) + 2
+	}
+	list := strings.Join(servers[:named], ", ")
+	if rest := len(servers) - named; rest > 0 {
+		list += fmt.Sprintf(" and %d more", rest)
+	}
+	return strings.TrimPrefix(list, " and ")
 }
 
 // Tokens is the o200k_base token cost of definitions, each counted in the same shape as
@@ -137,6 +155,68 @@ type Bridge struct {
 	// same options and errors: a hybrid search of words and embeddings (package hybrid)
 	// when the front has one.
 	Rank func(query string, opts search.Options) ([]search.Result, error)
+	// Unsearched are the servers the session may use whose tools are not in Index now,
+	// still starting or down: a search that finds fewer tools than it asked for names
+	// them, so that "no tool matched" does not send the model looking for another tool
+	// when the one it wants is on a server that is down. A front must list only servers
+	// the session may use: the others it must never learn of.
+	Unsearched []Unsearched
+}
+
+// Unsearched is a server whose tools tool_search could not look through.
+type Unsearched struct {
+	Server string `json:"server"`
+	// State is Starting or Restarting.
+	State string `json:"state"`
+	// RetryIn, for a restarting server that waits before it starts again, is how long
+	// it waits, in seconds (rounded up); 0 when it is starting again now.
+	RetryIn int `json:"retry_in_seconds,omitempty"`
+}
+
+// The states of an Unsearched server.
+const (
+	// Starting: the server is in its first start (an npx server may be installing).
+	Starting = "starting"
+	// Restarting: the server stopped, or failed to start, and is started again.
+	Restarting = "restarting"
+)
+
+// unsearchedText says which servers could not be searched and until when, for people
+// and models: "1 server is down: github (restarting in 4s); its tools cannot be
+// searched until it is back".
+func unsearchedText(list []Unsearched) string {
+	var down, starting []string
+	for _, u := range list {
+		switch {
+		case u.State == Starting:
+			starting = append(starting, u.Server)
+		case u.RetryIn > 0:
+			down = append(down, fmt.Sprintf("%s (restarting in %ds)", u.Server, u.RetryIn))
+		default:
+			down = append(down, u.Server+" (restarting now)")
+		}
+	}
+	var parts []string
+	servers := func(n int, what string) string {
+		if n == 1 {
+			return "1 server is " + what
+		}
+		return fmt.Sprintf("%d servers are %s", n, what)
+	}
+	if len(down) > 0 {
+		parts = append(parts, servers(len(down), "down: ")+strings.Join(down, ", "))
+	}
+	if len(starting) > 0 {
+		parts = append(parts, servers(len(starting), "still starting: ")+strings.Join(starting, ", "))
+	}
+	until := "back"
+	if len(starting) > 0 {
+		until = "up"
+	}
+	if len(list) == 1 {
+		return parts[0] + "; its tools cannot be searched until it is " + until
+	}
+	return strings.Join(parts, "; ") + "; their tools cannot be searched until they are " + until
 }
 
 // Match is one tool_search result.
@@ -153,6 +233,9 @@ type SearchResult struct {
 	// Searched is how many tools the search looked through.
 	Searched int    `json:"searched"`
 	Hint     string `json:"hint,omitempty"`
+	// Unavailable are the servers whose tools could not be searched (Bridge.Unsearched),
+	// when the search found fewer tools than it asked for.
+	Unavailable []Unsearched `json:"unavailable,omitempty"`
 }
 
 // Handle answers tool_search and tool_describe. tool_call is not handled here (see
@@ -198,7 +281,14 @@ func (b *Bridge) Search(args json.RawMessage) Result {
 	for _, r := range found {
 		out.Matches = append(out.Matches, Match{Name: r.Tool.Qualified, Server: r.Tool.Server, Description: Snippet(r.Tool.Description, 200), Required: r.Tool.Required})
 	}
-	if len(out.Matches) == 0 {
+	switch {
+	case len(out.Matches) < limit && len(b.Unsearched) > 0:
+		out.Unavailable = b.Unsearched
+		out.Hint = unsearchedText(b.Unsearched)
+		if len(out.Matches) == 0 {
+			out.Hint = "no tool matched; " + out.Hint + ". Search again then, or try other words for what the tool does"
+		}
+	case len(out.Matches) == 0:
 		out.Hint = "no tool matched; try other words for what the tool does, or fewer of them"
 	}
 	return jsonResult(out)

@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -28,9 +27,7 @@ func catalogTransport(ctx context.Context, name string, tools []json.RawMessage)
 		tool := t
 		e := newExposure(t.Raw, t.Name, t.InputSchema, nil)
 		_ = listed.add(server, e.def, e.raw, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(
-				"%s is a catalog entry: toolshed has its definition, captured from the real %s server, but no running server behind it. "+
-					"To call it, configure the real server in toolshed's config (mcpServers).", tool.Name, name)}}}, nil
+			return catalogEntryResult(name, tool.Qualified), nil
 		})
 	}
 	clientT, serverT := mcp.NewInMemoryTransports()
@@ -39,4 +36,14 @@ func catalogTransport(ctx context.Context, name string, tools []json.RawMessage)
 		return nil, nil, err
 	}
 	return clientT, func() { ss.Close() }, nil
+}
+
+// catalogEntryResult is what a call of a catalog entry gets: an error in the shape of
+// every other (see errorResult), so that a client reading the structured content learns
+// why as it does for any refused call. The code is tool_error, as for any error result
+// of a tool's own server: here the catalog server answers for the missing real one,
+// and retrying cannot help, which unavailable would advise.
+func catalogEntryResult(server, tool string) *mcp.CallToolResult {
+	return errorResult(ToolError, "%s is a catalog entry: toolshed has its definition, captured from the real %s server, but no running server behind it. "+
+		"To call it, configure the real server in toolshed's config (mcpServers).", tool, server)
 }

@@ -147,6 +147,9 @@ type clients struct {
 	isKnown  bool
 	forwards map[string]map[*mcp.ServerSession]int // server -> session -> requests in flight
 	listed   map[*mcp.ServerSession]bool           // the sessions that listed tools (see countSaved)
+	// patience holds, for the sessions of clients that give up on a server soon (see
+	// clientPatience), when their requests must be answered by.
+	patience map[*mcp.ServerSession]time.Time
 	// elicitations maps the URL elicitations relayed to a client, by server and
 	// elicitation id, so that their completion reaches the same client.
 	elicitations map[[2]string]*mcp.ServerSession
@@ -159,7 +162,7 @@ type clients struct {
 
 func newClients(waitForClient bool) *clients {
 	c := &clients{sessions: map[*mcp.ServerSession]clientSupport{}, profiles: map[*mcp.ServerSession]string{}, tags: map[*mcp.ServerSession]string{}, listed: map[*mcp.ServerSession]bool{}, ids: map[string]*mcp.ServerSession{}, creds: map[string]credential{}, known: make(chan struct{}),
-		forwards: map[string]map[*mcp.ServerSession]int{}, elicitations: map[[2]string]*mcp.ServerSession{}, stateless: map[*mcp.ServerSession]sessionOwner{}}
+		forwards: map[string]map[*mcp.ServerSession]int{}, elicitations: map[[2]string]*mcp.ServerSession{}, stateless: map[*mcp.ServerSession]sessionOwner{}, patience: map[*mcp.ServerSession]time.Time{}}
 	if !waitForClient {
 		c.isKnown = true
 		close(c.known)
@@ -194,6 +197,11 @@ func (g *Gateway) join(ss *mcp.ServerSession, profile string) {
 	c.tags[ss] = newSessionTag(ss)
 	if id := ss.ID(); id != "" {
 		c.ids[id] = ss
+	}
+	if p.ClientInfo != nil {
+		if d, ok := clientPatience[p.ClientInfo.Name]; ok {
+			c.patience[ss] = time.Now().Add(d - patienceMargin)
+		}
 	}
 	c.mu.Unlock()
 	go func() {
@@ -270,6 +278,7 @@ func (g *Gateway) leave(ss *mcp.ServerSession) {
 	delete(c.profiles, ss)
 	delete(c.tags, ss)
 	delete(c.listed, ss)
+	delete(c.patience, ss)
 	if id := ss.ID(); id != "" && c.ids[id] == ss {
 		delete(c.ids, id)
 	}
@@ -437,14 +446,10 @@ func (g *Gateway) rootsListChanged() {
 	}
 }
 
-// listWait bounds how long a client's request waits for the upstreams to settle after a
-// change of what toolshed declares to them (or, with Options.WaitForClient, for them to
-// start), so that it sees what the new declaration offers.
-const listWait = 5 * time.Second
-
 // sessionMiddleware records every client session once it has initialized, and makes its
-// requests wait (up to listWait) for the upstreams they concern (see upstreamsOf) to
-// settle after a change of declaration.
+// requests wait for the upstreams they concern (see upstreamsOf) to settle: to start,
+// up to Options.StartWait, or to reconnect after a change of declaration, up to listWait
+// (see settle).
 func (g *Gateway) sessionMiddleware(profile string) mcp.Middleware {
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -467,7 +472,7 @@ func (g *Gateway) sessionMiddleware(profile string) mcp.Middleware {
 				}
 			case method == "tools/list" && g.opts.Metrics != nil:
 				g.join(ss, profile)
-				g.settle(ctx, listWait, g.upstreamsOf(method, req)...)
+				g.settle(ctx, ss, method, g.upstreamsOf(method, req)...)
 				res, err := next(ctx, method, req)
 				if err == nil {
 					g.countSaved(ss, profile)
@@ -475,7 +480,7 @@ func (g *Gateway) sessionMiddleware(profile string) mcp.Middleware {
 				return res, err
 			default:
 				g.join(ss, profile)
-				g.settle(ctx, listWait, g.upstreamsOf(method, req)...)
+				g.settle(ctx, ss, method, g.upstreamsOf(method, req)...)
 			}
 			return next(ctx, method, req)
 		}
@@ -505,35 +510,6 @@ func (c *clients) serving(ss *mcp.ServerSession) bool {
 	_, joined := c.sessions[ss]
 	_, stateless := c.stateless[ss]
 	return joined || stateless
-}
-
-// settled reports whether every upstream has settled on the current declaration:
-// connected with it, or failed trying, or out of the game.
-func (g *Gateway) settled(ups []*Upstream) bool {
-	select {
-	case <-g.clients.known:
-	default:
-		return false
-	}
-	_, gen := g.declared()
-	for _, u := range ups {
-		if !u.settled(gen) {
-			return false
-		}
-	}
-	return true
-}
-
-// settle waits until the upstreams ups have settled (see settled), at most max, and
-// lets the reassembly that follows land.
-func (g *Gateway) settle(ctx context.Context, max time.Duration, ups ...*Upstream) {
-	done := func() bool { return g.settled(ups) }
-	if done() {
-		return
-	}
-	if poll(ctx, max, done) {
-		g.reassemble()
-	}
 }
 
 // poll checks cond every 20 ms until it holds, ctx ends or max passes (max <= 0: no
@@ -583,6 +559,6 @@ func (g *Gateway) countSaved(ss *mcp.ServerSession, profile string) {
 	if !first {
 		return
 	}
-	plan := g.current.Load().plan(profile)
-	g.opts.Metrics.TokensSaved(plan.TotalTokens - listedTokens(plan, g.opts.NoPrefix))
+	a := g.current.Load()
+	g.opts.Metrics.TokensSaved(a.plan(profile).TotalTokens - a.listedTokens(profile))
 }

@@ -272,7 +272,8 @@ func TestSlowServerHoldsOnlyItsOwn(t *testing.T) {
 	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic"), slow}}, gateway.Options{Mode: policy.Off, WaitForClient: true})
 	cs := h.client("", nil)
 	waitFor(t, "alpha to be ready", func() bool { return h.g.Statuses()[0].State == gateway.Ready })
-	// The hold for the lists is 5 seconds; a call held would miss this deadline.
+	// The lists are held for the slow server for up to DefaultStartWait (25 seconds); a
+	// call held would miss this deadline.
 	ctx, cancel := context.WithTimeout(context.Background(), 2500*time.Millisecond)
 	defer cancel()
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "alpha__echo", Arguments: map[string]any{"text": "not held"}})

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -74,7 +75,7 @@ func (g *Gateway) fastCallOf(profile string, ss *mcp.ServerSession, msg *jsonrpc
 	}
 	ps := g.profileServer(profile)
 	h := ps.tools.handler(params.Name)
-	if h == nil || !g.settled(g.upstreamsFor("tools/call", params.Name)) {
+	if now := time.Now(); h == nil || g.holding(g.upstreamsFor("tools/call", params.Name), now, g.clients.patienceOf(ss), now) {
 		return nil, false
 	}
 	extra, _ := msg.Extra.(*mcp.RequestExtra)

@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -53,6 +54,11 @@ type Options struct {
 	Catalogs []catalog.Source
 	// Log receives toolshed's log and the upstreams' stderr; nil means os.Stderr.
 	Log io.Writer
+	// StartWait bounds how long a client's request waits for the upstreams still in
+	// their first start, from their start (default DefaultStartWait): past it, the
+	// request is answered without them, and the client is told that they are coming
+	// (see starting.go).
+	StartWait time.Duration
 	// WaitForClient starts the upstreams only once the first client has initialized, so
 	// that they are told from the start what it supports (sampling, elicitation, roots),
 	// rather than told nothing and then reconnected. It suits stdio, where one client
@@ -176,6 +182,10 @@ type Gateway struct {
 	warnings catalogWarnings
 	// unmatched reports overrides that select no tool, once each.
 	unmatched unmatchedOverrides
+	// early holds the sets of servers still starting that a client was answered
+	// without (see reportEarly), each reported once.
+	earlyMu sync.Mutex
+	early   map[string]bool
 }
 
 // Event reports a change the serve command shows on stderr.
@@ -214,7 +224,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	if opts.MaxNameLen != 0 && opts.MaxNameLen < MinNameLen {
 		return nil, fmt.Errorf("a name limit of %d characters leaves no room for a readable name and its hash: give 0 (no limit) or at least %d", opts.MaxNameLen, MinNameLen)
 	}
-	g := &Gateway{cfg: cfg, opts: opts, byName: map[string]*Upstream{}, servers: map[string]*profileServer{}, changes: make(chan struct{}, 1)}
+	g := &Gateway{cfg: cfg, opts: opts, byName: map[string]*Upstream{}, servers: map[string]*profileServer{}, changes: make(chan struct{}, 1), early: map[string]bool{}}
 	g.calls = newCallRegistry(g)
 	g.rec = newRecorder(opts.SearchLog, opts.Metrics, func(ss *mcp.ServerSession) string { return g.clients.tagOf(ss) })
 	g.learn = newLearner(opts.SearchLog, opts.NoLearning, opts.LearnInterval, g.logf)
@@ -386,7 +396,7 @@ func (g *Gateway) reassemble() {
 	defer g.serversMu.Unlock()
 	a := g.assemble()
 	old := g.current.Load()
-	changed := old == nil || old.snap.Hash() != a.snap.Hash() || old.hidden.Hash() != a.hidden.Hash() || old.upHash != a.upHash || old.restarting.Hash() != a.restarting.Hash()
+	changed := old == nil || old.snap.Hash() != a.snap.Hash() || old.hidden.Hash() != a.hidden.Hash() || old.upHash != a.upHash || old.restarting.Hash() != a.restarting.Hash() || !slices.Equal(old.starting, a.starting)
 	if changed {
 		g.current.Store(a)
 		g.vectors.prepare(g.cache.Index(a.snap))
@@ -413,7 +423,11 @@ func (g *Gateway) assemble() *assembly {
 	up := ""
 	feats := map[string]features{}
 	included := map[*Upstream]bool{}
+	var starting []string
 	for _, u := range g.upstreams {
+		if u.firstStarting() {
+			starting = append(starting, u.cfg.Name)
+		}
 		if src, ok := u.Source(); ok {
 			sources = append(sources, src)
 			included[u] = true
@@ -427,7 +441,7 @@ func (g *Gateway) assemble() *assembly {
 	snap, problems := catalog.Build(applied.Sources)
 	g.warnings.report(g, applied.Sources, snap, problems)
 	hidden, _ := catalog.Build(applied.Hidden)
-	return &assembly{g: g, snap: snap, hidden: hidden, restarting: g.restartingTools(), upHash: up, features: feats, included: included, plans: map[string]*policy.Plan{}}
+	return &assembly{g: g, snap: snap, hidden: hidden, restarting: g.restartingTools(), starting: starting, upHash: up, features: feats, included: included, plans: map[string]*policy.Plan{}}
 }
 
 func (g *Gateway) summary(a *assembly) Summary {
@@ -440,7 +454,7 @@ func (g *Gateway) summary(a *assembly) Summary {
 	plan := a.plan("")
 	s.Mode, s.Active, s.Reason = plan.Config.Enabled, plan.Active, plan.Reason
 	s.Listed, s.Deferred = len(plan.Visible), len(plan.Deferred)
-	s.TokensListed = listedTokens(plan, g.opts.NoPrefix)
+	s.TokensListed = a.listedTokens("")
 	return s
 }
 
@@ -489,7 +503,10 @@ type assembly struct {
 	// hidden has the tools the config's overrides hide: only recognised by calls, to
 	// refuse them (see hiddenTool).
 	hidden *catalog.Snapshot
-	upHash string // which upstreams are up: a change relists even if the tools did not change
+	// starting names the upstreams in their first start, in config order (see
+	// startingFor).
+	starting []string
+	upHash   string // which upstreams are up: a change relists even if the tools did not change
 	// features holds each ready upstream's prompts, resources and templates.
 	features map[string]features
 	// included has the upstreams whose tools are in snap.

@@ -200,6 +200,11 @@ func (u *Upstream) settle(gen uint64) {
 func (u *Upstream) settled(gen uint64) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	return u.settledLocked(gen)
+}
+
+// settledLocked is settled with u.mu held.
+func (u *Upstream) settledLocked(gen uint64) bool {
 	switch {
 	case u.cfg.Disabled, u.status.State == Failed, u.status.State == Stopped:
 		return true

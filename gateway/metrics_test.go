@@ -24,11 +24,7 @@ import (
 // first, so that the test can kill the real server and watch toolshed restart it.
 func pidWrapped(t *testing.T, name, cmd string, args []string) (config.Server, string) {
 	pidFile := filepath.Join(t.TempDir(), name+".pid")
-	quoted := []string{}
-	for _, a := range append([]string{cmd}, args...) {
-		quoted = append(quoted, "'"+strings.ReplaceAll(a, "'", `'\''`)+"'")
-	}
-	return config.Server{Name: name, Type: config.Stdio, Command: "sh", Args: []string{"-c", "echo $$ > '" + pidFile + "'; exec " + strings.Join(quoted, " ")}}, pidFile
+	return config.Server{Name: name, Type: config.Stdio, Command: "sh", Args: []string{"-c", "echo $$ > '" + pidFile + "'; exec " + testupstream.ShellLine(cmd, args)}}, pidFile
 }
 
 // The metrics of a real gateway, served over Streamable HTTP in front of the real npm

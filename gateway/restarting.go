@@ -3,7 +3,9 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -19,6 +21,30 @@ import (
 // call router meanwhile: a call of one gets unavailable with advice to retry, as a call
 // of a tool whose server is down should, rather than "no tool named ...", which tells the
 // model the tool does not exist and sends it looking for another.
+
+// unsearched returns the servers profile may use whose tools are not in the catalog now,
+// in config order: in their first start, or down and restarting. A tool_search that
+// finds too few tools names them (see bridge.Bridge.Unsearched); a profile never learns
+// of servers it may not use.
+func (g *Gateway) unsearched(profile string) []bridge.Unsearched {
+	scope := g.cfg.Profiles[profile].Scope
+	var out []bridge.Unsearched
+	for _, u := range g.upstreams {
+		if !scope.AllowsServer(u.cfg.Name) {
+			continue
+		}
+		switch st := u.Status(); {
+		case st.State == Failed:
+			wait := time.Until(st.Since.Add(st.Retry))
+			out = append(out, bridge.Unsearched{Server: st.Name, State: bridge.Restarting, RetryIn: int(math.Ceil(max(wait, 0).Seconds()))})
+		case st.State == Connecting && st.Restarts == 0:
+			out = append(out, bridge.Unsearched{Server: st.Name, State: bridge.Starting})
+		case st.State == Connecting:
+			out = append(out, bridge.Unsearched{Server: st.Name, State: bridge.Restarting})
+		}
+	}
+	return out
+}
 
 // restartingTools builds the catalog of the last known tools of the upstreams that are
 // restarting (see Upstream.restartingSource).

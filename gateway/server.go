@@ -139,7 +139,7 @@ func (ps *profileServer) exposures(a *assembly) map[string]exposure {
 		out[name] = newExposure(t.Raw, name, t.InputSchema, ps.direct(t.Qualified), listedMeta(plan, t)...)
 	}
 	if plan.Active {
-		for _, d := range bridge.Definitions(plan) {
+		for _, d := range bridge.DefinitionsStarting(plan, a.startingFor(ps.profile)) {
 			def := &mcp.Tool{Name: d.Name, Description: d.Description, InputSchema: d.InputSchema,
 				Annotations: &mcp.ToolAnnotations{ReadOnlyHint: d.Name != bridge.CallTool, OpenWorldHint: ptr(d.Name == bridge.CallTool)}}
 			src, err := marshal(def)
@@ -208,11 +208,13 @@ func listedNames(plan *policy.Plan, noPrefix bool) map[*catalog.Tool]string {
 	return out
 }
 
-// listedTokens is what listing plan's tools costs a model (o200k_base), bridge included.
-func listedTokens(plan *policy.Plan, noPrefix bool) int {
+// listedTokens is what listing profile's tools costs a model (o200k_base), bridge
+// included.
+func (a *assembly) listedTokens(profile string) int {
+	plan := a.plan(profile)
 	n := plan.VisibleTokens
 	if plan.Active {
-		n += bridge.Tokens(bridge.Definitions(plan))
+		n += bridge.Tokens(bridge.DefinitionsStarting(plan, a.startingFor(profile)))
 	}
 	return n
 }
@@ -258,6 +260,7 @@ func (ps *profileServer) bridged(name string) mcp.ToolHandler {
 			}
 		}
 		if name == bridge.SearchTool {
+			b.Unsearched = ps.g.unsearched(ps.profile)
 			start := time.Now()
 			res := b.Search(req.Params.Arguments)
 			ps.g.rec.search(req.Session, ps.profile, b.Plan, req.Params.Arguments, res, time.Since(start))

@@ -76,6 +76,8 @@ type Upstream struct {
 	session *mcp.ClientSession
 	link    *link // the connection new requests go to; nil when there is none
 	status  Status
+	// started is when the upstream began its first start (see run and hold).
+	started time.Time
 	// settledGen is one more than the newest generation of the clients' support (see
 	// Gateway.declared) for which a connection attempt ended, connected or failed.
 	settledGen uint64
@@ -206,6 +208,9 @@ func (u *Upstream) run(ctx context.Context) {
 		u.setState(Stopped, nil)
 		return
 	}
+	u.mu.Lock()
+	u.started = time.Now()
+	u.mu.Unlock()
 	backoff := u.g.opts.backoffMin()
 	for ctx.Err() == nil {
 		u.setState(Connecting, nil)

@@ -18,10 +18,7 @@ type pgStore struct {
 }
 
 func openPostgres(ctx context.Context, dsn string) (*pgStore, error) {
-	name := dsn
-	if u, err := url.Parse(dsn); err == nil {
-		name = u.Redacted()
-	}
+	name := redactedURL(dsn)
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadDSN, name, err)
@@ -36,6 +33,29 @@ func openPostgres(ctx context.Context, dsn string) (*pgStore, error) {
 		return nil, fmt.Errorf("searchlog: cannot connect to %s: %w", name, err)
 	}
 	return &pgStore{pool: pool, name: name}, nil
+}
+
+// redactedURL is a PostgreSQL URL fit to be shown (see Log.Where): its password
+// replaced by xxxxx, in the user:password@ form and in a query parameter (password=,
+// sslpassword=), both of which pgx reads. A URL that cannot be parsed is not shown.
+func redactedURL(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "a PostgreSQL URL that cannot be read"
+	}
+	if q := u.Query(); len(q) > 0 {
+		redacted := false
+		for k := range q {
+			if strings.Contains(strings.ToLower(k), "password") {
+				q.Set(k, "xxxxx")
+				redacted = true
+			}
+		}
+		if redacted {
+			u.RawQuery = q.Encode()
+		}
+	}
+	return u.Redacted()
 }
 
 func (s *pgStore) where() string                       { return s.name }

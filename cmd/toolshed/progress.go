@@ -32,6 +32,8 @@ type progress struct {
 	mu          sync.Mutex
 	last        map[string]gateway.Status
 	lastSummary string
+	// hinted is set once serve has said how to try tool search (see searchHint).
+	hinted bool
 }
 
 func newProgress(w io.Writer, upstreams int, waitForClient bool) *progress {
@@ -55,7 +57,21 @@ func (p *progress) event(e gateway.Event) {
 			fmt.Fprintln(p.w, line)
 			p.lastSummary = line
 		}
+		if hint := searchHint(*a); hint != "" && !p.hinted {
+			fmt.Fprintln(p.w, hint)
+			p.hinted = true
+		}
 	}
+}
+
+// searchHint tells the user who starts serve with a few servers how to try tool
+// search, which auto mode keeps off below its threshold, so that it would otherwise
+// never be seen: "" when tool search is on or was turned off by hand.
+func searchHint(a gateway.Summary) string {
+	if a.Mode != policy.Auto || a.Active {
+		return ""
+	}
+	return "toolshed: tool search is off (auto, few tools); to try it, add --tool-search on"
 }
 
 // upstream prints a server's change of state, once: ready (or a new tool count while

@@ -90,13 +90,18 @@ func TestServeStderr(t *testing.T) {
 
 // The printer says each thing once: a server that reports ready again (or relists the
 // same tools) prints nothing, a new tool count prints one line, a failure prints one
-// line with when it retries, and the summary waits until every server has started or
-// failed and is printed again only when it changes.
+// line with when it retries, the summary waits until every server has started or
+// failed and is printed again only when it changes, and how to try tool search when
+// auto mode keeps it off is said once.
 func TestServeStderrEvents(t *testing.T) {
 	var out strings.Builder
 	p := newProgress(&out, 2, false)
 	summary := gateway.Summary{ServersUp: 1, Servers: 2, Tools: 9, TokensAll: 918, TokensListed: 245, Listed: 0, Deferred: 9, Mode: policy.On, Active: true, Reason: "tool search is on"}
 	ready := gateway.Status{Name: "memory", State: gateway.Ready, Tools: 9, Tokens: 918}
+	autoOff := gateway.Summary{ServersUp: 1, Servers: 2, Tools: 10, TokensAll: 1001, TokensListed: 1001, Listed: 10, Mode: policy.Auto, Reason: "10 deferrable tools cost 1,001 tokens, below the auto threshold of 20,000 tokens"}
+	autoOffLater := autoOff
+	autoOffLater.ServersUp, autoOffLater.Tools, autoOffLater.Listed, autoOffLater.TokensAll, autoOffLater.TokensListed = 2, 11, 11, 1080, 1080
+	autoOffLater.Reason = "11 deferrable tools cost 1,080 tokens, below the auto threshold of 20,000 tokens"
 	for _, e := range []gateway.Event{
 		{Upstream: &gateway.Status{Name: "memory", State: gateway.Connecting}},
 		{Upstream: &ready},
@@ -113,6 +118,9 @@ func TestServeStderrEvents(t *testing.T) {
 		{Upstream: &gateway.Status{Name: "broken", State: gateway.Connecting, Restarts: 1}},
 		{Upstream: &gateway.Status{Name: "broken", State: gateway.Failed, Err: errors.New("could not start: exit status 1"), Restarts: 2, Retry: 2 * time.Second}},
 		{Upstream: &gateway.Status{Name: "off", State: gateway.Disabled}},
+		// Auto mode turns tool search off: the hint how to try it comes once.
+		{Assembled: settled(autoOff)},
+		{Assembled: settled(autoOffLater)},
 	} {
 		p.event(e)
 	}

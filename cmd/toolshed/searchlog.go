@@ -54,7 +54,23 @@ func openServeLog(cfg config.SearchLog, f searchLogFlags, stderr io.Writer) (*se
 		fmt.Fprintf(stderr, "toolshed: warning: %v; running without the search log (--db names another database)\n", err)
 		return nil, nil
 	}
+	fmt.Fprintln(stderr, searchLogLine(log.Where(), queries))
 	return log, nil
+}
+
+// searchLogLine says where the search log is written and what it keeps of the queries,
+// and how to keep less: the log is on by default, in a file every toolshed serve of the
+// user shares, and a query can hold what the user typed. where is Log.Where, which
+// shows no password.
+func searchLogLine(where, queries string) string {
+	kept := "queries in plain text; --log-queries hash|off, --db off"
+	switch queries {
+	case searchlog.QueriesHash:
+		kept = "queries as SHA-256 hashes; --log-queries off, --db off"
+	case searchlog.QueriesOff:
+		kept = "no queries, only the tools found and called; --db off"
+	}
+	return fmt.Sprintf("toolshed: search log: %s (%s)", where, kept)
 }
 
 func init() {

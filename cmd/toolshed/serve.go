@@ -37,6 +37,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	stateless := fs.Bool("stateless", false, "serve Streamable HTTP without sessions: every POST on its own, GET and DELETE 405; any replica serves any request, but server-to-client requests (sampling, elicitation, roots), resumable streams and list_changed are lost (see docs/replicas.md)")
 	replica := envDefault(fs.String("replica-id", "", "name this replica `ID` (a DNS label, such as toolshed-1) in the HTTP session ids it issues, ID.random, for a balancer to route each session to its owner (default $TOOLSHED_REPLICA_ID)"), "TOOLSHED_REPLICA_ID")
 	drain := fs.Duration("drain-timeout", gateway.DefaultDrainTimeout, "after SIGINT or SIGTERM over --http, drain for up to `DURATION`: /readyz answers 503 and new sessions are refused while open sessions are served and calls in flight may finish; then what is left is cancelled and the servers stopped (over stdio, calls are cancelled at once; a second signal stops at once)")
+	startWait := fs.Duration("start-wait", gateway.DefaultStartWait, "let a client's requests wait up to `DURATION` for servers still in their first start (npx may be installing them); past it they are answered without them, and the client is told when they are up (notifications/tools/list_changed)")
 	metricsAddr := fs.String("metrics-addr", "", "also serve Prometheus metrics at http://`ADDR`/metrics, without a token (a bare port binds 127.0.0.1); over --http, GET /metrics is served too, with the token /status needs")
 	doors := addDoorFlags(fs)
 	logFlags := searchLogFlags{
@@ -99,6 +100,10 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	opts.DrainTimeout = *drain
 	opts.StopTimeout = min(*drain, gateway.DefaultStopTimeout)
+	if *startWait <= 0 {
+		return usageErr("--start-wait must be a positive duration, such as 10s, got %v", *startWait)
+	}
+	opts.StartWait = *startWait
 	cfg := &config.Config{}
 	if *configFile != "" {
 		load := loadServersConfig
@@ -215,7 +220,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		if hint := stdinHint(term.IsTerminal(int(os.Stdin.Fd()))); hint != "" {
 			fmt.Fprintln(stderr, hint)
 		}
-		// The client's first requests wait (up to 5 seconds) for the upstreams to
+		// The client's first requests wait (up to --start-wait) for the upstreams to
 		// start; slower ones appear later, and the client is told
 		// (notifications/tools/list_changed).
 		if err := g.ServeStdio(ctx, *profile); err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) {
