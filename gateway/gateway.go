@@ -65,6 +65,14 @@ type Options struct {
 	// comes at once; without it the upstreams start at Run, told that clients support
 	// nothing until one connects.
 	WaitForClient bool
+	// ConnectTimeout and FirstStartTimeout bound the servers whose config sets no
+	// connect_timeout (one that does is bounded by it alone). FirstStartTimeout
+	// (default config.DefaultFirstStartTimeout) bounds the starts of a stdio server
+	// until it has been up once: such a start may install the server first (npx -y,
+	// uvx, docker pulling its image). ConnectTimeout (default
+	// config.DefaultConnectTimeout) bounds its starts once it has been up, those of
+	// HTTP servers, and listing tools and features again.
+	ConnectTimeout, FirstStartTimeout time.Duration
 	// Backoff bounds the delay before restarting a failed upstream: it starts at
 	// BackoffMin (default 1s), doubles up to BackoffMax (default 1m), and starts over
 	// once an upstream has run for BackoffReset (default 1m).
@@ -131,6 +139,14 @@ func (o *Options) cancelGrace() time.Duration { return o.stopTimeout() / 5 }
 // stopStep is how long a stdio server gets to exit after its stdin is closed, and again
 // after SIGTERM, before SIGKILL.
 func (o *Options) stopStep() time.Duration { return o.stopTimeout() / 4 }
+
+func (o *Options) connectTimeout() time.Duration {
+	return orDefault(o.ConnectTimeout, config.DefaultConnectTimeout)
+}
+
+func (o *Options) firstStartTimeout() time.Duration {
+	return orDefault(o.FirstStartTimeout, config.DefaultFirstStartTimeout)
+}
 
 func (o *Options) backoffMin() time.Duration   { return orDefault(o.BackoffMin, time.Second) }
 func (o *Options) backoffMax() time.Duration   { return orDefault(o.BackoffMax, time.Minute) }
