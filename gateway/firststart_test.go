@@ -78,7 +78,7 @@ func TestFirstStartMayInstall(t *testing.T) {
 	h.client("", nil) // the servers start
 
 	// Past the start-up wait, which is past the 1 s bound.
-	waitLog(t, h, "toolshed: memory is still starting after 2s: clients are answered without its tools until it is up, then told (notifications/tools/list_changed); it has up to 2m0s to start, as a first start may install it (npx -y, uvx)")
+	waitLog(t, h, "toolshed: memory is still starting after 2s; a first start may install it (npx -y, uvx), so toolshed gives it up to 2m0s; meanwhile clients are answered without its tools, and told when it is up (notifications/tools/list_changed)\n")
 	if st := status(h, "memory"); st.State != gateway.Connecting || st.Restarts != 0 {
 		t.Fatalf("memory's first start, past 1s: %+v, want still in its first start", st)
 	}

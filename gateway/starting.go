@@ -200,10 +200,10 @@ func (u *Upstream) noteSlowStart() {
 	}
 	why := ""
 	if installing {
-		why = ", as a first start may install it (npx -y, uvx)"
+		why = "a first start may install it (npx -y, uvx), so "
 	}
-	u.g.logf("%s is still starting after %v: clients are answered without its tools until it is up, then told (notifications/tools/list_changed); it has up to %v to start%s",
-		u.cfg.Name, wait, bound, why)
+	u.g.logf("%s is still starting after %v; %stoolshed gives it up to %v; meanwhile clients are answered without its tools, and told when it is up (notifications/tools/list_changed)",
+		u.cfg.Name, wait, why, bound)
 }
 
 // startingFor returns the servers still in their first start when the assembly was

@@ -137,7 +137,7 @@ func TestServeSaysServerStillStarting(t *testing.T) {
 			}
 		}
 	}
-	waitStderr("toolshed: memory is still starting after 1s: clients are answered without its tools until it is up, then told (notifications/tools/list_changed); it has up to 2m0s to start, as a first start may install it (npx -y, uvx)\n")
+	waitStderr("toolshed: memory is still starting after 1s; a first start may install it (npx -y, uvx), so toolshed gives it up to 2m0s; meanwhile clients are answered without its tools, and told when it is up (notifications/tools/list_changed)\n")
 	open()
 	waitStderr("toolshed: memory               ready      9 tools")
 	waitStderr("toolshed: 1 of 1 servers ready, 9 tools.")
