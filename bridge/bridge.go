@@ -148,8 +148,14 @@ func jsonResult(v any) Result {
 
 // Bridge answers the bridge tools for one session: its plan and the index of the plan's
 // snapshot. A Bridge is immutable and safe for concurrent use.
+//
+// A session limited to a scope must be planned over the scope's own catalog
+// (policy.Scope.Catalog), and Index be that catalog's: an index of every tool would let
+// the tools outside the scope change what the session finds, and so tell of them.
 type Bridge struct {
-	Plan  *policy.Plan
+	Plan *policy.Plan
+	// Index is the index of Plan.Snapshot (of a catalog with its hash); a search with
+	// another fails rather than mix up tools.
 	Index *search.Index
 	// Rank, when set, ranks tool_search's results in place of Index.Search, with the
 	// same options and errors: a hybrid search of words and embeddings (package hybrid)
@@ -269,6 +275,9 @@ func (b *Bridge) Search(args json.RawMessage) Result {
 		return ErrorResult(search.InvalidToolInput, "tool_search: %v", err)
 	}
 	limit = b.Plan.Config.Limit(limit, asked)
+	if b.Index.Snapshot().Hash() != b.Plan.Snapshot.Hash() {
+		return ErrorResult(search.Unavailable, "tool_search cannot search now: its index is not of this session's catalog (a bug of toolshed's front, which must index the plan's own catalog); report it")
+	}
 	rank := b.Index.Search
 	if b.Rank != nil {
 		rank = b.Rank

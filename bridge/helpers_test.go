@@ -93,7 +93,7 @@ func mustJSON(v any) string {
 
 func newBridge(t testing.TB, doc string, in policy.Input) *bridge.Bridge {
 	t.Helper()
-	snap := catalogtest.Snapshot(t, doc)
+	snap := in.Scope.Catalog(catalogtest.Snapshot(t, doc))
 	return &bridge.Bridge{Plan: policy.Decide(snap, in), Index: search.NewIndex(snap)}
 }
 

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolshed/toolshed/bridge"
+	"github.com/toolshed/toolshed/internal/catalogtest"
 	"github.com/toolshed/toolshed/policy"
 	"github.com/toolshed/toolshed/search"
 )
@@ -190,6 +191,20 @@ func TestSearchFindsOnlyDeferredToolsInScope(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A bridge whose index is not of its plan's catalog (a scoped plan over the scope's own
+// catalog, searched with an index of every tool) refuses to search, rather than find
+// tools by another catalog's numbering or let the tools outside the scope rank.
+func TestSearchIndexOfAnotherCatalog(t *testing.T) {
+	full := catalogtest.Snapshot(t, testCatalog)
+	in := policy.Input{Config: testConfig(), Scope: testScope}
+	b := &bridge.Bridge{Plan: policy.Decide(testScope.Catalog(full), in), Index: search.NewIndex(full)}
+	r := b.Search(json.RawMessage(`{"query": "list issues"}`))
+	checkError(t, r, search.Unavailable)
+	if !strings.Contains(r.Text, "index is not of this session's catalog") {
+		t.Errorf("the error %q does not say what is wrong", r.Text)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"runtime"
 	"sort"
 	"strconv"
@@ -41,6 +42,11 @@ type Snapshot struct {
 	byBare  map[string][]*Tool
 	servers []ServerSummary
 	hash    string
+
+	// parent and from, for a Subset: the snapshot it was taken from and, for each of
+	// its tools, that tool's index there, whose token count it shares.
+	parent *Snapshot
+	from   []int
 
 	tokensOnce sync.Once
 	tokens     int
@@ -127,13 +133,7 @@ func Build(sources []Source) (*Snapshot, []Problem) {
 			s.byName[t.Qualified] = t
 			s.byBare[t.Name] = append(s.byBare[t.Name], t)
 			summary.Tools++
-			fmt.Fprintf(h, "%s\x00%t\x00%d\x00", t.Server, t.Pinned, len(d.raw))
-			h.Write(d.raw)
-			if !t.Search.IsZero() {
-				// What search indexes is part of the content: an index cached by the
-				// hash must not be one built without the override.
-				fmt.Fprintf(h, "\x01%q\x00%q\x00%q\x00%q\x00", t.Search.Title, t.Search.Description, t.Search.Keywords, t.Search.Aliases)
-			}
+			hashTool(h, t)
 		}
 		s.servers = append(s.servers, summary)
 	}
@@ -141,10 +141,73 @@ func Build(sources []Source) (*Snapshot, []Problem) {
 	return s, problems
 }
 
+// hashTool adds t to a snapshot's content hash: its server, pinning, definition as
+// received and what an override makes search index.
+func hashTool(h hash.Hash, t *Tool) {
+	fmt.Fprintf(h, "%s\x00%t\x00%d\x00", t.Server, t.Pinned, len(t.Raw))
+	h.Write(t.Raw)
+	if !t.Search.IsZero() {
+		// What search indexes is part of the content: an index cached by the hash
+		// must not be one built without the override.
+		fmt.Fprintf(h, "\x01%q\x00%q\x00%q\x00%q\x00", t.Search.Title, t.Search.Description, t.Search.Keywords, t.Search.Aliases)
+	}
+}
+
+// Subset returns the catalog of the tools of s that keep admits, in s's order, as Build
+// makes it of just those tools: everything derived from it (a search index's term
+// statistics and fallbacks, a lookup by bare name, the token figures) depends on them
+// alone, which is how a session limited to some tools is kept from learning anything
+// of the others (see policy.Scope.Catalog). Each tool is a copy with its own Index and
+// with the qualified name it has in s; the hash is the one Build gives the same
+// definitions, so that an index cached by hash is shared with any catalog of the same
+// tools, and a subset whose tools did not change is not indexed again when the rest of
+// s did. Only the servers of kept tools are listed. Tokens are counted once, in s, and
+// shared. When keep admits every tool, Subset returns s itself.
+func (s *Snapshot) Subset(keep func(*Tool) bool) *Snapshot {
+	var from []int
+	for i, t := range s.tools {
+		if keep(t) {
+			from = append(from, i)
+		}
+	}
+	if len(from) == len(s.tools) {
+		return s
+	}
+	sub := &Snapshot{byName: make(map[string]*Tool, len(from)), byBare: map[string][]*Tool{}, parent: s, from: from}
+	h := sha256.New()
+	for _, i := range from {
+		o := s.tools[i]
+		// Field by field rather than *o: the token count may be being written by s's
+		// countTokens, and is taken from s once counted.
+		t := &Tool{Server: o.Server, Name: o.Name, Qualified: o.Qualified, Title: o.Title, Description: o.Description,
+			Params: o.Params, Required: o.Required, InputSchema: o.InputSchema, OutputSchema: o.OutputSchema,
+			Annotations: o.Annotations, Meta: o.Meta, Raw: o.Raw, Search: o.Search, Pinned: o.Pinned, Index: len(sub.tools)}
+		sub.tools = append(sub.tools, t)
+		sub.byName[t.Qualified] = t
+		sub.byBare[t.Name] = append(sub.byBare[t.Name], t)
+		if n := len(sub.servers); n == 0 || sub.servers[n-1].Name != t.Server {
+			sub.servers = append(sub.servers, ServerSummary{Name: t.Server})
+		}
+		sub.servers[len(sub.servers)-1].Tools++
+		hashTool(h, t)
+	}
+	sub.hash = hex.EncodeToString(h.Sum(nil))
+	return sub
+}
+
 // countTokens fills in every tool's token cost, once. Counting is the costliest part of
 // a build and most readers (a search, a call) never need it, so it waits until asked.
 func (s *Snapshot) countTokens() {
 	s.tokensOnce.Do(func() {
+		if s.parent != nil {
+			s.parent.countTokens()
+			for i, t := range s.tools {
+				t.tokens = s.parent.tools[s.from[i]].tokens
+			}
+			s.parent, s.from = nil, nil // counted: the subset no longer keeps s alive
+			s.sumTokens()
+			return
+		}
 		var wg sync.WaitGroup
 		workers := min(runtime.GOMAXPROCS(0), 8)
 		for w := range workers {
@@ -158,15 +221,20 @@ func (s *Snapshot) countTokens() {
 			}()
 		}
 		wg.Wait()
-		si := map[string]int{}
-		for i := range s.servers {
-			si[s.servers[i].Name] = i
-		}
-		for _, t := range s.tools {
-			s.servers[si[t.Server]].Tokens += t.tokens
-			s.tokens += t.tokens
-		}
+		s.sumTokens()
 	})
+}
+
+// sumTokens adds the tools' token counts up, by server and in all.
+func (s *Snapshot) sumTokens() {
+	si := map[string]int{}
+	for i := range s.servers {
+		si[s.servers[i].Name] = i
+	}
+	for _, t := range s.tools {
+		s.servers[si[t.Server]].Tokens += t.tokens
+		s.tokens += t.tokens
+	}
 }
 
 func toolLabel(t *Tool, i int) string {

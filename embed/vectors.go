@@ -121,6 +121,23 @@ func FromFloats(rows [][]float32) (*Vectors, error) {
 	return newVectors(qs), nil
 }
 
+// Rows returns the vectors at rows, in that order: the vectors of part of the catalog v
+// was built for (a session's scope, see policy.Scope.Catalog), without embedding it
+// again. A row out of range is an error, and v is not changed.
+func (v *Vectors) Rows(rows []int) (*Vectors, error) {
+	out := &Vectors{dim: v.dim, n: len(rows), words: v.words, q: make([]int8, 0, len(rows)*v.dim),
+		scale: make([]float32, 0, len(rows)), sign: make([]uint64, 0, len(rows)*v.words)}
+	for _, r := range rows {
+		if r < 0 || r >= v.n {
+			return nil, fmt.Errorf("embed: row %d of %d vectors", r, v.n)
+		}
+		out.q = append(out.q, v.q[r*v.dim:(r+1)*v.dim]...)
+		out.scale = append(out.scale, v.scale[r])
+		out.sign = append(out.sign, v.sign[r*v.words:(r+1)*v.words]...)
+	}
+	return out, nil
+}
+
 // Len is the number of vectors.
 func (v *Vectors) Len() int { return v.n }
 

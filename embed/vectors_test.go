@@ -135,6 +135,41 @@ func TestTopKAllow(t *testing.T) {
 	}
 }
 
+// The vectors of some rows are the vectors built from those rows alone: the same hits,
+// scores and order for any query, rows renumbered; a row out of range is an error.
+func TestRows(t *testing.T) {
+	r := rand.New(rand.NewPCG(4, 4))
+	all := clustered(r, 2000, 512)
+	rows := []int{1999, 7, 500, 3, 1200}
+	for i := 10; i < 2000; i += 3 {
+		rows = append(rows, i)
+	}
+	part, err := buildVectors(t, all).Rows(rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var picked [][]float32
+	for _, i := range rows {
+		picked = append(picked, all[i])
+	}
+	want := buildVectors(t, picked)
+	if part.Len() != want.Len() || part.Dim() != want.Dim() || part.Bytes() != want.Bytes() {
+		t.Fatalf("%d vectors of %d dimensions in %d bytes, want %d of %d in %d", part.Len(), part.Dim(), part.Bytes(), want.Len(), want.Dim(), want.Bytes())
+	}
+	for _, q := range append(clustered(r, 20, 512), all[7], all[8]) {
+		for _, k := range []int{1, 10, 50} {
+			if got, exp := part.TopK(q, k, nil), want.TopK(q, k, nil); !slices.Equal(got, exp) {
+				t.Fatalf("top %d of the rows %v, of vectors built from them %v", k, got, exp)
+			}
+		}
+	}
+	for _, bad := range [][]int{{-1}, {0, 2000}} {
+		if _, err := want.Rows(bad); err == nil {
+			t.Errorf("rows %v of %d: no error", bad, want.Len())
+		}
+	}
+}
+
 // BenchmarkTopK is the vector side at 10,000 tools × 1,024 dimensions: one query's top
 // 50 (the fusion depth). It reports the median query time (p50-ns), the vectors' own
 // bytes (MB) and the heap the build kept (heap-MB).

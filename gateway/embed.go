@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/embed"
 	"github.com/toolshed/toolshed/hybrid"
 	"github.com/toolshed/toolshed/search"
@@ -14,18 +15,21 @@ import (
 // Options.Embed). A catalog that changes (an upstream starts, restarts or lists new
 // tools) is embedded again in the background, which costs only the tools that changed
 // thanks to embed's cache; until its vectors are ready, tool_search answers with words
-// alone, as it does when the endpoint fails.
+// alone, as it does when the endpoint fails. A profile with a scope searches its own
+// catalog (see assembly.plan), whose vectors are the rows of its tools: nothing is
+// embedded twice.
 type vectors struct {
 	g      *Gateway
 	client *embed.Client
 	base   *hybrid.Searcher // shares the endpoint's log state across catalogs
 
 	mu       sync.Mutex
-	hash     string         // the snapshot hash vecs are for
-	vecs     *embed.Vectors // nil until built
-	building string         // the snapshot hash being embedded, "" when none
-	failed   string         // the last snapshot hash whose embedding failed
-	failedAt time.Time      // when: it is retried after embedRetry
+	snap     *catalog.Snapshot         // the catalog vecs are for
+	vecs     *embed.Vectors            // nil until built
+	parts    map[string]*embed.Vectors // the vectors of scopes' catalogs, by hash: rows of vecs
+	building string                    // the snapshot hash being embedded, "" when none
+	failed   string                    // the last snapshot hash whose embedding failed
+	failedAt time.Time                 // when: it is retried after embedRetry
 
 	warned map[string]bool // cache and store problems said already, by message
 }
@@ -59,34 +63,79 @@ func newVectors(g *Gateway, c *embed.Client) *vectors {
 	return &vectors{g: g, client: c, base: base}
 }
 
-// rank returns the hybrid ranking over ix when its snapshot's vectors are ready, and
-// nil (words alone) otherwise, starting their embedding if nothing is under way.
+// rank returns the hybrid ranking over ix, an index of the current catalog or of a
+// scope's catalog taken from it, when its vectors are ready, and nil (words alone)
+// otherwise, starting the current catalog's embedding if nothing is under way.
 func (v *vectors) rank(ix *search.Index) func(string, search.Options) ([]search.Result, error) {
 	if v == nil {
 		return nil
 	}
-	snap := ix.Snapshot()
-	hash := snap.Hash()
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.hash == hash && v.vecs != nil {
-		hs := v.base.With(ix, v.vecs)
+	if vecs := v.of(ix.Snapshot()); vecs != nil {
+		hs := v.base.With(ix, vecs)
 		return func(q string, opts search.Options) ([]search.Result, error) {
 			return hs.Search(v.g.life, q, opts)
 		}
 	}
-	if v.building == "" && (v.failed != hash || time.Since(v.failedAt) > embedRetry) {
-		v.building = hash
-		go v.build(ix, hash)
-	}
+	v.start(v.g.current.Load().snap)
 	return nil
 }
 
-// prepare starts embedding ix's tools, if they are not and nothing else is under way.
-func (v *vectors) prepare(ix *search.Index) { v.rank(ix) }
+// of returns the vectors of snap's tools: those of the catalog embedded, or, for a
+// scope's catalog taken from it, the rows of its tools. It returns nil when they are
+// not all embedded (the catalog changed since). v.mu is held.
+func (v *vectors) of(snap *catalog.Snapshot) *embed.Vectors {
+	switch {
+	case v.vecs == nil:
+		return nil
+	case snap.Hash() == v.snap.Hash():
+		return v.vecs
+	case v.parts[snap.Hash()] != nil:
+		return v.parts[snap.Hash()]
+	}
+	rows := make([]int, snap.Len())
+	for i, t := range snap.Tools() {
+		o, err := v.snap.Lookup(t.Qualified, nil)
+		if err != nil || o.Qualified != t.Qualified || embed.ToolText(o) != embed.ToolText(t) {
+			return nil
+		}
+		rows[i] = o.Index
+	}
+	part, err := v.vecs.Rows(rows)
+	if err != nil {
+		return nil
+	}
+	if v.parts == nil || len(v.parts) >= v.g.cache.Size {
+		v.parts = map[string]*embed.Vectors{} // as many as there are indexes kept
+	}
+	v.parts[snap.Hash()] = part
+	return part
+}
 
-func (v *vectors) build(ix *search.Index, hash string) {
-	snap := ix.Snapshot()
+// start starts embedding snap's tools, unless they are or something else is under way.
+// v.mu is held.
+func (v *vectors) start(snap *catalog.Snapshot) {
+	hash := snap.Hash()
+	if v.building != "" || (v.vecs != nil && v.snap.Hash() == hash) || (v.failed == hash && time.Since(v.failedAt) <= embedRetry) {
+		return
+	}
+	v.building = hash
+	go v.build(snap)
+}
+
+// prepare starts embedding snap's tools, if they are not and nothing else is under way.
+func (v *vectors) prepare(snap *catalog.Snapshot) {
+	if v == nil {
+		return
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.start(snap)
+}
+
+func (v *vectors) build(snap *catalog.Snapshot) {
+	hash := snap.Hash()
 	texts := embed.ToolTexts(snap)
 	var last time.Time
 	vecs, st, err := embed.Build(v.g.life, v.client, texts, embed.BuildOptions{
@@ -103,7 +152,7 @@ func (v *vectors) build(ix *search.Index, hash string) {
 	// The catalog may have changed meanwhile: embed the newest next.
 	defer func() {
 		if a := v.g.current.Load(); a != nil && a.snap.Hash() != hash {
-			v.prepare(v.g.cache.Index(a.snap))
+			v.prepare(a.snap)
 		}
 	}()
 	v.mu.Lock()
@@ -115,7 +164,7 @@ func (v *vectors) build(ix *search.Index, hash string) {
 		return
 	}
 	v.failed = ""
-	v.hash, v.vecs = hash, vecs
+	v.snap, v.vecs, v.parts = snap, vecs, nil
 	if st.Embedded > 0 {
 		v.g.logf("tool_search fuses words with embeddings: %d tools embedded, %d from the cache", st.Embedded, st.Cached)
 	}

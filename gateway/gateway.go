@@ -65,6 +65,14 @@ type Options struct {
 	// comes at once; without it the upstreams start at Run, told that clients support
 	// nothing until one connects.
 	WaitForClient bool
+	// ConnectTimeout and FirstStartTimeout bound the servers whose config sets no
+	// connect_timeout (one that does is bounded by it alone). FirstStartTimeout
+	// (default config.DefaultFirstStartTimeout) bounds the starts of a stdio server
+	// until it has been up once: such a start may install the server first (npx -y,
+	// uvx, docker pulling its image). ConnectTimeout (default
+	// config.DefaultConnectTimeout) bounds its starts once it has been up, those of
+	// HTTP servers, and listing tools and features again.
+	ConnectTimeout, FirstStartTimeout time.Duration
 	// Backoff bounds the delay before restarting a failed upstream: it starts at
 	// BackoffMin (default 1s), doubles up to BackoffMax (default 1m), and starts over
 	// once an upstream has run for BackoffReset (default 1m).
@@ -132,6 +140,14 @@ func (o *Options) cancelGrace() time.Duration { return o.stopTimeout() / 5 }
 // after SIGTERM, before SIGKILL.
 func (o *Options) stopStep() time.Duration { return o.stopTimeout() / 4 }
 
+func (o *Options) connectTimeout() time.Duration {
+	return orDefault(o.ConnectTimeout, config.DefaultConnectTimeout)
+}
+
+func (o *Options) firstStartTimeout() time.Duration {
+	return orDefault(o.FirstStartTimeout, config.DefaultFirstStartTimeout)
+}
+
 func (o *Options) backoffMin() time.Duration   { return orDefault(o.BackoffMin, time.Second) }
 func (o *Options) backoffMax() time.Duration   { return orDefault(o.BackoffMax, time.Minute) }
 func (o *Options) backoffReset() time.Duration { return orDefault(o.BackoffReset, time.Minute) }
@@ -142,6 +158,17 @@ func orDefault(d, def time.Duration) time.Duration {
 	}
 	return d
 }
+
+// The search indexes the gateway keeps: those of the current catalog and of a few
+// before it, so that a catalog that comes back (a server that restarts with the tools
+// it had) is not indexed again; indexesKept for the default profile, as before profiles
+// had catalogs of their own, and profileIndexesKept more for each profile, whose
+// catalog is its scope's (see assembly.plan). An index of 10,000 tools holds about 8
+// MB (search's BenchmarkIndexHeap), one of a scope's tools less.
+const (
+	indexesKept        = 8
+	profileIndexesKept = 4
+)
 
 // Gateway is a running toolshed gateway.
 type Gateway struct {
@@ -225,9 +252,10 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 		return nil, fmt.Errorf("a name limit of %d characters leaves no room for a readable name and its hash: give 0 (no limit) or at least %d", opts.MaxNameLen, MinNameLen)
 	}
 	g := &Gateway{cfg: cfg, opts: opts, byName: map[string]*Upstream{}, servers: map[string]*profileServer{}, changes: make(chan struct{}, 1), early: map[string]bool{}}
+	g.cache.Size = indexesKept + profileIndexesKept*len(cfg.Profiles)
 	g.calls = newCallRegistry(g)
 	g.rec = newRecorder(opts.SearchLog, opts.Metrics, func(ss *mcp.ServerSession) string { return g.clients.tagOf(ss) })
-	g.learn = newLearner(opts.SearchLog, opts.NoLearning, opts.LearnInterval, g.logf)
+	g.learn = newLearner(opts.SearchLog, opts.NoLearning, opts.LearnInterval, 1+len(cfg.Profiles), g.logf)
 	if opts.Embed != nil {
 		g.vectors = newVectors(g, opts.Embed)
 	}
@@ -399,7 +427,7 @@ func (g *Gateway) reassemble() {
 	changed := old == nil || old.snap.Hash() != a.snap.Hash() || old.hidden.Hash() != a.hidden.Hash() || old.upHash != a.upHash || old.restarting.Hash() != a.restarting.Hash() || !slices.Equal(old.starting, a.starting)
 	if changed {
 		g.current.Store(a)
-		g.vectors.prepare(g.cache.Index(a.snap))
+		g.vectors.prepare(a.snap)
 		for _, ps := range g.servers {
 			ps.sync(a)
 		}
@@ -539,7 +567,10 @@ func (a *assembly) plan(profile string) *policy.Plan {
 	if window <= 0 {
 		window = config.DefaultContextWindow
 	}
-	p := policy.Decide(a.snap, policy.Input{Config: cfg, Servers: a.g.serverRules(), Scope: a.g.cfg.Profiles[profile].Scope, ContextWindow: window})
+	// Over the scope's own catalog, so that nothing a session is told, search's
+	// statistics included, depends on the tools outside its scope (see Scope.Catalog).
+	scope := a.g.cfg.Profiles[profile].Scope
+	p := policy.Decide(scope.Catalog(a.snap), policy.Input{Config: cfg, Servers: a.g.serverRules(), Scope: scope, ContextWindow: window})
 	a.plans[profile] = p
 	return p
 }
@@ -553,9 +584,12 @@ func (g *Gateway) serverRules() map[string]policy.ServerRules {
 	return rules
 }
 
-// index returns the index the catalog is searched with: learned from the search log,
-// once built.
-func (a *assembly) index() *search.Index { return a.g.learn.index(a.g.cache.Index(a.snap)) }
+// index returns the index profile searches: that of its plan's catalog, the scope's own
+// (see plan), learned from the search log once built. Each is built once per catalog
+// and kept in the cache, which holds a few catalogs for each profile.
+func (a *assembly) index(profile string) *search.Index {
+	return a.g.learn.index(a.g.cache.Index(a.plan(profile).Snapshot))
+}
 
 // Profiles returns the names of the configured profiles, sorted.
 func (g *Gateway) Profiles() []string {

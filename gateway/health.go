@@ -47,7 +47,9 @@ func (g *Gateway) handleHealth(mux *http.ServeMux, auth *httpAuth) {
 // a server that fails here fails on each of them, and a balancer that took them all out
 // would lose every other server's tools too (toolshed serves those, says which server
 // failed in /status and toolshed_upstream_up, and keeps restarting it). One slow to
-// start for the first time holds it unready, as a first tools/list would miss its tools.
+// start for the first time holds it unready, as a first tools/list would miss its tools:
+// for as long as its first start is bounded (Upstream.startTimeout: 2 minutes for a
+// stdio server, which may be installing, unless its connect_timeout says otherwise).
 // A draining gateway is not ready either (see the GET /readyz handler).
 func (g *Gateway) ready() bool {
 	for _, s := range g.Statuses() {

@@ -27,8 +27,9 @@ const DefaultLearnInterval = time.Minute
 // more lets a query that led to many calls long ago outweigh a newer one-off.
 const learnPerTool = 128
 
-// learnedKept bounds the learned indexes kept: one per catalog the profiles search,
-// and a catalog changes only when a server's tools do.
+// learnedKept bounds the learned indexes kept for each profile: one per catalog it
+// searches (its scope's own, see assembly.plan), and a catalog changes only when a
+// server's tools do.
 const learnedKept = 4
 
 // learner keeps the evidence and the learned indexes built with it.
@@ -36,6 +37,7 @@ type learner struct {
 	log   *searchlog.Log
 	logf  func(format string, args ...any)
 	every time.Duration
+	kept  int // learned indexes kept: learnedKept for each profile
 
 	mu       sync.Mutex
 	ev       []search.Evidence
@@ -51,15 +53,16 @@ type learnedIndex struct {
 	ix      *search.Index
 }
 
-// newLearner returns nil when there is no log or learning is off.
-func newLearner(log *searchlog.Log, off bool, every time.Duration, logf func(string, ...any)) *learner {
+// newLearner returns nil when there is no log or learning is off. profiles counts the
+// profiles, the default one included.
+func newLearner(log *searchlog.Log, off bool, every time.Duration, profiles int, logf func(string, ...any)) *learner {
 	if log == nil || off {
 		return nil
 	}
 	if every <= 0 {
 		every = DefaultLearnInterval
 	}
-	return &learner{log: log, logf: logf, every: every, built: map[*search.Index]learnedIndex{}, building: map[*search.Index]bool{}}
+	return &learner{log: log, logf: logf, every: every, kept: learnedKept * profiles, built: map[*search.Index]learnedIndex{}, building: map[*search.Index]bool{}}
 }
 
 // run reads the evidence at once, then every l.every, until ctx ends.
@@ -133,7 +136,7 @@ func (l *learner) build(base *search.Index, version uint64, ev []search.Evidence
 	defer l.mu.Unlock()
 	delete(l.building, base)
 	l.built[base] = learnedIndex{version, ix}
-	if len(l.built) > learnedKept {
+	if len(l.built) > l.kept {
 		for b := range l.built {
 			if b != base {
 				delete(l.built, b) // an index of a catalog no longer served, most likely

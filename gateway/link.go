@@ -40,11 +40,41 @@ func waitLink(l *link) <-chan error {
 	return done
 }
 
+// connectTimeout bounds listing the tools and features of the server once it is up,
+// and resubscribing: its connect_timeout, else Options.ConnectTimeout.
 func (u *Upstream) connectTimeout() time.Duration {
 	if u.cfg.ConnectTimeout > 0 {
 		return u.cfg.ConnectTimeout
 	}
-	return config.DefaultConnectTimeout
+	return u.g.opts.connectTimeout()
+}
+
+// startTimeout bounds a start of the server, listing its tools included, and reports
+// whether it is the longer bound of a start that may install the server: for a stdio
+// server whose config sets no connect_timeout and that has not been up yet,
+// Options.FirstStartTimeout, since `npx -y` or uvx installs the server before it
+// starts (docker run pulls its image), and npx says nothing meanwhile: there is no
+// progress to watch, only a start to wait for. Each such start gets it, not only the
+// first: npm's cache keeps the packages a start killed midway had downloaded, so the
+// next one gets further, where a shorter bound would kill each the same way. Otherwise
+// it is connectTimeout: a server that has been up is installed, an HTTP server
+// installs nothing, and a connect_timeout set in the config always wins.
+func (u *Upstream) startTimeout() (timeout time.Duration, installing bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	command := u.catalogTools == nil && u.cfg.Type != config.HTTP && u.cfg.Type != config.SSE // see transport
+	if u.cfg.ConnectTimeout <= 0 && command && !u.everUp {
+		return u.g.opts.firstStartTimeout(), true
+	}
+	return u.connectTimeout(), false
+}
+
+// boundNote says which bound a start outlived, for its error.
+func boundNote(installing bool) string {
+	if installing {
+		return ", the bound of its starts until it has been up once, as a start may install it first (npx -y, uvx); if it needs longer, set its connect_timeout"
+	}
+	return " (connect_timeout)"
 }
 
 // dial makes a connection, declaring what the clients support now, and lists the
@@ -54,7 +84,7 @@ func (u *Upstream) dial(ctx context.Context) (*link, []json.RawMessage, features
 	if u.catalogTools != nil {
 		support = clientSupport{} // toolshed's own catalog server asks clients nothing
 	}
-	timeout := u.connectTimeout()
+	timeout, installing := u.startTimeout()
 	// The connection lives on linkCtx: some transports keep the context they connect
 	// with for as long as the connection lasts (the SSE client's event stream), so it
 	// must not end when dial returns. Only the start is bounded by connect_timeout.
@@ -82,7 +112,11 @@ func (u *Upstream) dial(ctx context.Context) (*link, []json.RawMessage, features
 	if err != nil {
 		cleanup()
 		if connectCtx.Err() != nil && ctx.Err() == nil {
-			return fail(fmt.Errorf("did not finish starting within %v (connect_timeout); it may be hanging or slow to install", timeout))
+			note := boundNote(installing)
+			if !installing {
+				note += "; it may be hanging or slow to install"
+			}
+			return fail(fmt.Errorf("did not finish starting within %v%s", timeout, note))
 		}
 		return fail(fmt.Errorf("could not start: %w", err))
 	}
@@ -99,14 +133,14 @@ func (u *Upstream) dial(ctx context.Context) (*link, []json.RawMessage, features
 	if err != nil {
 		l.close()
 		if connectCtx.Err() != nil && ctx.Err() == nil {
-			return fail(fmt.Errorf("did not list its tools within %v (connect_timeout)", timeout))
+			return fail(fmt.Errorf("did not list its tools within %v%s", timeout, boundNote(installing)))
 		}
 		return fail(fmt.Errorf("could not list its tools: %w", err))
 	}
 	f := u.listFeatures(connectCtx, cs)
 	if !started() {
 		l.close()
-		return fail(fmt.Errorf("did not finish starting within %v (connect_timeout)", timeout))
+		return fail(fmt.Errorf("did not finish starting within %v%s", timeout, boundNote(installing)))
 	}
 	return l, tools, f, nil
 }
@@ -124,6 +158,7 @@ func (l *link) count(next mcp.MethodHandler) mcp.MethodHandler {
 func (u *Upstream) install(l *link, tools []json.RawMessage, f features) {
 	u.mu.Lock()
 	u.session, u.link, u.tools, u.features = l.cs, l, tools, f
+	u.everUp = true
 	u.featuresVersion++
 	u.status.Tokens = u.tokens(tools)
 	if l.gen+1 > u.settledGen {

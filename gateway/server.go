@@ -244,7 +244,7 @@ func isUnknown(plan *policy.Plan, name string) bool {
 func (ps *profileServer) bridged(name string) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		a := ps.g.current.Load()
-		ix := a.index()
+		ix := a.index(ps.profile)
 		b := &bridge.Bridge{Plan: a.plan(ps.profile), Index: ix, Rank: ps.g.vectors.rank(ix)}
 		if name == bridge.DescribeTool {
 			start := time.Now()

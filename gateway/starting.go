@@ -33,8 +33,16 @@ import (
 // A client answered while servers are still starting is told so: tool_search's
 // description names them (bridge.DefinitionsStarting), a search that finds fewer tools
 // than it asked for names them (see Gateway.unsearched), toolshed says so on stderr
-// (see reportEarly), and once they are up their tools join the catalog and the clients
-// get notifications/tools/list_changed.
+// (see reportEarly, and noteSlowStart for the user), and once they are up their tools
+// join the catalog and the clients get notifications/tools/list_changed.
+//
+// A start that installs first must not be cut short: with a bound of 30 s, three npx
+// servers starting at once on a loaded machine (30-32 s) were killed while npm was
+// still installing them, then started, and installed, again. So until a stdio server
+// has been up once, its starts are bounded by Options.FirstStartTimeout, 2 minutes,
+// rather than 30 s (see Upstream.startTimeout); the start-up wait is unchanged, so
+// clients are answered without it after 25 s and told when it is up, and /readyz
+// answers 503 while it is in its first start, for 2 minutes at most.
 
 // DefaultStartWait is Options.StartWait's default: how long a request waits for the
 // servers in their first start, from that start (see above).
@@ -177,6 +185,25 @@ func (g *Gateway) reportEarly(method string, ups []*Upstream) {
 		are = "1 server is"
 	}
 	g.logf("answered a client's %s while %s still starting (%s): their tools are added when they are up, and clients are told (notifications/tools/list_changed)", method, are, strings.Join(names, ", "))
+}
+
+// noteSlowStart says on stderr, once, that the upstream is still in its first start
+// when requests stop waiting for it (Options.StartWait), and how long it may take yet:
+// a user whose `npx -y` server installs for a minute sees why a client has fewer tools,
+// and that toolshed is not stuck. It says nothing when the server is up or failed by
+// then, or when its start is bounded by the start-up wait anyway.
+func (u *Upstream) noteSlowStart() {
+	wait := u.g.opts.startWait()
+	bound, installing := u.startTimeout()
+	if !u.firstStarting() || bound <= wait {
+		return
+	}
+	why := ""
+	if installing {
+		why = "a first start may install it (npx -y, uvx), so "
+	}
+	u.g.logf("%s is still starting after %v; %stoolshed gives it up to %v; meanwhile clients are answered without its tools, and told when it is up (notifications/tools/list_changed)",
+		u.cfg.Name, wait, why, bound)
 }
 
 // startingFor returns the servers still in their first start when the assembly was

@@ -78,6 +78,10 @@ type Upstream struct {
 	status  Status
 	// started is when the upstream began its first start (see run and hold).
 	started time.Time
+	// everUp is set once the upstream has been up: its starts are then bounded by
+	// connectTimeout, not by the longer bound of a start that may install it (see
+	// startTimeout).
+	everUp bool
 	// settledGen is one more than the newest generation of the clients' support (see
 	// Gateway.declared) for which a connection attempt ended, connected or failed.
 	settledGen uint64
@@ -211,6 +215,8 @@ func (u *Upstream) run(ctx context.Context) {
 	u.mu.Lock()
 	u.started = time.Now()
 	u.mu.Unlock()
+	note := time.AfterFunc(u.g.opts.startWait(), u.noteSlowStart)
+	defer note.Stop()
 	backoff := u.g.opts.backoffMin()
 	for ctx.Err() == nil {
 		u.setState(Connecting, nil)

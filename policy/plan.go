@@ -67,6 +67,20 @@ func (s Scope) Allows(t *catalog.Tool) bool {
 	return false
 }
 
+// Catalog returns the scope's own catalog: the tools of snap in the scope, as a catalog
+// of their own (see catalog.Snapshot.Subset), or snap itself when the scope has every
+// tool. A session's plan and search index are built over it, not over snap: search's
+// statistics (how rare a word is, which words are known and so not misspellings, what
+// the fallbacks try) would otherwise come from every tool, and what a session is told
+// would change with tools it may not see, and tell of them, down to whether their
+// servers are up.
+func (s Scope) Catalog(snap *catalog.Snapshot) *catalog.Snapshot {
+	if s.IsZero() {
+		return snap
+	}
+	return snap.Subset(s.Allows)
+}
+
 // AllowsServer reports whether the scope may hold tools of the named server: a server
 // pattern matches it, or a tool pattern's server part (before catalog.Separator) does.
 // A tool pattern without a server part ("*search*") is not taken to reach any one

@@ -656,6 +656,40 @@ func TestScopeCheck(t *testing.T) {
 	}
 }
 
+// A scope's catalog holds its tools alone, and a plan over it is the plan over the whole
+// catalog with the scope, tool for tool; the zero scope's catalog is the catalog itself.
+func TestScopeCatalog(t *testing.T) {
+	snap := catalogtest.Snapshot(t, testCatalog)
+	if got := (policy.Scope{}).Catalog(snap); got != snap {
+		t.Error("the zero scope's catalog is not the catalog itself")
+	}
+	for _, scope := range []policy.Scope{
+		{Servers: []string{"github", "slack", "core"}},
+		{Tools: []string{"github__*", "*__echo"}},
+		{Servers: []string{"nothing"}},
+	} {
+		own := scope.Catalog(snap)
+		var want []string
+		for _, tool := range snap.Tools() {
+			if scope.Allows(tool) {
+				want = append(want, tool.Qualified)
+			}
+		}
+		var got []string
+		for _, tool := range own.Tools() {
+			got = append(got, tool.Qualified)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("the catalog of %+v has %v, want %v", scope, got, want)
+		}
+		in := policy.Input{Config: onConfig(), Scope: scope}
+		p, whole := policy.Decide(own, in), policy.Decide(snap, in)
+		if !slices.Equal(names(p.Visible), names(whole.Visible)) || !slices.Equal(names(p.Deferred), names(whole.Deferred)) || p.TotalTokens != whole.TotalTokens || p.Active != whole.Active {
+			t.Errorf("the plan of %+v over its catalog lists %v and defers %v, over the whole %v and %v", scope, names(p.Visible), names(p.Deferred), names(whole.Visible), names(whole.Deferred))
+		}
+	}
+}
+
 func TestPlanLookup(t *testing.T) {
 	snap := catalogtest.Snapshot(t, testCatalog)
 	scoped := policy.Decide(snap, policy.Input{Config: onConfig(), Scope: policy.Scope{Servers: []string{"github", "slack", "core"}}})

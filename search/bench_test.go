@@ -255,3 +255,33 @@ func BenchmarkRegexFirst(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkScopeIndex is what a profile's scope costs the gateway each time the catalog
+// changes: the scope's own catalog (catalog.Snapshot.Subset: a copy of its tools and
+// their content hash) and its index (as BenchmarkIndexRebuild, warm), for scopes of a
+// tenth and of half of the scale catalog's tools.
+func BenchmarkScopeIndex(b *testing.B) {
+	for _, n := range benchSizes {
+		snap := benchSnapshot(b, n)
+		for _, every := range []int{10, 2} {
+			keep := func(t *catalog.Tool) bool { return t.Index%every == 0 }
+			sub := snap.Subset(keep)
+			name := fmt.Sprintf("1of%d/%d", every, n)
+			b.Run("subset/"+name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					snap.Subset(keep)
+				}
+				b.ReportMetric(float64(sub.Len()), "tools")
+			})
+			b.Run("index/"+name, func(b *testing.B) {
+				search.NewIndex(sub)
+				b.ReportAllocs()
+				for b.Loop() {
+					search.NewIndex(sub)
+				}
+				b.ReportMetric(float64(sub.Len()), "tools")
+			})
+		}
+	}
+}

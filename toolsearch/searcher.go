@@ -53,10 +53,21 @@ type Searcher struct {
 // NewSearcher returns a Searcher over the tools that snap under opts defers (see
 // Tools); opts.Search is ignored. Pass Options.Search = SearchClient to Tools to put the
 // Searcher's Definition in the request, or add it yourself.
+//
+// With a Scope, the Searcher searches the scope's own catalog (see policy.Scope.Catalog):
+// what it finds, and in which order, depends on the tools in scope alone, exactly as
+// for a snapshot of only those tools, so that a model limited to them learns nothing
+// of the others.
 func NewSearcher(snap *catalog.Snapshot, opts Options) (*Searcher, error) {
 	p, err := decide(snap, opts)
 	if err != nil {
 		return nil, err
+	}
+	if scoped := opts.Scope.Catalog(snap); scoped != snap {
+		snap = scoped
+		if p, err = decide(snap, opts); err != nil {
+			return nil, err
+		}
 	}
 	s := &Searcher{plan: p, index: indexes.Index(snap), log: opts.Log}
 	if s.log != nil {

@@ -1,17 +1,21 @@
 package toolsearch
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 
+	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/internal/builtin"
 	"github.com/toolshed/toolshed/internal/golden"
 	"github.com/toolshed/toolshed/policy"
 	"github.com/toolshed/toolshed/search"
@@ -312,4 +316,55 @@ func TestSearcherConcurrent(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+}
+
+// A scoped Searcher answers exactly as a Searcher over a snapshot of only the scope's
+// tools: what it finds and in which order for words of tools in and out of scope,
+// their misspellings, parts and exact names, and the definition it gives the model.
+func TestSearcherScopeSeesOnlyItsTools(t *testing.T) {
+	sources, problems := builtin.Sources()
+	if len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	scope := policy.Scope{Servers: []string{"slack", "memory"}, Tools: []string{"github__create_*", "github__list_issues"}}
+	full, _ := catalog.Build(sources)
+	var kept []catalog.Source
+	for _, src := range sources {
+		src.Tools = slices.DeleteFunc(slices.Clone(src.Tools), func(raw json.RawMessage) bool {
+			var tool struct{ Name string }
+			json.Unmarshal(raw, &tool)
+			return !scope.Allows(&catalog.Tool{Server: src.Server, Qualified: catalog.Qualify(src.Server, tool.Name)})
+		})
+		kept = append(kept, src)
+	}
+	only, _ := catalog.Build(kept)
+	if full.Len() < 300 || only.Len() < 10 || only.Len() > full.Len()/4 {
+		t.Fatalf("%d tools in all, %d in scope: the test needs many of each", full.Len(), only.Len())
+	}
+	scoped, err := NewSearcher(full, Options{DeferByDefault: true, Scope: scope})
+	if err != nil {
+		t.Fatal(err)
+	}
+	alone, err := NewSearcher(only, Options{DeferByDefault: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := indented(t, scoped.Definition()), indented(t, alone.Definition()); !bytes.Equal(got, want) {
+		t.Errorf("definition\n%s\nwant\n%s", got, want)
+	}
+	for _, q := range []string{
+		"post a message to a channel", "create an issue", "create entities in the knowledge graph",
+		"list pull requests", "merge a pull request", "search the web", "take a screenshot", "read a file",
+		"githb isue", "pul reqest", "knowlege grpah", "screnshot", "issu", "pull", "entit", "brows",
+		"github__merge_pull_request", "merge_pull_request", "create_issue", "please call list_commits",
+		"readFile then write_file", "create.*issue", "the", "グラフ",
+	} {
+		for _, limit := range []string{"", `, "limit": 20`} {
+			input := json.RawMessage(`{"query": ` + strconv.Quote(q) + limit + `}`)
+			got, want := indented(t, scoped.HandleInput("toolu_1", input)), indented(t, alone.HandleInput("toolu_1", input))
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s:\nthe scoped searcher gave\n%s\na searcher of only the scope's tools\n%s", input, got, want)
+			}
+		}
+	}
 }

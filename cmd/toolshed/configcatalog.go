@@ -56,7 +56,9 @@ func configCatalog(ctx context.Context, cfg *config.Config, file, verb string, s
 		cancel()
 		<-done
 	}()
-	wait := config.DefaultConnectTimeout
+	// As long as the longest first start may take: a server's connect_timeout, else
+	// the bound of a stdio server that may be installing (see gateway.Options).
+	wait := config.DefaultFirstStartTimeout
 	for _, s := range cfg.Servers {
 		wait = max(wait, s.ConnectTimeout)
 	}

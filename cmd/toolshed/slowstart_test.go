@@ -115,3 +115,33 @@ func TestServeTellsClientOfLateServer(t *testing.T) {
 		})
 	}
 }
+
+// While a real server (npm server-memory, held back as npx installing it would) is
+// still in its first start past the start-up wait, serve says so on stderr, with how
+// long it may still take, and then that it is ready: it is not killed and restarted,
+// and nothing says it failed.
+func TestServeSaysServerStillStarting(t *testing.T) {
+	bin := toolshedBinary(t)
+	mcmd, margs := testupstream.Memory(t)
+	gcmd, gargs, open := testupstream.Gated(t, mcmd, margs)
+	cfg := writeConfig(t, map[string][]string{"memory": argv(gcmd, gargs)})
+	addr := freeAddr(t)
+	stderr := startCommand(t, bin, []string{"XDG_DATA_HOME=" + filepath.Join(t.TempDir(), "data")},
+		[]string{"serve", "--http", addr, "--config", cfg, "--start-wait", "1s"},
+		func(stderr string) bool { return strings.Contains(stderr, "serving MCP over Streamable HTTP") })
+	waitStderr := func(want string) {
+		t.Helper()
+		for deadline := time.Now().Add(time.Minute); !strings.Contains(stderr.String(), want); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("serve's stderr does not say %q:\n%s", want, stderr)
+			}
+		}
+	}
+	waitStderr("toolshed: memory is still starting after 1s; a first start may install it (npx -y, uvx), so toolshed gives it up to 2m0s; meanwhile clients are answered without its tools, and told when it is up (notifications/tools/list_changed)\n")
+	open()
+	waitStderr("toolshed: memory               ready      9 tools")
+	waitStderr("toolshed: 1 of 1 servers ready, 9 tools.")
+	if strings.Contains(stderr.String(), "failed") || strings.Count(stderr.String(), "still starting") != 1 {
+		t.Errorf("serve's stderr:\n%s\nwant memory said to be still starting once, then ready, and no failure", stderr)
+	}
+}

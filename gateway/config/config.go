@@ -24,9 +24,17 @@ const (
 
 // Defaults for timeouts left unset.
 const (
+	// DefaultConnectTimeout bounds starting a server and listing its tools, and each
+	// later listing of its tools and features.
 	DefaultConnectTimeout = 30 * time.Second
-	DefaultCallTimeout    = 120 * time.Second
-	DefaultContextWindow  = 200000
+	// DefaultFirstStartTimeout bounds instead the starts of a stdio server that has not
+	// been up yet since toolshed started: such a start may install the server first
+	// (npx -y, uvx, docker pulling its image), which took 7-8 s for one npm reference
+	// server on a 2-core machine, and 30-32 s for three at once on a loaded one. A
+	// server's connect_timeout, when set, bounds every start instead.
+	DefaultFirstStartTimeout = 2 * time.Minute
+	DefaultCallTimeout       = 120 * time.Second
+	DefaultContextWindow     = 200000
 )
 
 // Config is a whole gateway configuration.
@@ -74,7 +82,9 @@ type Server struct {
 	// Disabled servers are not started.
 	Disabled bool
 	// ConnectTimeout bounds starting the server and listing its tools; CallTimeout one
-	// tool call. Zero means the default.
+	// tool call. Zero means the default: for ConnectTimeout, DefaultFirstStartTimeout
+	// for a stdio server's starts until it has been up once, DefaultConnectTimeout
+	// otherwise.
 	ConnectTimeout time.Duration
 	CallTimeout    time.Duration
 	// Rules are the server's mcp_toolset-style defer settings.
