@@ -165,7 +165,7 @@ func run(ctx context.Context, dir, name string, args ...string) (stdout, stderr 
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	cmd.WaitDelay = 5 * time.Second
-	setProcessGroup(cmd)
+	ownProcessGroup(cmd, false)
 	err = cmd.Run()
 	killProcessGroup(cmd)
 	if ctxErr := ctx.Err(); ctxErr != nil {
