@@ -48,6 +48,7 @@ func TestInspectorConfig(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, testupstream.Node22(t), args...)
+		testupstream.Own(t, cmd)
 		cmd.Dir = t.TempDir()
 		// The Inspector gives the server it starts HOME and little else of its
 		// environment (not TestMain's XDG_DATA_HOME): a HOME of its own keeps toolshed

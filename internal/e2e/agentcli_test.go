@@ -144,6 +144,7 @@ func runCLI(t *testing.T, dir string, env []string, name string, args ...string)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
+	testupstream.Own(t, cmd)
 	cmd.Dir, cmd.Env = dir, env
 	cmd.WaitDelay = 10 * time.Second
 	out, err := cmd.CombinedOutput()

@@ -391,7 +391,8 @@ func startChromium(t *testing.T, ctx context.Context, bin, url string) *testupst
 		"--host-resolver-rules=MAP evil.test 127.0.0.1",
 		"--remote-debugging-port=0", // keeps the browser open until the test ends it
 		url)
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	cmd.Env = testupstream.ClientEnv(t)
+	testupstream.Own(t, cmd)
 	stderr := &testupstream.SyncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {

@@ -121,6 +121,7 @@ func startReplicas(t *testing.T, n int, stateless bool, files int) *replicaSet {
 func launchReplica(t *testing.T, id string, args []string, marker string) *replica {
 	t.Helper()
 	r := &replica{id: id, cmd: exec.Command(toolshedBin, args...), stderr: &testupstream.SyncBuffer{}, exited: make(chan struct{})}
+	testupstream.OwnGraceful(t, r.cmd)
 	r.cmd.Env = append(os.Environ(), markerEnv+"="+marker)
 	r.cmd.Stderr = r.stderr
 	if err := r.cmd.Start(); err != nil {
@@ -285,6 +286,7 @@ func (rs *replicaSet) startTS(sessions, rounds, first int) *tsClient {
 	plan, _ := json.Marshal(map[string]any{"url": rs.url, "sessions": sessions, "rounds": rounds, "files": rs.files[first : first+sessions]})
 	c := &tsClient{cmd: exec.Command(testupstream.Node22(t), filepath.Join(dir, "replicas_client.mjs"), string(plan)), events: make(chan map[string]any, 1024), exited: make(chan struct{}), stderr: &testupstream.SyncBuffer{}}
 	c.cmd.Env = append(testupstream.ClientEnv(t), markerEnv+"="+rs.gw.marker)
+	testupstream.Own(t, c.cmd)
 	c.cmd.Stderr = c.stderr
 	c.stdin, _ = c.cmd.StdinPipe()
 	stdout, _ := c.cmd.StdoutPipe()

@@ -144,6 +144,7 @@ func (g *sdkGateway) startHTTP() string {
 	t := g.t
 	t.Helper()
 	cmd := exec.Command(toolshedBin, append(g.serveArgs(), "--http", "127.0.0.1:0")...)
+	testupstream.OwnGraceful(t, cmd)
 	cmd.Env = append(os.Environ(), markerEnv+"="+g.marker)
 	g.httpStderr = &testupstream.SyncBuffer{}
 	cmd.Stderr = g.httpStderr
@@ -269,8 +270,7 @@ func (g *sdkGateway) runClient(script, transport string, plan map[string]any) sd
 	cmd.Env = testupstream.ClientEnv(t, markerEnv+"="+g.marker)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	testupstream.Own(t, cmd)
 	cmd.WaitDelay = 10 * time.Second
 	err = cmd.Run()
 	toolshedStderr, _ := os.ReadFile(stderrFile)

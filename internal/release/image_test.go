@@ -54,6 +54,7 @@ func TestImage(t *testing.T) {
 		t.Helper()
 		all := append([]string{"--root", filepath.Join(store, "root"), "--runroot", filepath.Join(store, "run"), "--storage-driver", "vfs"}, args...)
 		cmd := exec.Command("buildah", all...)
+		testupstream.OwnGraceful(t, cmd)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		b, err := cmd.Output()
@@ -121,7 +122,7 @@ func TestImage(t *testing.T) {
 	addr := testupstream.FreeAddr(t)
 	cmd := exec.Command("buildah", "--root", filepath.Join(store, "root"), "--runroot", filepath.Join(store, "run"), "--storage-driver", "vfs",
 		"run", "--isolation", "chroot", "--network", "host", "--volume", data+":/var/lib/toolshed", ctr, "--", "/usr/local/bin/toolshed", "serve", "--http", addr)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	testupstream.OwnGraceful(t, cmd)
 	cmd.Stderr, cmd.Stdout = &testWriter{t}, &testWriter{t}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

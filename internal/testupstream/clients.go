@@ -44,11 +44,18 @@ func NodeModules(t testing.TB) string {
 	return filepath.Join(checkNPM(t), "node_modules")
 }
 
-// ClientEnv is an environment for running an agent client in a test: the machine's
-// environment with HOME (and XDG and client config directories) moved into a fresh
-// temporary directory, so that no user config is read or written, and with telemetry,
-// update checks and other calls home turned off. extra entries (KEY=VALUE) are added
-// last and win.
+// ClientEnv is an environment for running an agent client (or a browser) in a test: the
+// machine's environment with HOME (and XDG and client config directories) and TMPDIR
+// moved into fresh temporary directories, so that no user config is read or written and
+// nothing is left in ~ or /tmp (Claude Code writes claude-<uid>/ and cc-socks/ in
+// Node's os.tmpdir(), Chromium its org.chromium.Chromium.* directories), and with
+// telemetry, update checks and other calls home turned off. extra entries (KEY=VALUE)
+// are added last and win.
+//
+// TMPDIR is a directory right in the test binary's TMPDIR, not in a t.TempDir: the
+// clients make unix sockets there (Chromium its SingletonSocket, 45 characters below
+// TMPDIR), whose paths may not pass 107 characters. It is removed at the end of the
+// test, after the cleanups registered after this call: start the client after it.
 func ClientEnv(t testing.TB, extra ...string) []string {
 	t.Helper()
 	home := t.TempDir()
@@ -57,8 +64,14 @@ func ClientEnv(t testing.TB, extra ...string) []string {
 			t.Fatalf("testupstream: %v", err)
 		}
 	}
+	tmp, err := os.MkdirTemp("", "")
+	if err != nil {
+		t.Fatalf("testupstream: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(tmp) })
 	env := []string{
 		"HOME=" + home,
+		"TMPDIR=" + tmp, "CLAUDE_CODE_TMPDIR=" + tmp,
 		"XDG_CONFIG_HOME=" + filepath.Join(home, ".config"),
 		"XDG_CACHE_HOME=" + filepath.Join(home, ".cache"),
 		"XDG_DATA_HOME=" + filepath.Join(home, ".local/share"),
@@ -73,7 +86,7 @@ func ClientEnv(t testing.TB, extra ...string) []string {
 		"NO_PROXY=127.0.0.1,localhost", "no_proxy=127.0.0.1,localhost",
 		"NO_COLOR=1", "CI=1",
 	}
-	keep := map[string]bool{"PATH": true, "LANG": true, "LC_ALL": true, "TMPDIR": true, "USER": true, "TERM": true}
+	keep := map[string]bool{"PATH": true, "LANG": true, "LC_ALL": true, "USER": true, "TERM": true, "TOOLSHED_TEST_RUN": true}
 	var out []string
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
