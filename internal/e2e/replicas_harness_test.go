@@ -59,10 +59,8 @@ type sessionFile struct {
 // sessions files for the sessions to read.
 func startReplicas(t *testing.T, n int, stateless bool, files int) *replicaSet {
 	t.Helper()
-	if _, err := exec.LookPath("nginx"); err != nil {
-		if _, err := os.Stat("/usr/sbin/nginx"); err != nil {
-			t.Fatalf("nginx is not installed: apt-get install nginx (the replica tests run Debian's nginx)")
-		}
+	if _, err := nginx.Bin(); err != nil {
+		testupstream.Missing(t, "nginx", "apt-get install nginx", err)
 	}
 	rs := &replicaSet{t: t, gw: newSDKGateway(t, "on", "everything", "filesystem")}
 	for i := range files {

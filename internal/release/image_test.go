@@ -17,12 +17,6 @@ import (
 	"github.com/toolshed/toolshed/internal/testupstream"
 )
 
-// imageRequired reports whether TestImage must run rather than skip when buildah is
-// missing: in CI (.ci/run installs buildah), or when TOOLSHED_REQUIRE_IMAGE is set.
-func imageRequired() bool {
-	return os.Getenv("CI") != "" || os.Getenv("TOOLSHED_REQUIRE_IMAGE") != ""
-}
-
 // TestImage builds the image the Dockerfile describes and starts it: the build stage runs
 // on this machine (nothing is pulled; see buildStage), its final stage, FROM scratch, is
 // built by Debian's buildah, and the image runs under buildah's chroot isolation (no user
@@ -34,12 +28,7 @@ func TestImage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds an image")
 	}
-	if _, err := exec.LookPath("buildah"); err != nil {
-		if imageRequired() {
-			t.Fatalf("buildah is not installed (apt-get install buildah): %v", err)
-		}
-		t.Skip("buildah is not installed (apt-get install buildah); TestStaticBinary still checks the image's binary")
-	}
+	testupstream.Program(t, "buildah", "apt-get install buildah", "buildah")
 	out := t.TempDir()
 	final := buildStage(t, out, testVersion)
 	if final.from != "scratch" {

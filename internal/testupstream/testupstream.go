@@ -342,18 +342,8 @@ func (b *SyncBuffer) String() string {
 	return b.buf.String()
 }
 
-// Chromium returns the path of headless Chromium, or skips the test where it is not
-// installed and CI (which installs it) is not running.
+// Chromium returns the path of headless Chromium, or ends the test with Missing.
 func Chromium(t testing.TB) string {
 	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("chromium is not installed; .ci/run installs it (apt-get install chromium)")
-	}
-	t.Skip("chromium is not installed (apt-get install chromium); CI runs this test")
-	return ""
+	return Program(t, "Chromium", "apt-get install chromium", "chromium", "chromium-browser")
 }
