@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-bash scripts/deps.sh
+bash scripts/deps.sh --e2e # go test ./... runs internal/e2e, which drives the agent clients
 
 if [ $# -eq 0 ] || [ "${1#-}" != "$1" ]; then
 	set -- ./... "$@"

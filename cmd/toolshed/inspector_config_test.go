@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -23,7 +22,7 @@ func TestInspectorConfig(t *testing.T) {
 	mcmd, margs := testupstream.Memory(t)
 	// A server named "notes" is in no built-in catalog: its tools prove the config was read.
 	cfg := writeConfig(t, map[string][]string{"notes": argv(mcmd, margs)})
-	launcher := filepath.Join(testupstream.NodeModules(t), "@modelcontextprotocol", "inspector", "clients", "launcher", "build", "index.js")
+	launcher := testupstream.InspectorLauncher(t)
 
 	// run runs a documented command line with the pinned Inspector and toolshed binary.
 	run := func(t *testing.T, line string) (string, string, error) {

@@ -8,22 +8,23 @@ import (
 )
 
 // The real agent clients that toolshed's end-to-end tests drive, installed from npm at
-// the versions scripts/npm/package.json pins: Claude Code, Codex CLI and Gemini CLI, and
-// the MCP TypeScript SDK and the AI SDK for client scripts run with node. No model can
-// run here, so the tests point each client at internal/fakellm.
+// the versions scripts/npm/clients/package.json pins (by `bash scripts/deps.sh --e2e`,
+// into .deps/clients): Claude Code, Codex CLI and Gemini CLI, and the MCP TypeScript SDK
+// and the AI SDK for client scripts run with node. No model can run here, so the tests
+// point each client at internal/fakellm.
 
 // ClaudeCode returns the Claude Code binary (@anthropic-ai/claude-code, a native
 // executable that its postinstall copies from the platform package).
 func ClaudeCode(t testing.TB) string {
 	t.Helper()
-	return npmFile(t, "Claude Code (@anthropic-ai/claude-code)", "@anthropic-ai/claude-code/bin/claude.exe")
+	return npmClients.file(t, "Claude Code (@anthropic-ai/claude-code)", "@anthropic-ai/claude-code/bin/claude.exe")
 }
 
 // Codex returns the Codex CLI launcher (@openai/codex), a node script that runs the
 // platform's native binary.
 func Codex(t testing.TB) (command string, args []string) {
 	t.Helper()
-	script := npmFile(t, "Codex CLI (@openai/codex)", "@openai/codex/bin/codex.js")
+	script := npmClients.file(t, "Codex CLI (@openai/codex)", "@openai/codex/bin/codex.js")
 	return Node(t), []string{script}
 }
 
@@ -31,17 +32,17 @@ func Codex(t testing.TB) (command string, args []string) {
 // Node 20 or newer.
 func GeminiCLI(t testing.TB) (command string, args []string) {
 	t.Helper()
-	script := npmFile(t, "Gemini CLI (@google/gemini-cli)", "@google/gemini-cli/bundle/gemini.js")
+	script := npmClients.file(t, "Gemini CLI (@google/gemini-cli)", "@google/gemini-cli/bundle/gemini.js")
 	return Node(t), []string{script}
 }
 
-// NodeModules returns .deps/npm/node_modules, for node scripts that import the MCP
+// NodeModules returns .deps/clients/node_modules, for node scripts that import the MCP
 // TypeScript SDK (@modelcontextprotocol/sdk) or the AI SDK (ai, @ai-sdk/mcp): run them
 // from a directory inside it, or with NODE_PATH set to it. The AI SDK needs Node 22
 // (Node22).
 func NodeModules(t testing.TB) string {
 	t.Helper()
-	return filepath.Join(checkNPM(t), "node_modules")
+	return filepath.Join(npmClients.check(t), "node_modules")
 }
 
 // ClientEnv is an environment for running an agent client (or a browser) in a test: the
