@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 // Helpers for driving agent CLIs (Codex CLI, Gemini CLI) against toolshed serve: the

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 // A web page in a real browser attacks toolshed serve --http on loopback: cross-site
