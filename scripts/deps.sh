@@ -15,6 +15,10 @@
 #   .deps/bin/everything-server
 #                   the go-sdk's conformance everything-server, built with go install
 #                   from the go-sdk version that go.mod requires (GO_SDK_FALLBACK if none).
+#   .deps/bin/gotestsum
+#                   gotestsum, which scripts/test.sh runs go test through, built with go
+#                   install at GOTESTSUM_VERSION (not a tool of go.mod, whose
+#                   requirements it would raise for toolshed's own build).
 #
 # Needs: go, node (>= 20) and npm on PATH, and the npm registry and the Go module
 # proxy. Nothing here is fetched at run time of toolshed itself; internal/testupstream
@@ -26,6 +30,8 @@ DEPS="$ROOT/.deps"
 BIN_DIR="$DEPS/bin"
 GO_SDK=github.com/modelcontextprotocol/go-sdk
 GO_SDK_FALLBACK=v1.8.0 # used only while go.mod does not require the go-sdk
+GOTESTSUM=gotest.tools/gotestsum
+GOTESTSUM_VERSION=v1.13.0
 
 say() { printf 'deps: %s\n' "$*"; }
 die() { printf 'deps: error: %s\n' "$*" >&2; exit 1; }
@@ -101,3 +107,4 @@ go_install() {
 
 sdk_version=$(cd "$ROOT" && go list -m -f '{{.Version}}' "$GO_SDK" 2>/dev/null || true)
 go_install everything-server "$GO_SDK/conformance/everything-server" "${sdk_version:-$GO_SDK_FALLBACK}"
+go_install gotestsum "$GOTESTSUM" "$GOTESTSUM_VERSION"
