@@ -111,6 +111,30 @@ func (s *lineSession) until(t *testing.T, id string) []string {
 	}
 }
 
+// untilAll reads until the responses with each of ids (JSON) have been read, in any
+// order.
+func (s *lineSession) untilAll(t *testing.T, ids ...string) {
+	t.Helper()
+	left := map[string]bool{}
+	for _, id := range ids {
+		left[id] = true
+	}
+	for len(left) > 0 {
+		line, err := s.out.ReadString('\n')
+		if err != nil {
+			t.Fatalf("reading the responses %v: %v", left, err)
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		json.Unmarshal([]byte(line), &m)
+		if m.Method == "" {
+			delete(left, string(m.ID))
+		}
+	}
+}
+
 // requestID returns the id of a request line, as JSON.
 func requestID(t *testing.T, line string) string {
 	var m struct {
@@ -328,10 +352,19 @@ func TestFastCallGoroutinesBounded(t *testing.T) {
 		call(id)
 		s.until(t, fmt.Sprint(id))
 	}
-	for id := 412; id < 432; id++ { // at once: each runs on a goroutine of its own
-		s.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"alpha__slow","arguments":{"steps":1}}}`, id))
+	// At once, each on a goroutine of its own. The last one sent answers first, as any
+	// of them may on a loaded machine: every answer is read, or the goroutines writing
+	// those not read would wait on the pipe.
+	var ids []string
+	for id := 412; id < 432; id++ {
+		steps := 20
+		if id == 431 {
+			steps = 1
+		}
+		s.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"alpha__slow","arguments":{"steps":%d}}}`, id, steps))
+		ids = append(ids, fmt.Sprint(id))
 	}
-	s.until(t, "431") // the last one sent; it answers after the others started
+	s.untilAll(t, ids...)
 	call(432)
 	s.until(t, "432")
 	if served := gateway.FastCallsServed() - before; served < 400 {

@@ -21,8 +21,8 @@ type backend struct {
 	dsn func(t *testing.T) string
 }
 
-// backends returns a SQLite file and, where PostgreSQL is installed (always in CI), a
-// PostgreSQL server started for t.
+// backends returns a SQLite file and a PostgreSQL server started for t (see
+// pgtest.Stores for a machine without PostgreSQL).
 func backends(t *testing.T) []backend {
 	var out []backend
 	for _, s := range pgtest.Stores(t) {

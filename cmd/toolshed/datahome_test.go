@@ -7,14 +7,19 @@ import (
 	"testing"
 )
 
+// testDir is the tests' directory, removed when they end: it holds the data directory
+// and the toolshed binary that toolshedBinary builds.
+var testDir string
+
 // TestMain gives the tests a data directory of their own: serve records its searches
 // there by default (the search log), never in the home of whoever runs the tests.
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "toolshed-cmd-data-")
+	dir, err := os.MkdirTemp("", "toolshed-cmd-test-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	testDir = dir
 	os.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
 	code := m.Run()
 	os.RemoveAll(dir)

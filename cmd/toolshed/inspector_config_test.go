@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -23,7 +22,7 @@ func TestInspectorConfig(t *testing.T) {
 	mcmd, margs := testupstream.Memory(t)
 	// A server named "notes" is in no built-in catalog: its tools prove the config was read.
 	cfg := writeConfig(t, map[string][]string{"notes": argv(mcmd, margs)})
-	launcher := filepath.Join(testupstream.NodeModules(t), "@modelcontextprotocol", "inspector", "clients", "launcher", "build", "index.js")
+	launcher := testupstream.InspectorLauncher(t)
 
 	// run runs a documented command line with the pinned Inspector and toolshed binary.
 	run := func(t *testing.T, line string) (string, string, error) {
@@ -48,6 +47,7 @@ func TestInspectorConfig(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, testupstream.Node22(t), args...)
+		testupstream.Own(t, cmd)
 		cmd.Dir = t.TempDir()
 		// The Inspector gives the server it starts HOME and little else of its
 		// environment (not TestMain's XDG_DATA_HOME): a HOME of its own keeps toolshed

@@ -28,16 +28,12 @@ var (
 	binaryErr  error
 )
 
-// toolshedBinary builds cmd/toolshed once per test run.
+// toolshedBinary builds cmd/toolshed once per test run, into the directory TestMain
+// removes at the end.
 func toolshedBinary(t *testing.T) string {
 	t.Helper()
 	binaryOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "toolshed-bin-")
-		if err != nil {
-			binaryErr = err
-			return
-		}
-		binaryPath = filepath.Join(dir, "toolshed")
+		binaryPath = filepath.Join(testDir, "toolshed")
 		out, err := exec.Command("go", "build", "-o", binaryPath, ".").CombinedOutput()
 		if err != nil {
 			binaryErr = fmt.Errorf("go build: %v\n%s", err, out)

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 // Helpers for driving agent CLIs (Codex CLI, Gemini CLI) against toolshed serve: the
@@ -144,6 +146,7 @@ func runCLI(t *testing.T, dir string, env []string, name string, args ...string)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, name, args...)
+	testupstream.Own(t, cmd)
 	cmd.Dir, cmd.Env = dir, env
 	cmd.WaitDelay = 10 * time.Second
 	out, err := cmd.CombinedOutput()

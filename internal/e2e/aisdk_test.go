@@ -1,4 +1,4 @@
-//go:build unix
+//go:build e2e && unix
 
 package e2e
 
@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The AI SDK's MCP client (@ai-sdk/mcp 2.0.99 beside ai 7.0.173), run by Node 22
@@ -70,79 +71,98 @@ var aiSDKOwnGETError = regexp.MustCompile(`^MCPClientError: MCP HTTP Transport E
 func TestAISDKTools(t *testing.T) {
 	sdkModes(t, func(t *testing.T, mode string) {
 		sdkTransports(t, func(t *testing.T, transport string) {
-			g := startSDKGateway(t, transport, mode, "everything", "memory", "filesystem")
-			args := newToolCallArgs(g, "the AI SDK")
-			ev := g.runClient(aisdkScript, transport, args.plan("tools"))
-			checkAIConnected(t, ev)
-
-			var tools, direct struct{ Tools []aiTool }
-			var list, directList struct{ Tools []mcpTool }
-			ev.get(t, "tools", &tools)
-			ev.get(t, "direct_tools", &direct)
-			ev.get(t, "list", &list)
-			ev.get(t, "direct_list", &directList)
-			listed := map[string]mcpTool{}
-			for _, x := range list.Tools {
-				listed[x.Name] = x
-			}
-			var names []string
-			for _, x := range tools.Tools {
-				names = append(names, x.Name)
-				// The AI SDK gives the model the listed schema, closed (additionalProperties: false).
-				l, ok := listed[x.Name]
-				if !ok {
-					t.Errorf("tools() has %s, which tools/list does not", x.Name)
-					continue
-				}
-				if x.Description != l.Description || !sameJSON(x.InputSchema, aiSchema(t, l.InputSchema)) || !sameJSON(x.Meta, l.Meta) {
-					t.Errorf("tools() gives %s as %s %s _meta %s; tools/list has %s %s _meta %s", x.Name, x.Description, x.InputSchema, x.Meta, l.Description, l.InputSchema, l.Meta)
-				}
-			}
-			slices.Sort(names)
-			if mode == "on" {
-				if want := []string{"tool_call", "tool_describe", "tool_search"}; !slices.Equal(names, want) {
-					t.Errorf("tools() with tool search on = %v, want the bridge %v", names, want)
-				}
-			} else {
-				if len(names) != len(list.Tools) {
-					t.Errorf("tools() has %d tools, tools/list %d", len(names), len(list.Tools))
-				}
-				// server-everything's tools as the AI SDK makes them from the server itself,
-				// and no other of its tools.
-				for _, x := range tools.Tools {
-					if name, ok := strings.CutPrefix(x.Name, "everything__"); ok && findAITool(direct.Tools, name).Name == "" {
-						t.Errorf("tools() with tool search off has %s, which server-everything does not list to a client with this client's capabilities", x.Name)
-					}
-				}
-				for _, d := range direct.Tools {
-					x := findAITool(tools.Tools, "everything__"+d.Name)
-					if x.Name == "" {
-						t.Errorf("tools() with tool search off lacks everything__%s", d.Name)
-						continue
-					}
-					if x.Title != d.Title || x.Description != d.Description || !sameJSON(x.InputSchema, d.InputSchema) {
-						t.Errorf("tools() gives everything__%s as\n%+v\nthe server itself as\n%+v", d.Name, x, d)
-					}
-				}
-			}
-			if mode == "on" {
-				var search, describe struct{ Result mcpResult }
-				ev.get(t, "search", &search)
-				ev.get(t, "describe", &describe)
-				var found struct{ Matches []struct{ Name string } }
-				if err := json.Unmarshal([]byte(search.Result.text()), &found); err != nil || len(found.Matches) == 0 || found.Matches[0].Name != "everything__echo" {
-					t.Errorf("tool_search(echo back the input message) = %s, want everything__echo first", search.Result.text())
-				}
-				var desc mcpTool
-				json.Unmarshal([]byte(describe.Result.text()), &desc)
-				echo := findTool(directList.Tools, "echo")
-				if desc.Name != "everything__echo" || echo.Name == "" || !sameJSON(desc.InputSchema, echo.InputSchema) {
-					t.Errorf("tool_describe(everything__echo) = %s %s, the server lists %s", desc.Name, desc.InputSchema, echo.InputSchema)
-				}
-			}
-			checkEffects(t, g, ev, args)
+			checkAISDKTools(t, startSDKGateway(t, transport, mode, "everything", "memory", "filesystem"), transport)
 		})
 	})
+}
+
+// TestAISDKSlowServers is TestAISDKTools and TestAISDKFeatures over stdio with tool
+// search on, with upstreams that start later than toolshed's first answers wait for
+// them (5 s), as on a loaded machine: the client waits for the tools it needs, and the
+// tools the AI SDK hands a model are then those toolshed lists.
+func TestAISDKSlowServers(t *testing.T) {
+	t.Run("tools", func(t *testing.T) {
+		checkAISDKTools(t, newSlowSDKGateway(t, "on", 8*time.Second, "everything", "memory", "filesystem"), "stdio")
+	})
+	t.Run("features", func(t *testing.T) {
+		checkAISDKFeatures(t, newSlowSDKGateway(t, "on", 8*time.Second, "everything"), "stdio")
+	})
+}
+
+// checkAISDKTools runs TestAISDKTools's client on g over transport.
+func checkAISDKTools(t *testing.T, g *sdkGateway, transport string) {
+	t.Helper()
+	mode := g.mode
+	args := newToolCallArgs(g, "the AI SDK")
+	ev := g.runClient(aisdkScript, transport, args.plan("tools"))
+	checkAIConnected(t, ev)
+
+	var tools, direct struct{ Tools []aiTool }
+	var list, directList struct{ Tools []mcpTool }
+	ev.get(t, "tools", &tools)
+	ev.get(t, "direct_tools", &direct)
+	ev.get(t, "list", &list)
+	ev.get(t, "direct_list", &directList)
+	listed := map[string]mcpTool{}
+	for _, x := range list.Tools {
+		listed[x.Name] = x
+	}
+	var names []string
+	for _, x := range tools.Tools {
+		names = append(names, x.Name)
+		// The AI SDK gives the model the listed schema, closed (additionalProperties: false).
+		l, ok := listed[x.Name]
+		if !ok {
+			t.Errorf("tools() has %s, which tools/list does not", x.Name)
+			continue
+		}
+		if x.Description != l.Description || !sameJSON(x.InputSchema, aiSchema(t, l.InputSchema)) || !sameJSON(x.Meta, l.Meta) {
+			t.Errorf("tools() gives %s as %s %s _meta %s; tools/list has %s %s _meta %s", x.Name, x.Description, x.InputSchema, x.Meta, l.Description, l.InputSchema, l.Meta)
+		}
+	}
+	slices.Sort(names)
+	if mode == "on" {
+		if want := []string{"tool_call", "tool_describe", "tool_search"}; !slices.Equal(names, want) {
+			t.Errorf("tools() with tool search on = %v, want the bridge %v", names, want)
+		}
+	} else {
+		if len(names) != len(list.Tools) {
+			t.Errorf("tools() has %d tools, tools/list %d", len(names), len(list.Tools))
+		}
+		// server-everything's tools as the AI SDK makes them from the server itself,
+		// and no other of its tools.
+		for _, x := range tools.Tools {
+			if name, ok := strings.CutPrefix(x.Name, "everything__"); ok && findAITool(direct.Tools, name).Name == "" {
+				t.Errorf("tools() with tool search off has %s, which server-everything does not list to a client with this client's capabilities", x.Name)
+			}
+		}
+		for _, d := range direct.Tools {
+			x := findAITool(tools.Tools, "everything__"+d.Name)
+			if x.Name == "" {
+				t.Errorf("tools() with tool search off lacks everything__%s", d.Name)
+				continue
+			}
+			if x.Title != d.Title || x.Description != d.Description || !sameJSON(x.InputSchema, d.InputSchema) {
+				t.Errorf("tools() gives everything__%s as\n%+v\nthe server itself as\n%+v", d.Name, x, d)
+			}
+		}
+	}
+	if mode == "on" {
+		var search, describe struct{ Result mcpResult }
+		ev.get(t, "search", &search)
+		ev.get(t, "describe", &describe)
+		var found struct{ Matches []struct{ Name string } }
+		if err := json.Unmarshal([]byte(search.Result.text()), &found); err != nil || len(found.Matches) == 0 || found.Matches[0].Name != "everything__echo" {
+			t.Errorf("tool_search(echo back the input message) = %s, want everything__echo first", search.Result.text())
+		}
+		var desc mcpTool
+		json.Unmarshal([]byte(describe.Result.text()), &desc)
+		echo := findTool(directList.Tools, "echo")
+		if desc.Name != "everything__echo" || echo.Name == "" || !sameJSON(desc.InputSchema, echo.InputSchema) {
+			t.Errorf("tool_describe(everything__echo) = %s %s, the server lists %s", desc.Name, desc.InputSchema, echo.InputSchema)
+		}
+	}
+	checkEffects(t, g, ev, args)
 }
 
 func findAITool(tools []aiTool, name string) aiTool {
@@ -216,63 +236,68 @@ func TestAISDKCancel(t *testing.T) {
 // get with arguments) through toolshed with the AI SDK's client.
 func TestAISDKFeatures(t *testing.T) {
 	sdkTransports(t, func(t *testing.T, transport string) {
-		g := startSDKGateway(t, transport, "on", "everything")
-		plan := map[string]any{
-			"scenario":   "features",
-			"textURI":    "demo://resource/dynamic/text/3",
-			"blobURI":    "demo://resource/dynamic/blob/4",
-			"promptArgs": map[string]string{"city": "Busan"},
-		}
-		ev := g.runClient(aisdkScript, transport, plan)
-		checkAIConnected(t, ev)
-
-		var resources struct{ Resources []struct{ URI string } }
-		var templates struct {
-			ResourceTemplates []struct{ URITemplate string }
-		}
-		ev.get(t, "resources", &resources)
-		ev.get(t, "templates", &templates)
-		if len(resources.Resources) == 0 || !strings.HasPrefix(resources.Resources[0].URI, "demo://resource/static/document/") {
-			t.Errorf("resources/list = %+v, want server-everything's documents", resources.Resources)
-		}
-		var uriTemplates []string
-		for _, x := range templates.ResourceTemplates {
-			uriTemplates = append(uriTemplates, x.URITemplate)
-		}
-		slices.Sort(uriTemplates)
-		if want := []string{"demo://resource/dynamic/blob/{resourceId}", "demo://resource/dynamic/text/{resourceId}"}; !slices.Equal(uriTemplates, want) {
-			t.Errorf("resources/templates/list = %v, want %v", uriTemplates, want)
-		}
-		type contents struct {
-			Contents []struct{ URI, Text, Blob string }
-		}
-		var text, blob contents
-		ev.get(t, "read_text", &text)
-		ev.get(t, "read_blob", &blob)
-		if len(text.Contents) != 1 || !strings.HasPrefix(text.Contents[0].Text, "Resource 3: This is a plaintext resource created at") {
-			t.Errorf("resources/read %s = %+v", plan["textURI"], text.Contents)
-		}
-		if len(blob.Contents) != 1 {
-			t.Errorf("resources/read %s = %+v, want one blob", plan["blobURI"], blob.Contents)
-		} else if data, err := base64.StdEncoding.DecodeString(blob.Contents[0].Blob); err != nil || !strings.HasPrefix(string(data), "Resource 4: This is a base64 blob created at") {
-			t.Errorf("resources/read %s: blob %q decodes to %q (%v)", plan["blobURI"], blob.Contents[0].Blob, data, err)
-		}
-
-		var prompts struct{ Prompts []struct{ Name string } }
-		ev.get(t, "prompts", &prompts)
-		var names []string
-		for _, p := range prompts.Prompts {
-			names = append(names, p.Name)
-		}
-		if !slices.Contains(names, "everything__args-prompt") || !slices.Contains(names, "everything__simple-prompt") {
-			t.Errorf("prompts/list = %v, want server-everything's prompts under qualified names", names)
-		}
-		var prompt struct {
-			Messages []struct{ Content struct{ Text string } }
-		}
-		ev.get(t, "prompt", &prompt)
-		if len(prompt.Messages) != 1 || prompt.Messages[0].Content.Text != "What's weather in Busan?" {
-			t.Errorf("prompts/get everything__args-prompt = %+v, want \"What's weather in Busan?\"", prompt.Messages)
-		}
+		checkAISDKFeatures(t, startSDKGateway(t, transport, "on", "everything"), transport)
 	})
+}
+
+// checkAISDKFeatures runs TestAISDKFeatures's client on g over transport.
+func checkAISDKFeatures(t *testing.T, g *sdkGateway, transport string) {
+	t.Helper()
+	plan := map[string]any{
+		"scenario":   "features",
+		"textURI":    "demo://resource/dynamic/text/3",
+		"blobURI":    "demo://resource/dynamic/blob/4",
+		"promptArgs": map[string]string{"city": "Busan"},
+	}
+	ev := g.runClient(aisdkScript, transport, plan)
+	checkAIConnected(t, ev)
+
+	var resources struct{ Resources []struct{ URI string } }
+	var templates struct {
+		ResourceTemplates []struct{ URITemplate string }
+	}
+	ev.get(t, "resources", &resources)
+	ev.get(t, "templates", &templates)
+	if len(resources.Resources) == 0 || !strings.HasPrefix(resources.Resources[0].URI, "demo://resource/static/document/") {
+		t.Errorf("resources/list = %+v, want server-everything's documents", resources.Resources)
+	}
+	var uriTemplates []string
+	for _, x := range templates.ResourceTemplates {
+		uriTemplates = append(uriTemplates, x.URITemplate)
+	}
+	slices.Sort(uriTemplates)
+	if want := []string{"demo://resource/dynamic/blob/{resourceId}", "demo://resource/dynamic/text/{resourceId}"}; !slices.Equal(uriTemplates, want) {
+		t.Errorf("resources/templates/list = %v, want %v", uriTemplates, want)
+	}
+	type contents struct {
+		Contents []struct{ URI, Text, Blob string }
+	}
+	var text, blob contents
+	ev.get(t, "read_text", &text)
+	ev.get(t, "read_blob", &blob)
+	if len(text.Contents) != 1 || !strings.HasPrefix(text.Contents[0].Text, "Resource 3: This is a plaintext resource created at") {
+		t.Errorf("resources/read %s = %+v", plan["textURI"], text.Contents)
+	}
+	if len(blob.Contents) != 1 {
+		t.Errorf("resources/read %s = %+v, want one blob", plan["blobURI"], blob.Contents)
+	} else if data, err := base64.StdEncoding.DecodeString(blob.Contents[0].Blob); err != nil || !strings.HasPrefix(string(data), "Resource 4: This is a base64 blob created at") {
+		t.Errorf("resources/read %s: blob %q decodes to %q (%v)", plan["blobURI"], blob.Contents[0].Blob, data, err)
+	}
+
+	var prompts struct{ Prompts []struct{ Name string } }
+	ev.get(t, "prompts", &prompts)
+	var names []string
+	for _, p := range prompts.Prompts {
+		names = append(names, p.Name)
+	}
+	if !slices.Contains(names, "everything__args-prompt") || !slices.Contains(names, "everything__simple-prompt") {
+		t.Errorf("prompts/list = %v, want server-everything's prompts under qualified names", names)
+	}
+	var prompt struct {
+		Messages []struct{ Content struct{ Text string } }
+	}
+	ev.get(t, "prompt", &prompt)
+	if len(prompt.Messages) != 1 || prompt.Messages[0].Content.Text != "What's weather in Busan?" {
+		t.Errorf("prompts/get everything__args-prompt = %+v, want \"What's weather in Busan?\"", prompt.Messages)
+	}
 }

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 // A web page in a real browser attacks toolshed serve --http on loopback: cross-site
@@ -391,7 +393,8 @@ func startChromium(t *testing.T, ctx context.Context, bin, url string) *testupst
 		"--host-resolver-rules=MAP evil.test 127.0.0.1",
 		"--remote-debugging-port=0", // keeps the browser open until the test ends it
 		url)
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	cmd.Env = testupstream.ClientEnv(t)
+	testupstream.Own(t, cmd)
 	stderr := &testupstream.SyncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {

@@ -1,4 +1,4 @@
-//go:build unix
+//go:build e2e && unix
 
 package e2e
 
@@ -127,6 +127,7 @@ type ccProxySlot struct{}
 func startToolshedProxy(t *testing.T, kind, upstreamURL string, args ...string) (string, *testupstream.SyncBuffer) {
 	t.Helper()
 	cmd := exec.Command(toolshedBin, append([]string{"proxy", "--listen", "127.0.0.1:0", "--upstream-kind", kind, "--upstream-url", upstreamURL}, args...)...)
+	testupstream.OwnGraceful(t, cmd)
 	cmd.Env = append(os.Environ(), "ANTHROPIC_API_KEY=upstream-key-e2e", "OPENAI_API_KEY=upstream-key-e2e", "TOOLSHED_TOKEN=")
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
@@ -212,8 +213,7 @@ func runClaudeCodeExit(t *testing.T, mayFail bool, baseURL, mcpConfig, prompt st
 		"API_TIMEOUT_MS=300000", "CLAUDE_CODE_MAX_RETRIES=2"}, env...)...)
 	// Claude Code and the MCP servers it starts form one process group, ended
 	// together should the test time out.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	testupstream.Own(t, cmd)
 	cmd.WaitDelay = 10 * time.Second
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

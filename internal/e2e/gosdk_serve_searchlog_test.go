@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -32,6 +34,7 @@ func TestGoSDKServeSearchLog(t *testing.T) {
 	}
 	db := filepath.Join(dir, "logs", "search.db")
 	cmd := exec.Command(toolshedBin, "serve", "--config", cfgFile, "--tool-search", "on", "--db", db)
+	testupstream.OwnGraceful(t, cmd)
 	stderr := &testupstream.SyncBuffer{}
 	cmd.Stderr = stderr
 	client := mcp.NewClient(&mcp.Implementation{Name: "searchlog-e2e", Version: "1"}, nil)

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -167,6 +169,7 @@ func startStdioWire(t *testing.T, name string, args ...string) *stdioWire {
 	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Env = append(os.Environ(), testupstream.ClientEnv(t)...)
+	testupstream.OwnGraceful(t, cmd)
 	cmd.Stderr = &testupstream.SyncBuffer{}
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -299,6 +302,7 @@ func startServeHTTP(t *testing.T, args ...string) string {
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, toolshedBin, append([]string{"serve", "--http", "127.0.0.1:0"}, args...)...)
 	cmd.Env = append(os.Environ(), testupstream.ClientEnv(t)...)
+	testupstream.OwnGraceful(t, cmd)
 	stderr := &testupstream.SyncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {

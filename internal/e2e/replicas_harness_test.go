@@ -1,4 +1,4 @@
-//go:build unix
+//go:build e2e && unix
 
 package e2e
 
@@ -59,10 +59,8 @@ type sessionFile struct {
 // sessions files for the sessions to read.
 func startReplicas(t *testing.T, n int, stateless bool, files int) *replicaSet {
 	t.Helper()
-	if _, err := exec.LookPath("nginx"); err != nil {
-		if _, err := os.Stat("/usr/sbin/nginx"); err != nil {
-			t.Fatalf("nginx is not installed: apt-get install nginx (the replica tests run Debian's nginx)")
-		}
+	if _, err := nginx.Bin(); err != nil {
+		testupstream.Missing(t, "nginx", "apt-get install nginx", err)
 	}
 	rs := &replicaSet{t: t, gw: newSDKGateway(t, "on", "everything", "filesystem")}
 	for i := range files {
@@ -121,6 +119,7 @@ func startReplicas(t *testing.T, n int, stateless bool, files int) *replicaSet {
 func launchReplica(t *testing.T, id string, args []string, marker string) *replica {
 	t.Helper()
 	r := &replica{id: id, cmd: exec.Command(toolshedBin, args...), stderr: &testupstream.SyncBuffer{}, exited: make(chan struct{})}
+	testupstream.OwnGraceful(t, r.cmd)
 	r.cmd.Env = append(os.Environ(), markerEnv+"="+marker)
 	r.cmd.Stderr = r.stderr
 	if err := r.cmd.Start(); err != nil {
@@ -285,6 +284,7 @@ func (rs *replicaSet) startTS(sessions, rounds, first int) *tsClient {
 	plan, _ := json.Marshal(map[string]any{"url": rs.url, "sessions": sessions, "rounds": rounds, "files": rs.files[first : first+sessions]})
 	c := &tsClient{cmd: exec.Command(testupstream.Node22(t), filepath.Join(dir, "replicas_client.mjs"), string(plan)), events: make(chan map[string]any, 1024), exited: make(chan struct{}), stderr: &testupstream.SyncBuffer{}}
 	c.cmd.Env = append(testupstream.ClientEnv(t), markerEnv+"="+rs.gw.marker)
+	testupstream.Own(t, c.cmd)
 	c.cmd.Stderr = c.stderr
 	c.stdin, _ = c.cmd.StdinPipe()
 	stdout, _ := c.cmd.StdoutPipe()

@@ -1,4 +1,4 @@
-//go:build linux
+//go:build e2e && linux
 
 package e2e
 
@@ -42,6 +42,7 @@ func startSignalled(t *testing.T, stdio bool, env []string, args ...string) *sig
 	t.Helper()
 	p := &signalledProc{cmd: exec.Command(toolshedBin, args...), stderr: &testupstream.SyncBuffer{}, exited: make(chan struct{})}
 	p.cmd.Env = append(append(os.Environ(), testupstream.ClientEnv(t)...), env...)
+	testupstream.OwnGraceful(t, p.cmd)
 	p.cmd.Stderr = p.stderr
 	var stdout io.Reader
 	if stdio {

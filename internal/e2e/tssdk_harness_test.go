@@ -1,4 +1,4 @@
-//go:build unix
+//go:build e2e && unix
 
 package e2e
 
@@ -68,6 +68,13 @@ type sdkGateway struct {
 // At the test's end it checks that no process the test started is left.
 func newSDKGateway(t *testing.T, mode string, upstreams ...string) *sdkGateway {
 	t.Helper()
+	return newSlowSDKGateway(t, mode, 0, upstreams...)
+}
+
+// newSlowSDKGateway is newSDKGateway with upstreams that each start delay late, as
+// servers do on a loaded machine or when npx fetches them first.
+func newSlowSDKGateway(t *testing.T, mode string, delay time.Duration, upstreams ...string) *sdkGateway {
+	t.Helper()
 	g := &sdkGateway{t: t, dir: t.TempDir(), mode: mode, names: upstreams, direct: map[string]sdkCommand{}}
 	var b [8]byte
 	rand.Read(b[:])
@@ -104,6 +111,11 @@ func newSDKGateway(t *testing.T, mode string, upstreams ...string) *sdkGateway {
 			servers[name] = sdkCommand{Command: exe, Env: map[string]string{recorderEnv: g.recorderLog}}
 		default:
 			t.Fatalf("newSDKGateway: no upstream %q", name)
+		}
+	}
+	if delay > 0 {
+		for name, c := range servers {
+			servers[name] = sdkCommand{Command: "/bin/sh", Args: append([]string{"-c", fmt.Sprintf(`sleep %g; exec "$0" "$@"`, delay.Seconds()), c.Command}, c.Args...), Env: c.Env}
 		}
 	}
 	data, err := json.MarshalIndent(map[string]any{"mcpServers": servers}, "", "  ")
@@ -144,6 +156,7 @@ func (g *sdkGateway) startHTTP() string {
 	t := g.t
 	t.Helper()
 	cmd := exec.Command(toolshedBin, append(g.serveArgs(), "--http", "127.0.0.1:0")...)
+	testupstream.OwnGraceful(t, cmd)
 	cmd.Env = append(os.Environ(), markerEnv+"="+g.marker)
 	g.httpStderr = &testupstream.SyncBuffer{}
 	cmd.Stderr = g.httpStderr
@@ -269,8 +282,7 @@ func (g *sdkGateway) runClient(script, transport string, plan map[string]any) sd
 	cmd.Env = testupstream.ClientEnv(t, markerEnv+"="+g.marker)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	testupstream.Own(t, cmd)
 	cmd.WaitDelay = 10 * time.Second
 	err = cmd.Run()
 	toolshedStderr, _ := os.ReadFile(stderrFile)

@@ -1,4 +1,4 @@
-//go:build unix
+//go:build e2e && unix
 
 package e2e
 
@@ -550,7 +550,7 @@ func TestTSSDKResources(t *testing.T) {
 		ev.get(t, "read_text", &text)
 		ev.get(t, "read_template", &tmpl)
 		ev.get(t, "read_blob", &blob)
-		want, err := os.ReadFile(filepath.Join(testupstream.NodeModules(t), "@modelcontextprotocol/server-everything/dist/docs", doc))
+		want, err := os.ReadFile(testupstream.EverythingFile(t, "dist/docs/"+doc))
 		if err != nil {
 			t.Fatal(err)
 		}

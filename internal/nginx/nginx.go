@@ -70,20 +70,38 @@ type Proc struct {
 // upstream address(es) nginx tried and their statuses, and the response's session id.
 const LogFormat = `$http_mcp_session_id|$request_method|$upstream_addr|$upstream_status|$status|$sent_http_mcp_session_id`
 
-// Start writes a main nginx.conf around the shipped file name of deploy dir, rendered
-// for addrs (see Render), into a new directory, and runs nginx on listen (host:port)
-// until Stop. As root, nginx runs as nobody: it needs no privilege.
-func Start(deploy, name string, addrs []string, listen string) (*Proc, error) {
-	bin, err := exec.LookPath("nginx")
-	if err != nil {
-		if bin, err = exec.LookPath("/usr/sbin/nginx"); err != nil {
-			return nil, ErrNoNginx
+// Bin returns the path of nginx: on PATH, or Debian's /usr/sbin/nginx (not on a
+// user's PATH). The error is ErrNoNginx when there is none.
+func Bin() (string, error) {
+	for _, name := range []string{"nginx", "/usr/sbin/nginx"} {
+		if bin, err := exec.LookPath(name); err == nil {
+			return bin, nil
 		}
+	}
+	return "", ErrNoNginx
+}
+
+// Start writes a main nginx.conf around the shipped file name of deploy dir, rendered
+// for addrs (see Render), into a new directory in TMPDIR, and runs nginx on listen
+// (host:port) until Stop. As root, nginx runs as nobody: it needs no privilege (and the
+// directory is in TMPDIR, which nobody can enter, rather than in a test's t.TempDir).
+// nginx is sent SIGTERM, which stops its workers too, should the process that started
+// it die without calling Stop (Linux). The directory is removed by Stop, or at once
+// when Start fails.
+func Start(deploy, name string, addrs []string, listen string) (p *Proc, err error) {
+	bin, err := Bin()
+	if err != nil {
+		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "toolshed-nginx-")
 	if err != nil {
 		return nil, err
 	}
+	defer func() {
+		if err != nil {
+			os.RemoveAll(dir)
+		}
+	}()
 	for _, sub := range []string{"tmp", "logs"} {
 		if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
 			return nil, err
@@ -103,7 +121,7 @@ func Start(deploy, name string, addrs []string, listen string) (*Proc, error) {
 	if err := os.WriteFile(filepath.Join(dir, name), []byte(site), 0o644); err != nil {
 		return nil, err
 	}
-	p := &Proc{Dir: dir, AccessLog: filepath.Join(dir, "logs", "access.log"), done: make(chan struct{})}
+	p = &Proc{Dir: dir, AccessLog: filepath.Join(dir, "logs", "access.log"), done: make(chan struct{})}
 	tmp := filepath.Join(dir, "tmp")
 	main := fmt.Sprintf(`daemon off;
 worker_processes 2;
@@ -127,6 +145,7 @@ http {
 	}
 	p.cmd = exec.Command(bin, "-p", dir, "-c", conf, "-e", filepath.Join(dir, "logs", "error.log"))
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	setDeathSignal(p.cmd.SysProcAttr)
 	if os.Geteuid() == 0 {
 		// nobody: nginx needs no root on a high port; its files are made its own.
 		if err := chownAll(dir, 65534, 65534); err != nil {

@@ -4,9 +4,10 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/toolshed/toolshed/internal/testupstream"
 )
 
 const deploy = "../../deploy/nginx"
@@ -42,8 +43,8 @@ func TestRender(t *testing.T) {
 // Both shipped configs start with Debian's nginx (as nobody when the test is root);
 // with no replica up, a request is answered 502 by nginx itself.
 func TestStartShippedConfigs(t *testing.T) {
-	if _, err := exec.LookPath("nginx"); err != nil {
-		t.Fatal("nginx is not installed: apt-get install nginx")
+	if _, err := Bin(); err != nil {
+		testupstream.Missing(t, "nginx", "apt-get install nginx", err)
 	}
 	for _, name := range []string{Affinity, Stateless} {
 		l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -1,10 +1,11 @@
 // Package pgtest starts a real PostgreSQL server for tests: the Debian package's
 // binaries, on 127.0.0.1 at an unused port, with a data directory of its own that is
-// removed when the test ends.
+// removed when the test ends. The server dies with the test binary, however that
+// ends, and leaves no shared memory behind.
 //
-// A machine without PostgreSQL skips the tests that need it, except in CI (CI or
-// TOOLSHED_REQUIRE_PG set), where a missing server is a failure: .ci/run installs the
-// postgresql package.
+// A machine without PostgreSQL skips the tests that need it, saying how to install it,
+// except with TOOLSHED_TEST_REQUIRE_ALL set (as in CI, whose .ci/run installs the
+// postgresql package), where a missing server is a failure (testupstream.Missing).
 package pgtest
 
 import (
@@ -21,6 +22,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/toolshed/toolshed/internal/testupstream"
 )
 
 // Server is a running PostgreSQL server.
@@ -37,17 +40,6 @@ type Server struct {
 // Stop stops the server now (a fast shutdown), as a database that goes away in the
 // middle of a run does; the test's end does it otherwise.
 func (s *Server) Stop() { s.stopOnce.Do(s.stop) }
-
-// Required reports whether a missing PostgreSQL fails tests rather than skips them.
-func Required() bool {
-	return os.Getenv("CI") != "" || os.Getenv("TOOLSHED_REQUIRE_PG") != ""
-}
-
-// Installed reports whether PostgreSQL's binaries are there to start.
-func Installed() bool {
-	_, err := binDir()
-	return err == nil
-}
 
 // binDir finds the newest installed PostgreSQL's binaries (TOOLSHED_PG_BIN overrides).
 func binDir() (string, error) {
@@ -75,10 +67,7 @@ func Start(tb testing.TB) *Server {
 	tb.Helper()
 	bin, err := binDir()
 	if err != nil {
-		if Required() {
-			tb.Fatalf("pgtest: %v", err)
-		}
-		tb.Skipf("pgtest: %v", err)
+		testupstream.Missing(tb, "PostgreSQL", "apt-get install postgresql", err)
 	}
 	s, stop, err := start(bin)
 	if err != nil {

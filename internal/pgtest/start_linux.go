@@ -15,7 +15,14 @@ import (
 
 // start initializes a data directory and runs postgres on it. As root (tests run as
 // root here and in CI) the server runs as the postgres user, since postgres refuses to
-// run as root; the data directory is given to that user.
+// run as root; the data directory is given to that user. That is why the directory is
+// made right in TMPDIR, which every user can enter, rather than in a t.TempDir (under
+// a directory only its owner can enter); the returned stop removes it.
+//
+// Should the test binary die without running its cleanups (go test's -timeout), the
+// kernel sends postgres SIGQUIT, its immediate shutdown, which removes its System V
+// shared memory; its dynamic shared memory is in the data directory (mmap) rather than
+// in /dev/shm, so nothing of it is left outside TMPDIR.
 func start(bin string) (*Server, func(), error) {
 	dir, err := os.MkdirTemp("", "toolshed-pgtest-")
 	if err != nil {
@@ -38,14 +45,14 @@ func start(bin string) (*Server, func(), error) {
 		}
 	}
 	data := filepath.Join(dir, "data")
-	command := func(name string, args ...string) *exec.Cmd {
+	command := func(name string, deathSig syscall.Signal, args ...string) *exec.Cmd {
 		cmd := exec.Command(filepath.Join(bin, name), args...)
 		cmd.Dir = dir
 		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, "LC_ALL=C.UTF-8", "TZ=UTC"}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: deathSig}
 		return cmd
 	}
-	initdb := command("initdb", "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync")
+	initdb := command("initdb", syscall.SIGKILL, "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync")
 	if out, err := initdb.CombinedOutput(); err != nil {
 		cleanup()
 		return nil, nil, fmt.Errorf("initdb: %v\n%s", err, out)
@@ -60,8 +67,8 @@ func start(bin string) (*Server, func(), error) {
 			return nil, nil, err
 		}
 		var logs bytes.Buffer
-		cmd := command("postgres", "-D", data, "-p", strconv.Itoa(port),
-			"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
+		cmd := command("postgres", syscall.SIGQUIT, "-D", data, "-p", strconv.Itoa(port),
+			"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=", "-c", "dynamic_shared_memory_type=mmap",
 			"-c", "fsync=off", "-c", "full_page_writes=off", "-c", "synchronous_commit=off",
 			"-c", "max_connections=200")
 		cmd.Stdout, cmd.Stderr = &logs, &logs

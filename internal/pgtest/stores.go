@@ -3,6 +3,8 @@ package pgtest
 import (
 	"path/filepath"
 	"testing"
+
+	"github.com/toolshed/toolshed/internal/testupstream"
 )
 
 // Store is a kind of search-log database a test runs on.
@@ -12,14 +14,17 @@ type Store struct {
 	DSN func(t *testing.T) string
 }
 
-// Stores returns a SQLite file and, where PostgreSQL is installed (always in CI), a
-// database of a PostgreSQL server started for t: what every test of something kept in
-// the search log's store runs on.
+// Stores returns a SQLite file and a database of a PostgreSQL server started for t: what
+// every test of something kept in the search log's store runs on. Where PostgreSQL is
+// not installed, the PostgreSQL store's DSN ends the (sub)test that asks for it with
+// testupstream.Missing: a skip that says so, or a failure in CI.
 func Stores(t *testing.T) []Store {
 	sqlite := Store{"sqlite", func(t *testing.T) string { return filepath.Join(t.TempDir(), "log.db") }}
-	if !Installed() && !Required() {
-		t.Log("PostgreSQL is not installed: tested on SQLite only")
-		return []Store{sqlite}
+	if _, err := binDir(); err != nil {
+		return []Store{sqlite, {"postgres", func(t *testing.T) string {
+			testupstream.Missing(t, "PostgreSQL", "apt-get install postgresql", err)
+			return ""
+		}}}
 	}
 	pg := Start(t)
 	return []Store{sqlite, {"postgres", func(t *testing.T) string { return pg.Database(t) }}}

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package release
 
 import (
@@ -9,9 +11,6 @@ import (
 	"strings"
 	"testing"
 )
-
-// repoRoot is the repository's root, where the Dockerfile and .goreleaser.yaml are.
-const repoRoot = "../.."
 
 // instruction is one Dockerfile instruction: its keyword in upper case and the rest of
 // its line, continuation lines joined.

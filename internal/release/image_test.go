@@ -1,3 +1,5 @@
+//go:build e2e
+
 package release
 
 import (
@@ -17,12 +19,6 @@ import (
 	"github.com/toolshed/toolshed/internal/testupstream"
 )
 
-// imageRequired reports whether TestImage must run rather than skip when buildah is
-// missing: in CI (.ci/run installs buildah), or when TOOLSHED_REQUIRE_IMAGE is set.
-func imageRequired() bool {
-	return os.Getenv("CI") != "" || os.Getenv("TOOLSHED_REQUIRE_IMAGE") != ""
-}
-
 // TestImage builds the image the Dockerfile describes and starts it: the build stage runs
 // on this machine (nothing is pulled; see buildStage), its final stage, FROM scratch, is
 // built by Debian's buildah, and the image runs under buildah's chroot isolation (no user
@@ -34,12 +30,7 @@ func TestImage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds an image")
 	}
-	if _, err := exec.LookPath("buildah"); err != nil {
-		if imageRequired() {
-			t.Fatalf("buildah is not installed (apt-get install buildah): %v", err)
-		}
-		t.Skip("buildah is not installed (apt-get install buildah); TestStaticBinary still checks the image's binary")
-	}
+	testupstream.Program(t, "buildah", "apt-get install buildah", "buildah")
 	out := t.TempDir()
 	final := buildStage(t, out, testVersion)
 	if final.from != "scratch" {
@@ -54,6 +45,7 @@ func TestImage(t *testing.T) {
 		t.Helper()
 		all := append([]string{"--root", filepath.Join(store, "root"), "--runroot", filepath.Join(store, "run"), "--storage-driver", "vfs"}, args...)
 		cmd := exec.Command("buildah", all...)
+		testupstream.OwnGraceful(t, cmd)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		b, err := cmd.Output()
@@ -127,7 +119,7 @@ func TestImage(t *testing.T) {
 	addr := testupstream.FreeAddr(t)
 	cmd := exec.Command("buildah", "--root", filepath.Join(store, "root"), "--runroot", filepath.Join(store, "run"), "--storage-driver", "vfs",
 		"run", "--isolation", "chroot", "--network", "host", "--volume", data+":/var/lib/toolshed", ctr, "--", "/usr/local/bin/toolshed", "serve", "--http", addr)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	testupstream.OwnGraceful(t, cmd)
 	cmd.Stderr, cmd.Stdout = &testWriter{t}, &testWriter{t}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

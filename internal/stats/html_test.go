@@ -66,7 +66,8 @@ func runChromium(t *testing.T, bin, file string, flags ...string) []byte {
 		"--user-data-dir=" + filepath.Join(t.TempDir(), "profile"),
 	}, flags...)
 	cmd := exec.CommandContext(ctx, bin, append(args, "file://"+file)...)
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	cmd.Env = testupstream.ClientEnv(t)
+	testupstream.Own(t, cmd)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

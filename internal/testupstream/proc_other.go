@@ -4,6 +4,6 @@ package testupstream
 
 import "os/exec"
 
-func setProcessGroup(*exec.Cmd) {}
+func ownProcessGroup(*exec.Cmd, bool) {}
 
 func killProcessGroup(*exec.Cmd) {}

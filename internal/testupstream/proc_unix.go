@@ -7,11 +7,18 @@ import (
 	"syscall"
 )
 
-// setProcessGroup puts cmd in a process group of its own, so that a timeout
-// kills it together with the server it spawned.
-func setProcessGroup(cmd *exec.Cmd) {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+// ownProcessGroup puts cmd in a process group of its own, sent SIGTERM (graceful) or
+// SIGKILL when the test binary dies (Linux), and makes its context's cancel kill the
+// whole group.
+func ownProcessGroup(cmd *exec.Cmd, graceful bool) {
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setpgid = true
+	setDeathSignal(cmd.SysProcAttr, graceful)
+	if cmd.Cancel != nil { // made by exec.CommandContext
+		cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	}
 }
 
 // killProcessGroup ends whatever cmd's process group left behind.

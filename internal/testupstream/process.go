@@ -12,9 +12,11 @@ import (
 // Start runs cmd (toolshed serve or proxy, most often) until the test ends, with its
 // stderr in the returned buffer, and returns once ready accepts the stderr so far (at
 // most two minutes). At the end of the test it stops cmd with SIGINT, fails the test if
-// cmd takes more than 15 seconds to stop, and logs its stderr if the test failed.
+// cmd takes more than 15 seconds to stop, and logs its stderr if the test failed. cmd is
+// owned by the test (OwnGraceful): it dies with the test binary whatever happens.
 func Start(t testing.TB, cmd *exec.Cmd, ready func(stderr string) bool) *SyncBuffer {
 	t.Helper()
+	OwnGraceful(t, cmd)
 	name := filepath.Base(cmd.Path)
 	if len(cmd.Args) > 1 {
 		name += " " + cmd.Args[1]

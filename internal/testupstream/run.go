@@ -55,8 +55,7 @@ func Inspector(t testing.TB, ctx context.Context, target []string, options ...st
 		t.Fatalf("testupstream.Inspector: empty target")
 	}
 	node := Node22(t)
-	cli := npmFile(t, "the MCP Inspector", "@modelcontextprotocol/inspector/clients/launcher/build/index.js")
-	args := []string{cli, "--cli"}
+	args := []string{InspectorLauncher(t), "--cli"}
 	switch {
 	case len(target) == 1 && (strings.HasPrefix(target[0], "http://") || strings.HasPrefix(target[0], "https://")):
 		args = append(args, "--transport", "http", "--server-url", target[0])
@@ -72,6 +71,14 @@ func Inspector(t testing.TB, ctx context.Context, target []string, options ...st
 		args = append(args, options...)
 	}
 	return run(ctx, t.TempDir(), node, args...)
+}
+
+// InspectorLauncher returns the MCP Inspector's launcher script, the program of
+// `npx @modelcontextprotocol/inspector`, for a test that runs an Inspector command line
+// of its own with Node22.
+func InspectorLauncher(t testing.TB) string {
+	t.Helper()
+	return npmFile(t, "the MCP Inspector", "@modelcontextprotocol/inspector/clients/launcher/build/index.js")
 }
 
 // InspectorToolNames returns the tool names in the stdout of an Inspector
@@ -165,7 +172,7 @@ func run(ctx context.Context, dir, name string, args ...string) (stdout, stderr 
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	cmd.WaitDelay = 5 * time.Second
-	setProcessGroup(cmd)
+	ownProcessGroup(cmd, false)
 	err = cmd.Run()
 	killProcessGroup(cmd)
 	if ctxErr := ctx.Err(); ctxErr != nil {

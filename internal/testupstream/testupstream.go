@@ -5,9 +5,12 @@
 //
 // It is for tests only. Nothing is fetched here: `bash scripts/deps.sh` (which
 // `bash scripts/test.sh` runs before go test) installs everything into .deps/ at
-// the repo root, pinned by scripts/npm/package-lock.json and go.mod. When something
-// is missing or out of date the helpers fail the test (t.Fatalf, never t.Skip)
-// with a message that says to run it.
+// the repo root, pinned by scripts/npm/servers/package-lock.json and go.mod; with
+// --e2e it installs the agent clients of the end-to-end tests too, pinned by
+// scripts/npm/clients/package-lock.json (see clients.go). When something is missing
+// or out of date the helpers fail the test (t.Fatalf, never t.Skip) with a message
+// that says what to run. System programs some tests need (PostgreSQL, Chromium,
+// nginx, buildah) are another matter: see Missing.
 //
 // Node versions: the three npm servers run on the machine's node when it is
 // Node 20 or newer (they run fine on Node 20), else on the pinned Node 22. The
@@ -37,6 +40,7 @@ import (
 // ModulePath is the module whose go.mod marks the repo root.
 const ModulePath = "github.com/toolshed/toolshed"
 
+// installHint says how to install what the quick suite needs.
 const installHint = "run `bash scripts/deps.sh` from the repo root (`bash scripts/test.sh` runs it before go test)"
 
 var (
@@ -90,23 +94,35 @@ func DepsDir(t testing.TB) string {
 	return filepath.Join(Root(t), ".deps")
 }
 
+// An npmSet is one of the two npm installs of scripts/deps.sh: the servers (in
+// .deps/npm, for every suite) or the agent clients (in .deps/clients, for the
+// end-to-end suite only).
+type npmSet struct {
+	src, dir string // scripts/npm/<src>, installed into .deps/<dir>
+	hint     string // what to run when it is missing or stale
+	once     sync.Once
+	err      string
+}
+
 var (
-	npmOnce sync.Once
-	npmErr  string
+	npmServers = &npmSet{src: "servers", dir: "npm", hint: installHint}
+	npmClients = &npmSet{src: "clients", dir: "clients",
+		hint: "run `bash scripts/deps.sh --e2e` from the repo root (`bash scripts/test.sh --e2e` runs it before go test)"}
 )
 
-// checkNPM fails the test unless .deps/npm holds an install of the current
-// scripts/npm lockfile (scripts/deps.sh writes the same hash to .deps/npm/.stamp).
-func checkNPM(t testing.TB) string {
+// check fails the test unless .deps/<dir> holds an install of the current
+// scripts/npm/<src> lockfile (scripts/deps.sh writes the same hash to its .stamp),
+// and returns that directory.
+func (s *npmSet) check(t testing.TB) string {
 	t.Helper()
 	root := Root(t)
-	dir := filepath.Join(root, ".deps", "npm")
-	npmOnce.Do(func() {
+	dir := filepath.Join(root, ".deps", s.dir)
+	s.once.Do(func() {
 		h := sha256.New()
 		for _, f := range []string{"package.json", "package-lock.json"} {
-			data, err := os.ReadFile(filepath.Join(root, "scripts", "npm", f))
+			data, err := os.ReadFile(filepath.Join(root, "scripts", "npm", s.src, f))
 			if err != nil {
-				npmErr = fmt.Sprintf("cannot read scripts/npm/%s: %v", f, err)
+				s.err = fmt.Sprintf("cannot read scripts/npm/%s/%s: %v", s.src, f, err)
 				return
 			}
 			h.Write(data)
@@ -115,15 +131,26 @@ func checkNPM(t testing.TB) string {
 		got, err := os.ReadFile(filepath.Join(dir, ".stamp"))
 		switch {
 		case err != nil:
-			npmErr = fmt.Sprintf("the npm test components are not installed (no %s): %s", filepath.Join(dir, ".stamp"), installHint)
+			s.err = fmt.Sprintf("the npm test components of scripts/npm/%s are not installed (no %s): %s", s.src, filepath.Join(dir, ".stamp"), s.hint)
 		case strings.TrimSpace(string(got)) != want:
-			npmErr = fmt.Sprintf("the npm test components in %s are out of date with scripts/npm/package-lock.json: %s", dir, installHint)
+			s.err = fmt.Sprintf("the npm test components in %s are out of date with scripts/npm/%s/package-lock.json: %s", dir, s.src, s.hint)
 		}
 	})
-	if npmErr != "" {
-		t.Fatalf("testupstream: %s", npmErr)
+	if s.err != "" {
+		t.Fatalf("testupstream: %s", s.err)
 	}
 	return dir
+}
+
+// file returns the path of a file inside the set's node_modules.
+func (s *npmSet) file(t testing.TB, what, rel string) string {
+	t.Helper()
+	dir := s.check(t)
+	path := filepath.Join(dir, "node_modules", filepath.FromSlash(rel))
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("testupstream: %s not found at %s: %s", what, path, s.hint)
+	}
+	return path
 }
 
 // mustExist fails the test naming scripts/deps.sh when path does not exist.
@@ -135,11 +162,10 @@ func mustExist(t testing.TB, what, path string) string {
 	return path
 }
 
-// npmFile returns the path of a file inside .deps/npm/node_modules.
+// npmFile returns the path of a file inside .deps/npm/node_modules, the servers' install.
 func npmFile(t testing.TB, what, rel string) string {
 	t.Helper()
-	dir := checkNPM(t)
-	return mustExist(t, what, filepath.Join(dir, "node_modules", filepath.FromSlash(rel)))
+	return npmServers.file(t, what, rel)
 }
 
 // Node22 returns the pinned Node 22 binary installed by scripts/deps.sh (the npm
@@ -173,7 +199,7 @@ func Node(t testing.TB) string {
 		}
 	})
 	if nodePath != "" {
-		checkNPM(t)
+		npmServers.check(t)
 		return nodePath
 	}
 	return Node22(t)
@@ -186,6 +212,14 @@ func Everything(t testing.TB) (command string, args []string) {
 	node := Node(t)
 	script := npmFile(t, "@modelcontextprotocol/server-everything", "@modelcontextprotocol/server-everything/dist/index.js")
 	return node, []string{script, "stdio"}
+}
+
+// EverythingFile returns the path of the file rel (slash-separated, relative to the
+// package's directory) of the installed @modelcontextprotocol/server-everything, for a
+// test that compares what toolshed serves with the server's own files.
+func EverythingFile(t testing.TB, rel string) string {
+	t.Helper()
+	return npmFile(t, "@modelcontextprotocol/server-everything's "+rel, "@modelcontextprotocol/server-everything/"+rel)
 }
 
 // Memory returns the command line of @modelcontextprotocol/server-memory over
@@ -238,7 +272,7 @@ func ConformanceServer(t testing.TB) string {
 	// scripts/deps.sh builds it from the go-sdk version go.mod requires.
 	if gomod, err := os.ReadFile(filepath.Join(root, "go.mod")); err == nil {
 		if m := goSDKRequire.FindSubmatch(gomod); m != nil {
-			want := "github.com/modelcontextprotocol/go-sdk " + string(m[1])
+			want := "github.com/modelcontextprotocol/go-sdk/conformance/everything-server@" + string(m[1])
 			got, _ := os.ReadFile(bin + ".stamp")
 			if strings.TrimSpace(string(got)) != want {
 				t.Fatalf("testupstream: %s was not built from %s (go.mod): %s", bin, want, installHint)
@@ -342,18 +376,8 @@ func (b *SyncBuffer) String() string {
 	return b.buf.String()
 }
 
-// Chromium returns the path of headless Chromium, or skips the test where it is not
-// installed and CI (which installs it) is not running.
+// Chromium returns the path of headless Chromium, or ends the test with Missing.
 func Chromium(t testing.TB) string {
 	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("chromium is not installed; .ci/run installs it (apt-get install chromium)")
-	}
-	t.Skip("chromium is not installed (apt-get install chromium); CI runs this test")
-	return ""
+	return Program(t, "Chromium", "apt-get install chromium", "chromium", "chromium-browser")
 }

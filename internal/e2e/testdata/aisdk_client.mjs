@@ -67,7 +67,10 @@ function run(tools, name, args, abortSignal) {
 }
 
 // waitForTools waits until toolshed has every wanted tool (upstreams over stdio may
-// still be starting when the client connects) and returns the tools and the tries.
+// still be starting when the client connects, and toolshed's first answers wait for
+// them a few seconds only) and returns the tools and the tries. The tools are listed
+// once the wanted ones are there: with tool search on, the bridge's descriptions count
+// the tools of the servers up when they are listed.
 async function waitForTools(client, wanted) {
   for (let attempt = 1; ; attempt++) {
     const tools = await client.tools();
@@ -80,7 +83,7 @@ async function waitForTools(client, wanted) {
         if (res.isError) missing.push(name);
       }
     }
-    if (missing.length === 0) return { tools, attempts: attempt };
+    if (missing.length === 0) return { tools: plan.mode === 'on' ? await client.tools() : tools, attempts: attempt };
     if (attempt >= 240) throw new Error(`toolshed never offered ${missing.join(', ')}`);
     await sleep(250);
   }
@@ -132,8 +135,9 @@ const scenarios = {
     });
   },
 
-  // Resources and prompts through the AI SDK client.
+  // Resources and prompts through the AI SDK client, once server-everything is up.
   async features({ client }) {
+    emit('ready', { attempts: (await waitForTools(client, ['everything__echo'])).attempts });
     emit('resources', await client.listResources());
     emit('templates', await client.listResourceTemplates());
     emit('read_text', await client.readResource({ uri: plan.textURI }));
