@@ -27,6 +27,7 @@ import (
 func directClient(tb testing.TB, mode string) *mcp.ClientSession {
 	cmd, args, env := upstreamCommand(mode)
 	c := exec.Command(cmd, args...)
+	testupstream.Own(tb, c)
 	c.Env = os.Environ()
 	for k, v := range env {
 		c.Env = append(c.Env, k+"="+v)

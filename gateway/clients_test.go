@@ -130,8 +130,10 @@ func TestDeclaredSupportEverything(t *testing.T) {
 	ecmd, eargs := testupstream.Everything(t)
 	for _, kind := range clientKinds {
 		direct := func() []string {
+			cmd := exec.Command(ecmd, eargs...)
+			testupstream.Own(t, cmd)
 			cs, err := mcp.NewClient(&mcp.Implementation{Name: "direct", Version: "1"}, kind.opts()).
-				Connect(context.Background(), &mcp.CommandTransport{Command: exec.Command(ecmd, eargs...)}, &mcp.ClientSessionOptions{ProtocolVersion: gateway.UpstreamProtocol})
+				Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: gateway.UpstreamProtocol})
 			if err != nil {
 				t.Fatal(err)
 			}

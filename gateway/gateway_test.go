@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolshed/toolshed/gateway"
 	"github.com/toolshed/toolshed/gateway/config"
+	"github.com/toolshed/toolshed/internal/testupstream"
 	"github.com/toolshed/toolshed/policy"
 )
 
@@ -47,6 +48,7 @@ func TestResultsUnchanged(t *testing.T) {
 	cs := h.client("", nil)
 	cmd, args, env := upstreamCommand("basic")
 	c := exec.Command(cmd, args...)
+	testupstream.Own(t, c)
 	for k, v := range env {
 		c.Env = append(c.Environ(), k+"="+v)
 	}

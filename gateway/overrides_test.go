@@ -117,7 +117,9 @@ overrides:
 // serverTools lists a server's tools by connecting to it directly.
 func serverTools(t *testing.T, command string, args []string) map[string]*mcp.Tool {
 	t.Helper()
-	direct, err := mcp.NewClient(&mcp.Implementation{Name: "direct"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: exec.Command(command, args...)}, nil)
+	cmd := exec.Command(command, args...)
+	testupstream.Own(t, cmd)
+	direct, err := mcp.NewClient(&mcp.Implementation{Name: "direct"}, nil).Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ func serveStdio(t *testing.T, opts *mcp.ClientOptions, args ...string) (*mcp.Cli
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	cmd := exec.Command(toolshedBinary(t), append([]string{"serve"}, args...)...)
+	testupstream.OwnGraceful(t, cmd)
 	cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+filepath.Join(t.TempDir(), "data"))
 	stderr := &testupstream.SyncBuffer{}
 	cmd.Stderr = stderr

@@ -135,6 +135,7 @@ func runBinary(t *testing.T, bin string, args ...string) (code int, stdout, stde
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
+	testupstream.OwnGraceful(t, cmd)
 	cmd.WaitDelay = 5 * time.Second
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
