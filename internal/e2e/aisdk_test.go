@@ -46,6 +46,8 @@ func checkAIConnected(t *testing.T, ev sdkEvents) {
 		switch {
 		case aiSDKOwnGETError.MatchString(e):
 			t.Logf("the AI SDK's own error (it opens its SSE stream before it has a session): %s", e)
+		case lateDiscoverAnswer(e):
+			t.Logf("the AI SDK's own error (it gave up on its server/discover probe after 1 s, toolshed's answer came later): %s", e)
 		case e == "MCPClientError: Unsupported message type":
 			// The AI SDK's client accepts no notification from a server (its source says
 			// so): a legitimate one (tools/list_changed, progress) is reported this way.
@@ -54,6 +56,27 @@ func checkAIConnected(t *testing.T, ev sdkEvents) {
 			t.Errorf("the AI SDK client reported an uncaught error: %s", e)
 		}
 	}
+}
+
+// lateDiscoverAnswer reports whether e is what the AI SDK reports when toolshed's answer
+// to its server/discover probe comes after the second the client waits for it (the
+// process it spawned is still starting on a loaded machine): the client has fallen back
+// to initialize by then, and reports the answer, to a request it no longer waits for,
+// as a protocol error. Only that answer counts: id 0, toolshed's discover result.
+func lateDiscoverAnswer(e string) bool {
+	raw, ok := strings.CutPrefix(e, "MCPClientError: Protocol error: Received a response for an unknown message ID: ")
+	if !ok {
+		return false
+	}
+	var answer struct {
+		ID     *int `json:"id"`
+		Result struct {
+			SupportedVersions []string                   `json:"supportedVersions"`
+			Meta              map[string]json.RawMessage `json:"_meta"`
+		} `json:"result"`
+	}
+	return json.Unmarshal([]byte(raw), &answer) == nil && answer.ID != nil && *answer.ID == 0 &&
+		len(answer.Result.SupportedVersions) > 0 && answer.Result.Meta["io.modelcontextprotocol/serverInfo"] != nil
 }
 
 // aiSDKOwnGETError is what the AI SDK's HTTP transport reports when, falling back from

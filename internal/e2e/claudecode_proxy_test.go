@@ -330,7 +330,7 @@ func upstreamCalls(t *testing.T, reqs []fakellm.Request) []upstreamCall {
 // which Claude Code runs, and answers. Each runs with Claude Code's default (tool search
 // always on) and with ENABLE_TOOL_SEARCH=auto (count_tokens first).
 //
-//	go test ./internal/e2e -run TestClaudeCodeProxy -v
+//	go test -tags e2e ./internal/e2e -run TestClaudeCodeProxy -v
 func TestClaudeCodeProxy(t *testing.T) {
 	for _, c := range []struct {
 		kind string

@@ -19,7 +19,7 @@ import (
 // the operator's key, never the token; with another key it is refused with 401 before
 // the model is asked, and Claude Code says so.
 //
-//	go test ./internal/e2e -run TestClaudeCodeProxyToken -v
+//	go test -tags e2e ./internal/e2e -run TestClaudeCodeProxyToken -v
 func TestClaudeCodeProxyToken(t *testing.T) {
 	const token = "toolshed-client-token-e2e"
 	const answer = "Hello through a proxy with a token."

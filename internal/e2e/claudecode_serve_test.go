@@ -26,7 +26,7 @@ import (
 // real tool, makes a bad call, and reads server-filesystem's allowed directories, which
 // Claude Code's root has replaced through toolshed.
 //
-//	go test ./internal/e2e -run TestClaudeCodeServe -v
+//	go test -tags e2e ./internal/e2e -run TestClaudeCodeServe -v
 
 func TestClaudeCodeServeStdio(t *testing.T) { testClaudeCodeServe(t, "stdio") }
 
