@@ -16,19 +16,19 @@ import (
 
 // -mode tools measures toolshed serving a large catalog: -tools tool definitions (real
 // ones, repeated under distinct server names by internal/scale, as the search
-// benchmarks use) given with --catalog, beside server-everything for a tool that runs,
-// with tool search on. It reports:
+// benchmarks use) given with --catalog, with tool search on. It reports:
 //
-//   - launch → listening, and launch → the first complete tools/list: a client that
-//     connects as soon as toolshed listens and lists at once, answered once every
-//     server has settled (the list waits for them), with tool_describe of
-//     echo__echo working after it;
-//   - toolshed's RSS once settled (after the list, a warm-up and -settle) and its peak;
-//   - tool_search against tool_call echo__echo over HTTP, p50 and p99: one
-//     session, one request at a time, the two interleaved, so that the machine's load
-//     weighs on both alike. The echo call is what the same front costs: JSON-RPC over
-//     Streamable HTTP, the session, the call's way to a Node server and back; search
-//     should add no more than its own few tens of µs to it.
+//   - for each of -starts launches of the catalog alone (no Node server's start in the
+//     figure): launch → listening, launch → the first complete tools/list (a client
+//     that connects as soon as toolshed listens and lists at once, answered once
+//     every catalog server has settled: the list waits for them), toolshed's CPU time
+//     until then, and its RSS -settle after the list, and its peak;
+//   - then, with server-everything beside the catalog as server "echo", tool_search
+//     against tool_call echo__echo over HTTP, p50 and p99: one session, one request at
+//     a time, the two interleaved, so that the machine's load weighs on both alike.
+//     The echo call is what the same front costs: JSON-RPC over Streamable HTTP, the
+//     session, the call's way to a Node server and back; search should add no more
+//     than its own few tens of µs to it. And the RSS around it.
 //
 // Run it several times, back to back with the build it is compared against: the
 // machine's load moves every figure.
