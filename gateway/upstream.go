@@ -67,8 +67,11 @@ type Status struct {
 // touches another.
 type Upstream struct {
 	cfg config.Server
-	// catalogTools, when set, makes this a catalog upstream (see catalogTransport).
+	// catalogTools, when set, makes this a catalog upstream (see catalogTransport);
+	// catalogServer answers for it, made once, on the first connection.
 	catalogTools []json.RawMessage
+	catalogOnce  sync.Once
+	catalogSrv   *catalogServer
 	g            *Gateway
 	stderr       io.Writer
 
@@ -304,9 +307,22 @@ func (u *Upstream) tokens(tools []json.RawMessage) int {
 	return snap.Tokens()
 }
 
+// catalogServer returns the server of a catalog upstream, nil for any other.
+func (u *Upstream) catalogServer() *catalogServer {
+	if u.catalogTools == nil {
+		return nil
+	}
+	u.catalogOnce.Do(func() { u.catalogSrv = newCatalogServer(u.cfg.Name, u.catalogTools) })
+	return u.catalogSrv
+}
+
 // list reads every page of tools/list and returns the tools exactly as the server sent
-// them when the raw capture saw them, else as the SDK decoded them.
+// them when the raw capture saw them, else as the SDK decoded them. A catalog
+// upstream's are known without asking (see catalogServer).
 func (u *Upstream) list(ctx context.Context, l *link) ([]json.RawMessage, error) {
+	if cs := u.catalogServer(); cs != nil {
+		return cs.listed, nil
+	}
 	cs := l.cs
 	u.listing.Lock()
 	defer u.listing.Unlock()
@@ -500,12 +516,8 @@ type callParams struct {
 // for what it started. l gets the connection toolshed wraps (every transport but
 // Streamable HTTP) when it connects.
 func (u *Upstream) transport(ctx context.Context, l *link) (mcp.Transport, func(), error) {
-	if u.catalogTools != nil {
-		t, cleanup, err := catalogTransport(ctx, u.cfg.Name, u.catalogTools)
-		if err != nil {
-			return nil, nil, err
-		}
-		return u.captureTransport(t, l), cleanup, nil
+	if cs := u.catalogServer(); cs != nil {
+		return u.captureTransport(catalogTransport(cs), l), func() {}, nil
 	}
 	switch u.cfg.Type {
 	case config.HTTP, config.SSE:

@@ -12,7 +12,10 @@
 //   - -mode init-flood: -flood initialize requests that never end their session (no
 //     DELETE), as a broken or hostile client sends them (see hostile.go);
 //   - -mode slow-body: -slow connections that send a request's headers and part of its
-//     body, then stall (see hostile.go).
+//     body, then stall (see hostile.go);
+//   - -mode tools: a catalog of -tools real tool definitions (10,000 by default) given
+//     with --catalog: launch to the first complete tools/list, RSS, and tool_search
+//     against an echo call over HTTP (see tools.go).
 //
 // Run it from the repository root:
 //
@@ -20,6 +23,7 @@
 //	go run ./bench/load -sessions 50 -duration 20s -markdown
 //	go run ./bench/load -mode init-flood -flood 30000
 //	go run ./bench/load -mode slow-body -slow 500 -hold 60s
+//	go run ./bench/load -mode tools -tools 10000
 //
 // CI builds and vets it, and never runs it: it takes minutes and a quiet machine.
 package main
@@ -60,6 +64,10 @@ type options struct {
 	slow     int
 	slowPart string
 	hold     time.Duration
+
+	tools    int
+	requests int
+	starts   int
 }
 
 type listFlag []string
@@ -69,7 +77,7 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 func main() {
 	var o options
-	flag.StringVar(&o.mode, "mode", "load", "what to run: load, init-flood or slow-body")
+	flag.StringVar(&o.mode, "mode", "load", "what to run: load, init-flood, slow-body or tools")
 	flag.StringVar(&o.toolshed, "toolshed", "", "the toolshed `binary` to measure (default: build ./cmd/toolshed of this checkout)")
 	flag.StringVar(&o.modules, "modules", "", "the node_modules `dir` holding the npm MCP servers (default: .deps/npm/node_modules of this checkout)")
 	flag.StringVar(&o.node, "node", "", "the node `binary` for the npm servers (default: node on PATH when Node 20 or newer, else the pinned one in -modules)")
@@ -86,10 +94,13 @@ func main() {
 	flag.DurationVar(&o.killAfter, "kill-after", 0, "load: SIGKILL toolshed-2 (and its npm servers) this long into the run (0: never)")
 	flag.IntVar(&o.flood, "flood", 30000, "init-flood: initialize requests to send")
 	flag.IntVar(&o.floodConc, "flood-conc", 32, "init-flood: requests in flight at once")
-	flag.DurationVar(&o.settle, "settle", 10*time.Second, "init-flood: how long to wait after the flood before measuring again")
+	flag.DurationVar(&o.settle, "settle", 10*time.Second, "init-flood: how long to wait after the flood before measuring again; tools: after the first list, before measuring RSS")
 	flag.IntVar(&o.slow, "slow", 500, "slow-body: stalled connections to open")
 	flag.StringVar(&o.slowPart, "slow-part", "body", "slow-body: what the stalled requests send part of: body (all headers, part of the body) or headers (part of the headers)")
 	flag.DurationVar(&o.hold, "hold", 60*time.Second, "slow-body: how long to keep each stalled connection open, at most")
+	flag.IntVar(&o.tools, "tools", 10000, "tools: tool definitions in the catalog given with --catalog")
+	flag.IntVar(&o.requests, "requests", 2000, "tools: searches and echo calls to time (each)")
+	flag.IntVar(&o.starts, "starts", 3, "tools: launches of the catalog alone to time the first tools/list of")
 	flag.Parse()
 	o.extra = extra
 	if err := run(o); err != nil {
@@ -100,9 +111,9 @@ func main() {
 
 func run(o options) error {
 	switch o.mode {
-	case "load", "init-flood", "slow-body":
+	case "load", "init-flood", "slow-body", "tools":
 	default:
-		return fmt.Errorf("-mode must be load, init-flood or slow-body, got %q", o.mode)
+		return fmt.Errorf("-mode must be load, init-flood, slow-body or tools, got %q", o.mode)
 	}
 	if o.slowPart != "body" && o.slowPart != "headers" {
 		return fmt.Errorf("-slow-part must be body or headers, got %q", o.slowPart)
@@ -127,6 +138,12 @@ func run(o options) error {
 	}
 	if o.node == "" {
 		o.node = findNode(o.modules)
+	}
+	if o.mode == "tools" {
+		if o.tools < 1 || o.requests < 1 {
+			return fmt.Errorf("-tools and -requests must be 1 or more, got %d and %d", o.tools, o.requests)
+		}
+		return runTools(o, root, dir)
 	}
 	config, err := writeConfig(dir, o.node, o.modules)
 	if err != nil {

@@ -127,17 +127,26 @@ type gatewayProc struct {
 
 var servingLine = regexp.MustCompile(`serving MCP over Streamable HTTP at (http://\S+/mcp)`)
 
-// startGateway starts bin serving config over HTTP on a free loopback port, in a process
-// group of its own (so that its npm servers end with it), and returns once it listens.
+// startGateway starts bin serving config (none when "") over HTTP on a free loopback
+// port, in a process group of its own (so that its npm servers end with it), and returns
+// once it listens.
 func startGateway(bin, config, token string, extra []string) (*gatewayProc, error) {
-	args := []string{"serve", "--config", config, "--http", "127.0.0.1:0", "--tool-search", "on"}
+	return startGatewayIn(filepath.Dir(config), bin, config, token, extra)
+}
+
+// startGatewayIn is startGateway with the search log in dataDir.
+func startGatewayIn(dataDir, bin, config, token string, extra []string) (*gatewayProc, error) {
+	args := []string{"serve", "--http", "127.0.0.1:0", "--tool-search", "on"}
+	if config != "" {
+		args = append(args, "--config", config)
+	}
 	if token != "" {
 		args = append(args, "--token", token)
 	}
 	cmd := exec.Command(bin, append(args, extra...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// The search log goes beside the config, in the run's directory, not in the user's.
-	cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+filepath.Join(filepath.Dir(config), "data"))
+	cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+filepath.Join(dataDir, "data"))
 	p := &gatewayProc{cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw
