@@ -12,7 +12,12 @@
 //   - -mode init-flood: -flood initialize requests that never end their session (no
 //     DELETE), as a broken or hostile client sends them (see hostile.go);
 //   - -mode slow-body: -slow connections that send a request's headers and part of its
-//     body, then stall (see hostile.go).
+//     body, then stall (see hostile.go);
+//   - -mode probe-flood: -flood-conns connections from one client (or from each of
+//     -flood-clients) that send half a request's headers and are opened again every
+//     -reconnect, for -duration, while /healthz and /readyz are probed every
+//     -probe-every with a -probe-timeout timeout, on --http and on --probe-addr, from
+//     another address (see probeflood.go).
 //
 // Run it from the repository root:
 //
@@ -20,6 +25,7 @@
 //	go run ./bench/load -sessions 50 -duration 20s -markdown
 //	go run ./bench/load -mode init-flood -flood 30000
 //	go run ./bench/load -mode slow-body -slow 500 -hold 60s
+//	go run ./bench/load -mode probe-flood -flood-conns 1100 -duration 60s
 //
 // CI builds and vets it, and never runs it: it takes minutes and a quiet machine.
 package main
@@ -28,6 +34,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -60,6 +67,13 @@ type options struct {
 	slow     int
 	slowPart string
 	hold     time.Duration
+
+	floodConns   int
+	floodClients int
+	reconnect    time.Duration
+	probeEvery   time.Duration
+	probeTimeout time.Duration
+	probeAddr    bool
 }
 
 type listFlag []string
@@ -69,7 +83,7 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 func main() {
 	var o options
-	flag.StringVar(&o.mode, "mode", "load", "what to run: load, init-flood or slow-body")
+	flag.StringVar(&o.mode, "mode", "load", "what to run: load, init-flood, slow-body or probe-flood")
 	flag.StringVar(&o.toolshed, "toolshed", "", "the toolshed `binary` to measure (default: build ./cmd/toolshed of this checkout)")
 	flag.StringVar(&o.modules, "modules", "", "the node_modules `dir` holding the npm MCP servers (default: .deps/npm/node_modules of this checkout)")
 	flag.StringVar(&o.node, "node", "", "the node `binary` for the npm servers (default: node on PATH when Node 20 or newer, else the pinned one in -modules)")
@@ -79,7 +93,7 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Second, "a request not answered within this long counts as lost")
 	flag.BoolVar(&o.markdown, "markdown", false, "also print the results as a Markdown table")
 	flag.IntVar(&o.sessions, "sessions", 200, "load: concurrent client sessions")
-	flag.DurationVar(&o.duration, "duration", 60*time.Second, "load: how long the sessions run")
+	flag.DurationVar(&o.duration, "duration", 60*time.Second, "load: how long the sessions run; probe-flood: how long the flood lasts")
 	flag.IntVar(&o.replicas, "replicas", 1, "load: run `N` toolshed replicas (toolshed-1 ... toolshed-N) behind nginx (needs -nginx)")
 	flag.BoolVar(&o.nginx, "nginx", false, "load: put Debian's nginx with the shipped config (deploy/nginx) in front of the replicas")
 	flag.BoolVar(&o.stateless, "stateless", false, "load: serve with --stateless (and nginx's round-robin config) instead of session affinity")
@@ -90,6 +104,12 @@ func main() {
 	flag.IntVar(&o.slow, "slow", 500, "slow-body: stalled connections to open")
 	flag.StringVar(&o.slowPart, "slow-part", "body", "slow-body: what the stalled requests send part of: body (all headers, part of the body) or headers (part of the headers)")
 	flag.DurationVar(&o.hold, "hold", 60*time.Second, "slow-body: how long to keep each stalled connection open, at most")
+	flag.IntVar(&o.floodConns, "flood-conns", 1100, "probe-flood: connections the flooding client holds at once")
+	flag.IntVar(&o.floodClients, "flood-clients", 1, "probe-flood: flooding clients, each from an address of its own (127.0.0.1, then 127.0.1.N)")
+	flag.DurationVar(&o.reconnect, "reconnect", 8*time.Second, "probe-flood: how often the flooding client opens each connection again (under the 10 s header timeout)")
+	flag.DurationVar(&o.probeEvery, "probe-every", 250*time.Millisecond, "probe-flood: how often each of /healthz and /readyz is probed")
+	flag.DurationVar(&o.probeTimeout, "probe-timeout", time.Second, "probe-flood: a probe not answered 200 within this long fails (Kubernetes' default: 1s)")
+	flag.BoolVar(&o.probeAddr, "probe-addr", true, "probe-flood: serve --probe-addr and probe it too (false for a toolshed without the flag)")
 	flag.Parse()
 	o.extra = extra
 	if err := run(o); err != nil {
@@ -100,9 +120,12 @@ func main() {
 
 func run(o options) error {
 	switch o.mode {
-	case "load", "init-flood", "slow-body":
+	case "load", "init-flood", "slow-body", "probe-flood":
 	default:
-		return fmt.Errorf("-mode must be load, init-flood or slow-body, got %q", o.mode)
+		return fmt.Errorf("-mode must be load, init-flood, slow-body or probe-flood, got %q", o.mode)
+	}
+	if o.floodConns < 1 || o.floodClients < 1 || o.floodClients > 254 || o.reconnect <= 0 || o.probeEvery <= 0 || o.probeTimeout <= 0 {
+		return fmt.Errorf("-flood-conns must be 1 or more, -flood-clients from 1 to 254, and -reconnect, -probe-every and -probe-timeout positive")
 	}
 	if o.slowPart != "body" && o.slowPart != "headers" {
 		return fmt.Errorf("-slow-part must be body or headers, got %q", o.slowPart)
@@ -145,6 +168,13 @@ func run(o options) error {
 	if o.stateless {
 		extra = append(extra, "--stateless")
 	}
+	probeAddr := ""
+	if o.mode == "probe-flood" && o.probeAddr {
+		if probeAddr, err = freeLoopbackAddr(); err != nil {
+			return err
+		}
+		extra = append(extra, "--probe-addr="+probeAddr)
+	}
 	p, err := startGateway(o.toolshed, config, o.token, extra)
 	if err != nil {
 		return err
@@ -167,8 +197,20 @@ func run(o options) error {
 		return initFlood(ctx, o, p)
 	case "slow-body":
 		return slowBody(ctx, o, p)
+	case "probe-flood":
+		return probeFlood(ctx, o, p, probeAddr)
 	}
 	return runLoad(ctx, o, p, p.endpoint, setup, filepath.Join(filepath.Dir(config), "files"), nil)
+}
+
+// freeLoopbackAddr returns an address of 127.0.0.1 no one listens on.
+func freeLoopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }
 
 // runFleet runs the load through nginx in front of -replicas replicas.
