@@ -147,7 +147,7 @@ func probeFlood(ctx context.Context, o options, p *gatewayProc, probeAddr string
 	fmt.Printf("connection flood from %s: %d connections at once from each, each sending half a request's headers and opened again every %s, for %s\n",
 		clients, o.floodConns, o.reconnect, o.duration)
 	fmt.Printf("  connections opened: %d (failed to connect: %d)\n", fc.opened.Load(), fc.dialFailed.Load())
-	fmt.Printf("  answered 503 at once (the client's share is full): %d", fc.refused.Load())
+	fmt.Printf("  answered 503 (the client's share is full): %d", fc.refused.Load())
 	if fc.refusal != "" {
 		fmt.Printf("  (%.160q)", fc.refusal)
 	}

@@ -88,6 +88,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 			return usageErr("%s must be a number of sessions above 0, or -1 for no cap; got %d", f.name, f.n)
 		}
 	}
+	if *probeAddr != "" && *httpAddr == "" {
+		return usageErr("--probe-addr serves the health probes of Streamable HTTP: add --http ADDR, or leave --probe-addr out")
+	}
 	if *stateless && *httpAddr == "" {
 		return usageErr("--stateless is a mode of Streamable HTTP: add --http ADDR, or leave --stateless out")
 	}
@@ -135,9 +138,6 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer ln.Close()
-	}
-	if *probeAddr != "" && *httpAddr == "" {
-		return usageErr("--probe-addr serves the health probes of Streamable HTTP: add --http ADDR, or leave --probe-addr out")
 	}
 	var probeLn net.Listener
 	if *probeAddr != "" {

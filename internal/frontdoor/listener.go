@@ -1,7 +1,10 @@
 package frontdoor
 
 import (
+	"bufio"
+	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"net/netip"
 	"sync"
@@ -12,16 +15,17 @@ import (
 //
 // Past the total cap, Accept waits: new connections wait in the kernel's listen queue
 // until one ends, as with netutil.LimitListener. A client address past its share is
-// different: its new connection is accepted, answered 503 and closed at once, so that
-// the listen queue keeps moving for everyone else. Without the share, one client that
+// different: its new connection is accepted and, out of the count, answered 503 and
+// closed (see refuse), so that the listen queue keeps moving for everyone else. Without the share, one client that
 // opens connections and sends half a request's headers on each (held up to the header
 // timeout, and opened again) takes every slot, and a health probe from anywhere else
 // waits in the queue until it times out.
 type capListener struct {
 	net.Listener
-	slots chan struct{} // one per connection served; nil: no total cap
-	share int           // connections per client address; 0: no share
-	total int           // the total cap, for the refusal's message
+	slots    chan struct{} // one per connection served; nil: no total cap
+	refusing chan struct{} // one per refusal under way (see refuse)
+	share    int           // connections per client address; 0: no share
+	total    int           // the total cap, for the refusal's message
 
 	mu  sync.Mutex
 	per map[netip.Prefix]int
@@ -31,7 +35,8 @@ type capListener struct {
 }
 
 func newCapListener(ln net.Listener, total, share int) *capListener {
-	l := &capListener{Listener: ln, share: share, total: total, per: map[netip.Prefix]int{}, done: make(chan struct{})}
+	l := &capListener{Listener: ln, share: share, total: total, per: map[netip.Prefix]int{}, done: make(chan struct{}),
+		refusing: make(chan struct{}, maxRefusing)}
 	if total > 0 {
 		l.slots = make(chan struct{}, total)
 	}
@@ -98,16 +103,61 @@ func clientOf(addr net.Addr) netip.Prefix {
 	return p
 }
 
-// refuse answers a connection past its client's share with 503, written before the
-// request is read (an HTTP/1.1 client reads it as the answer to its request), and
-// closes it. The write is to an empty socket buffer, and bounded anyway: Accept must
-// not wait on a client.
+// refuseWait bounds each step of a refusal: reading the request's headers, writing the
+// answer, and waiting for the client to close.
+const refuseWait = time.Second
+
+// maxRefusing bounds the refusals under way at once; past it, a connection is closed
+// without an answer. A flooding client's connections past its share hold one each for
+// up to refuseWait, so its own later ones, and only they in practice, go unanswered.
+const maxRefusing = 64
+
+// refuse answers a connection past its client's share with 503 and closes it, in a
+// goroutine of its own: Accept must not wait on a client. It reads the request's
+// headers first, for a while: an answer that comes before the request is taken by Go's
+// HTTP client for a fault of the connection ("unsolicited response"), not as the
+// answer. After the answer it closes its side and waits for the client to close
+// theirs, as net/http does: closing with unread data would reset the connection, and
+// the client could lose the answer.
 func (l *capListener) refuse(c net.Conn, client netip.Prefix) {
+	select {
+	case l.refusing <- struct{}{}:
+	default:
+		c.Close()
+		return
+	}
 	body := fmt.Sprintf("too many connections from %s: one client address may hold %d of the server's %d connections at once (--max-connections-per-client); close idle ones, or reuse them. Behind a reverse proxy or NAT, every client shares its address: raise --max-connections-per-client to --max-connections and let the proxy limit each client\n",
 		clientName(client), l.share, l.total)
-	c.SetWriteDeadline(time.Now().Add(time.Second))
-	fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-	c.Close()
+	go func() {
+		defer func() { <-l.refusing }()
+		defer c.Close()
+		c.SetReadDeadline(time.Now().Add(refuseWait))
+		readHead(c)
+		c.SetWriteDeadline(time.Now().Add(refuseWait))
+		if _, err := fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: %d\r\n\r\n%s", len(body), body); err != nil {
+			return
+		}
+		if cw, ok := c.(interface{ CloseWrite() error }); ok {
+			cw.CloseWrite()
+		}
+		c.SetReadDeadline(time.Now().Add(refuseWait))
+		io.Copy(io.Discard, io.LimitReader(c, 1<<20))
+	}()
+}
+
+// readHead reads r until the end of a request's headers (an empty line), an error, or
+// 64 KiB.
+func readHead(r io.Reader) {
+	br := bufio.NewReaderSize(io.LimitReader(r, 64<<10), 4096)
+	for {
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err != nil || len(bytes.TrimRight(line, "\r\n")) == 0 {
+			return
+		}
+	}
 }
 
 // clientName is a client for a message: its IPv4 address, or its IPv6 /64.

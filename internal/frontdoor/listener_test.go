@@ -46,11 +46,12 @@ func get(t *testing.T, c *http.Client, url string) (int, string) {
 }
 
 // The flood: one client opens three times the connection cap and sends half a
-// request's headers on each. It holds its share of the cap only; the connections past it
-// are answered 503, saying why, and closed at once, so the listen queue keeps moving:
-// health probes from another address answer, another client is served, and the flooding
-// client is served again once its connections end. Before, the client took the whole
-// cap, and everyone else waited in the listen queue until it let go.
+// request's headers on each. It holds its share of the cap only; the connections past
+// it are taken out of the count, answered 503, saying why, and closed, so the listen
+// queue keeps moving: health probes from another address answer, another client is
+// served, and the flooding client is served again once its connections end. Before,
+// the client took the whole cap, and everyone else waited in the listen queue until it
+// let go.
 func TestFloodOfOneClientLeavesTheRest(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -146,7 +147,9 @@ func TestFloodOfOneClientLeavesTheRest(t *testing.T) {
 
 // The share counts a client's connections whatever their state: one with a long answer
 // under way (an SSE stream) holds its slot as one with half its headers does, and gives
-// it back when it ends.
+// it back when it ends. Go's HTTP client, refused, gets the 503 and its message: an
+// answer written before it has sent its request was an "unsolicited response" to it,
+// and the request failed with a transport error.
 func TestShareCountsOpenStreams(t *testing.T) {
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })

@@ -16,10 +16,11 @@ type Limits struct {
 	// the listen queue until one ends. Zero means DefaultMaxConns.
 	MaxConns int
 	// MaxConnsPerClient is the share of MaxConns one client address may hold (an IPv4
-	// address, or an IPv6 /64); its connections past it are answered 503 and closed at
-	// once, so that one client cannot fill MaxConns and leave the others, health probes
-	// among them, waiting in the listen queue. Zero means half of MaxConns (with no
-	// MaxConns, no share). Clients behind one reverse proxy or NAT share its address.
+	// address, or an IPv6 /64); its connections past it are taken out of the count,
+	// answered 503 and closed (see capListener.refuse), so that one client cannot fill
+	// MaxConns and leave the others, health probes among them, waiting in the listen
+	// queue. Zero means half of MaxConns (with no MaxConns, no share). Clients behind
+	// one reverse proxy or NAT share its address.
 	MaxConnsPerClient int
 	// HeaderTimeout is how long a request's headers may take to arrive. Zero means
 	// DefaultHeaderTimeout.
