@@ -16,10 +16,10 @@ import (
 // Past the total cap, Accept waits: new connections wait in the kernel's listen queue
 // until one ends, as with netutil.LimitListener. A client address past its share is
 // different: its new connection is accepted and, out of the count, answered 503 and
-// closed (see refuse), so that the listen queue keeps moving for everyone else. Without the share, one client that
-// opens connections and sends half a request's headers on each (held up to the header
-// timeout, and opened again) takes every slot, and a health probe from anywhere else
-// waits in the queue until it times out.
+// closed (see refuse), so that the listen queue keeps moving for everyone else.
+// Without the share, one client that opens connections and sends half a request's
+// headers on each (held up to the header timeout, and opened again) takes every slot,
+// and a health probe from anywhere else waits in the queue until it times out.
 type capListener struct {
 	net.Listener
 	slots    chan struct{} // one per connection served; nil: no total cap
