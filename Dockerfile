@@ -47,7 +47,7 @@ ENV HOME=/home/nonroot \
     SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
 USER 65532:65532
 WORKDIR /home/nonroot
-EXPOSE 8080 9090
+EXPOSE 8080 8081 9090
 VOLUME ["/var/lib/toolshed"]
 ENTRYPOINT ["/usr/local/bin/toolshed"]
 CMD ["serve", "--http", "0.0.0.0:8080"]

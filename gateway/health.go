@@ -11,19 +11,7 @@ import (
 // servers of the caller's profile only, and, with Options.Metrics, GET /metrics, which
 // covers every profile's servers and so needs the gateway's own token (see whole).
 func (g *Gateway) handleHealth(mux *http.ServeMux, auth *httpAuth) {
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		switch {
-		case g.draining.Load():
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
-		case g.ready():
-			writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
-		default:
-			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "starting"})
-		}
-	})
+	g.handleProbes(mux)
 	if m := g.opts.Metrics; m != nil {
 		metrics := m.Handler()
 		mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
@@ -39,6 +27,33 @@ func (g *Gateway) handleHealth(mux *http.ServeMux, auth *httpAuth) {
 	}
 	mux.HandleFunc("GET /status", serveStatus)
 	mux.HandleFunc("GET /status/{profile}", serveStatus)
+}
+
+// ProbeHandler serves GET /healthz and GET /readyz, as Handler's handler does, and
+// nothing else: for a listener of their own, which an orchestrator's probes reach
+// however many connections clients hold on the main one. It checks no Host header: put
+// it behind the same checks as the main front if it listens beyond loopback.
+func (g *Gateway) ProbeHandler() http.Handler {
+	mux := http.NewServeMux()
+	g.handleProbes(mux)
+	return mux
+}
+
+// handleProbes adds GET /healthz and GET /readyz to mux.
+func (g *Gateway) handleProbes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case g.draining.Load():
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "draining"})
+		case g.ready():
+			writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+		default:
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "starting"})
+		}
+	})
 }
 
 // ready reports whether no upstream is still starting: each has been ready (and may be

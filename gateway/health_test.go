@@ -121,6 +121,7 @@ func TestHTTPHealth(t *testing.T) {
 
 // TestHTTPReadyz: the gateway is not ready while a server starts for the first time,
 // and is once that server has failed (one broken server must not hold it unready).
+// ProbeHandler, the probes' own listener, says the same, and serves nothing else.
 func TestHTTPReadyz(t *testing.T) {
 	t.Parallel()
 	stuck := testServer("stuck", "hang")
@@ -136,16 +137,28 @@ func TestHTTPReadyz(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 	srv := httptest.NewServer(g.Handler(gateway.HTTPOptions{}))
 	t.Cleanup(srv.Close)
+	probes := httptest.NewServer(g.ProbeHandler())
+	t.Cleanup(probes.Close)
 
-	if r := get(t, srv.URL+"/readyz", nil); r.status != http.StatusServiceUnavailable || r.body != "{\"status\":\"starting\"}\n" {
-		t.Errorf("GET /readyz while stuck starts = %d %q, want 503 starting", r.status, r.body)
+	for _, base := range []string{srv.URL, probes.URL} {
+		if r := get(t, base+"/readyz", nil); r.status != http.StatusServiceUnavailable || r.body != "{\"status\":\"starting\"}\n" {
+			t.Errorf("GET %s/readyz while stuck starts = %d %q, want 503 starting", base, r.status, r.body)
+		}
+		if r := get(t, base+"/healthz", nil); r.status != http.StatusOK {
+			t.Errorf("GET %s/healthz while starting = %d %q, want 200", base, r.status, r.body)
+		}
 	}
-	if r := get(t, srv.URL+"/healthz", nil); r.status != http.StatusOK {
-		t.Errorf("GET /healthz while starting = %d %q, want 200", r.status, r.body)
+	for _, path := range []string{"/status", "/mcp", "/metrics"} {
+		if r := get(t, probes.URL+path, nil); r.status != http.StatusNotFound {
+			t.Errorf("GET %s on the probe handler = %d %q, want 404", path, r.status, r.body)
+		}
 	}
 	waitFor(t, "/readyz to answer 200 once stuck failed", func() bool {
 		return get(t, srv.URL+"/readyz", nil).status == http.StatusOK
 	})
+	if r := get(t, probes.URL+"/readyz", nil); r.status != http.StatusOK {
+		t.Errorf("GET /readyz on the probe handler once ready = %d %q, want 200", r.status, r.body)
+	}
 	for _, s := range g.Statuses() {
 		if s.Name == "stuck" && s.State != gateway.Failed {
 			t.Errorf("ready with stuck %s, want failed", s.State)

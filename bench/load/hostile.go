@@ -157,7 +157,12 @@ func pingSession(ctx context.Context, hc *http.Client, endpoint, id string, time
 // probe reports whether an ordinary client (the go-sdk's, a session of its own) can
 // connect and call a tool, and how long it took.
 func probe(ctx context.Context, o options, endpoint, when string) {
-	hc := newHTTPClient(o.token, 4)
+	probeFrom(ctx, o, endpoint, when, "")
+}
+
+// probeFrom is probe with the client's connections from the loopback address local.
+func probeFrom(ctx context.Context, o options, endpoint, when, local string) {
+	hc := newHTTPClientFrom(o.token, 4, local)
 	defer hc.CloseIdleConnections()
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()

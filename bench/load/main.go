@@ -16,6 +16,11 @@
 //   - -mode tools: a catalog of -tools real tool definitions (10,000 by default) given
 //     with --catalog: launch to the first complete tools/list, RSS, and tool_search
 //     against an echo call over HTTP (see tools.go).
+//   - -mode probe-flood: -flood-conns connections from one client (or from each of
+//     -flood-clients) that send half a request's headers and are opened again every
+//     -reconnect, for -duration, while /healthz and /readyz are probed every
+//     -probe-every with a -probe-timeout timeout, on --http and on --probe-addr, from
+//     another address (see probeflood.go).
 //
 // Run it from the repository root:
 //
@@ -24,6 +29,7 @@
 //	go run ./bench/load -mode init-flood -flood 30000
 //	go run ./bench/load -mode slow-body -slow 500 -hold 60s
 //	go run ./bench/load -mode tools -tools 10000
+//	go run ./bench/load -mode probe-flood -flood-conns 1100 -duration 60s
 //
 // CI builds and vets it, and never runs it: it takes minutes and a quiet machine.
 package main
@@ -32,6 +38,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -65,9 +72,15 @@ type options struct {
 	slowPart string
 	hold     time.Duration
 
-	tools    int
-	requests int
-	starts   int
+	tools        int
+	requests     int
+	starts       int
+	floodConns   int
+	floodClients int
+	reconnect    time.Duration
+	probeEvery   time.Duration
+	probeTimeout time.Duration
+	probeAddr    bool
 }
 
 type listFlag []string
@@ -77,7 +90,7 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 func main() {
 	var o options
-	flag.StringVar(&o.mode, "mode", "load", "what to run: load, init-flood, slow-body or tools")
+	flag.StringVar(&o.mode, "mode", "load", "what to run: load, init-flood, slow-body, tools or probe-flood")
 	flag.StringVar(&o.toolshed, "toolshed", "", "the toolshed `binary` to measure (default: build ./cmd/toolshed of this checkout)")
 	flag.StringVar(&o.modules, "modules", "", "the node_modules `dir` holding the npm MCP servers (default: .deps/npm/node_modules of this checkout)")
 	flag.StringVar(&o.node, "node", "", "the node `binary` for the npm servers (default: node on PATH when Node 20 or newer, else the pinned one in -modules)")
@@ -87,7 +100,7 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Second, "a request not answered within this long counts as lost")
 	flag.BoolVar(&o.markdown, "markdown", false, "also print the results as a Markdown table")
 	flag.IntVar(&o.sessions, "sessions", 200, "load: concurrent client sessions")
-	flag.DurationVar(&o.duration, "duration", 60*time.Second, "load: how long the sessions run")
+	flag.DurationVar(&o.duration, "duration", 60*time.Second, "load: how long the sessions run; probe-flood: how long the flood lasts")
 	flag.IntVar(&o.replicas, "replicas", 1, "load: run `N` toolshed replicas (toolshed-1 ... toolshed-N) behind nginx (needs -nginx)")
 	flag.BoolVar(&o.nginx, "nginx", false, "load: put Debian's nginx with the shipped config (deploy/nginx) in front of the replicas")
 	flag.BoolVar(&o.stateless, "stateless", false, "load: serve with --stateless (and nginx's round-robin config) instead of session affinity")
@@ -101,6 +114,12 @@ func main() {
 	flag.IntVar(&o.tools, "tools", 10000, "tools: tool definitions in the catalog given with --catalog")
 	flag.IntVar(&o.requests, "requests", 2000, "tools: searches and echo calls to time (each)")
 	flag.IntVar(&o.starts, "starts", 3, "tools: launches of the catalog alone to time the first tools/list of")
+	flag.IntVar(&o.floodConns, "flood-conns", 1100, "probe-flood: connections the flooding client holds at once")
+	flag.IntVar(&o.floodClients, "flood-clients", 1, "probe-flood: flooding clients, each from an address of its own (127.0.0.1, then 127.0.1.N)")
+	flag.DurationVar(&o.reconnect, "reconnect", 8*time.Second, "probe-flood: how often the flooding client opens each connection again (under the 10 s header timeout)")
+	flag.DurationVar(&o.probeEvery, "probe-every", 250*time.Millisecond, "probe-flood: how often each of /healthz and /readyz is probed")
+	flag.DurationVar(&o.probeTimeout, "probe-timeout", time.Second, "probe-flood: a probe not answered 200 within this long fails (Kubernetes' default: 1s)")
+	flag.BoolVar(&o.probeAddr, "probe-addr", true, "probe-flood: serve --probe-addr and probe it too (false for a toolshed without the flag)")
 	flag.Parse()
 	o.extra = extra
 	if err := run(o); err != nil {
@@ -111,9 +130,12 @@ func main() {
 
 func run(o options) error {
 	switch o.mode {
-	case "load", "init-flood", "slow-body", "tools":
+	case "load", "init-flood", "slow-body", "tools", "probe-flood":
 	default:
-		return fmt.Errorf("-mode must be load, init-flood, slow-body or tools, got %q", o.mode)
+		return fmt.Errorf("-mode must be load, init-flood, slow-body, tools or probe-flood, got %q", o.mode)
+	}
+	if o.floodConns < 1 || o.floodClients < 1 || o.floodClients > 254 || o.reconnect <= 0 || o.probeEvery <= 0 || o.probeTimeout <= 0 {
+		return fmt.Errorf("-flood-conns must be 1 or more, -flood-clients from 1 to 254, and -reconnect, -probe-every and -probe-timeout positive")
 	}
 	if o.slowPart != "body" && o.slowPart != "headers" {
 		return fmt.Errorf("-slow-part must be body or headers, got %q", o.slowPart)
@@ -162,6 +184,13 @@ func run(o options) error {
 	if o.stateless {
 		extra = append(extra, "--stateless")
 	}
+	probeAddr := ""
+	if o.mode == "probe-flood" && o.probeAddr {
+		if probeAddr, err = freeLoopbackAddr(); err != nil {
+			return err
+		}
+		extra = append(extra, "--probe-addr="+probeAddr)
+	}
 	p, err := startGateway(o.toolshed, config, o.token, extra)
 	if err != nil {
 		return err
@@ -184,8 +213,20 @@ func run(o options) error {
 		return initFlood(ctx, o, p)
 	case "slow-body":
 		return slowBody(ctx, o, p)
+	case "probe-flood":
+		return probeFlood(ctx, o, p, probeAddr)
 	}
 	return runLoad(ctx, o, p, p.endpoint, setup, filepath.Join(filepath.Dir(config), "files"), nil)
+}
+
+// freeLoopbackAddr returns an address of 127.0.0.1 no one listens on.
+func freeLoopbackAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
 }
 
 // runFleet runs the load through nginx in front of -replicas replicas.

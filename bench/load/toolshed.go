@@ -348,9 +348,18 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // gateway (net/http keeps only two idle connections per host by default, which would
 // make most requests of a busy run open a new one).
 func newHTTPClient(token string, conns int) *http.Client {
+	return newHTTPClientFrom(token, conns, "")
+}
+
+// newHTTPClientFrom is newHTTPClient with connections from the loopback address local
+// ("": the system's choice).
+func newHTTPClientFrom(token string, conns int, local string) *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConns = conns
 	tr.MaxIdleConnsPerHost = conns
+	if local != "" {
+		tr.DialContext = dialerFrom(local).DialContext
+	}
 	return &http.Client{Transport: bearer{token: token, base: tr}}
 }
 

@@ -168,6 +168,9 @@ func TestFrontDoorFlags(t *testing.T) {
 		{[]string{"serve", "--http", "0", "--allow-origin", "app.example"}, "scheme://host[:port]"},
 		{[]string{"proxy", "--max-connections", "0"}, "--max-connections must be at least 1, got 0"},
 		{[]string{"serve", "--http", "0", "--body-timeout", "0s"}, "--body-timeout must be a positive duration"},
+		{[]string{"serve", "--http", "0", "--max-connections-per-client", "-1"}, "--max-connections-per-client must be from 1 to --max-connections (1024), or 0 for half of it; got -1"},
+		{[]string{"proxy", "--max-connections", "10", "--max-connections-per-client", "11"}, "--max-connections-per-client must be from 1 to --max-connections (10)"},
+		{[]string{"serve", "--probe-addr", "0"}, "--probe-addr serves the health probes of Streamable HTTP: add --http ADDR"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if code := run(tc.args, &stdout, &stderr); code != 2 || !strings.Contains(stderr.String(), tc.says) {

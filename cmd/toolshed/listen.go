@@ -18,17 +18,19 @@ import (
 type doorFlags struct {
 	origins, hosts listFlag
 	maxConns       int
+	perClient      int
 	bodyTimeout    time.Duration
 }
 
 // doorSynopsis names the door flags in a command's usage line.
-const doorSynopsis = "[--token TOKEN] [--allow-host HOST]... [--allow-origin ORIGIN]... [--max-connections N] [--body-timeout DURATION]"
+const doorSynopsis = "[--token TOKEN] [--allow-host HOST]... [--allow-origin ORIGIN]... [--max-connections N] [--max-connections-per-client N] [--body-timeout DURATION]"
 
 func addDoorFlags(fs *flag.FlagSet) *doorFlags {
 	d := &doorFlags{}
 	fs.Var(&d.origins, "allow-origin", "browser `ORIGIN` (scheme://host[:port]) allowed to call the HTTP endpoint (repeatable)")
 	fs.Var(&d.hosts, "allow-host", "`HOST` name accepted in the Host header besides localhost, 127.0.0.1 and [::1] (and IP addresses beyond loopback): a reverse proxy's, or the DNS name of a listener beyond loopback without a token (repeatable; * accepts any, which turns off DNS rebinding protection)")
 	fs.IntVar(&d.maxConns, "max-connections", frontdoor.DefaultMaxConns, "serve at most `N` HTTP connections at once; more wait for one to end")
+	fs.IntVar(&d.perClient, "max-connections-per-client", 0, "let one client address (an IPv4 address or an IPv6 /64) hold at most `N` of --max-connections; its connections past them are answered 503 and closed (default: half of --max-connections; behind a reverse proxy every client has the proxy's address)")
 	fs.DurationVar(&d.bodyTimeout, "body-timeout", frontdoor.DefaultBodyTimeout, "a request body must arrive within `DURATION` of its headers, or its connection is closed")
 	return d
 }
@@ -43,6 +45,9 @@ func (d *doorFlags) check() error {
 	if d.maxConns < 1 {
 		return usageErr("--max-connections must be at least 1, got %d", d.maxConns)
 	}
+	if d.perClient < 0 || d.perClient > d.maxConns {
+		return usageErr("--max-connections-per-client must be from 1 to --max-connections (%d), or 0 for half of it; got %d", d.maxConns, d.perClient)
+	}
 	if d.bodyTimeout <= 0 {
 		return usageErr("--body-timeout must be a positive duration such as 30s, got %s", d.bodyTimeout)
 	}
@@ -50,7 +55,16 @@ func (d *doorFlags) check() error {
 }
 
 func (d *doorFlags) limits() frontdoor.Limits {
-	return frontdoor.Limits{MaxConns: d.maxConns, BodyTimeout: d.bodyTimeout}
+	return frontdoor.Limits{MaxConns: d.maxConns, MaxConnsPerClient: d.perClient, BodyTimeout: d.bodyTimeout}
+}
+
+// guard puts h behind the Host and origin checks of the flags, as a listener without a
+// token that is not the front's own (--metrics-addr, --probe-addr): its answers say
+// nothing a client sent, but a web page that rebinds its name to the machine's address
+// could otherwise read them (server names and counts).
+func (d *doorFlags) guard(h http.Handler) http.Handler {
+	g, _ := frontdoor.Guard(h, frontdoor.Options{AllowHosts: d.hosts, AllowOrigins: d.origins, Open: true})
+	return g // the origins were checked by check
 }
 
 // listen opens the listener of a listen flag (its name and value), and warns on stderr

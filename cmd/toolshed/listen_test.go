@@ -10,7 +10,7 @@ import (
 	"github.com/toolshed/toolshed/internal/testupstream"
 )
 
-// TestWildcardListenURLs: serve --http, --metrics-addr and proxy --listen on 0.0.0.0
+// TestWildcardListenURLs: serve --http, --metrics-addr, --probe-addr and proxy --listen on 0.0.0.0
 // print a URL a user can open (the loopback one; the wildcard address Go reports, [::],
 // is none) and say that they listen on every interface; the URLs printed answer. They
 // printed http://[::]:PORT/mcp.
@@ -20,9 +20,9 @@ func TestWildcardListenURLs(t *testing.T) {
 		_, port, _ := net.SplitHostPort(freeAddr(t))
 		return port
 	}
-	mcpPort, metricsPort, proxyPort := anyPort(), anyPort(), anyPort()
+	mcpPort, metricsPort, probePort, proxyPort := anyPort(), anyPort(), anyPort(), anyPort()
 	serve := startCommand(t, bin, nil, []string{"serve", "--catalog", "testdata/small.json", "--token", "secret",
-		"--http", "0.0.0.0:" + mcpPort, "--metrics-addr", "0.0.0.0:" + metricsPort}, testupstream.ServersReady)
+		"--http", "0.0.0.0:" + mcpPort, "--metrics-addr", "0.0.0.0:" + metricsPort, "--probe-addr", "0.0.0.0:" + probePort}, testupstream.ServersReady)
 	proxy := startCommand(t, bin, []string{"ANTHROPIC_API_KEY=sk-test"}, []string{"proxy", "--token", "secret", "--listen", "0.0.0.0:" + proxyPort},
 		func(log string) bool { return strings.Contains(log, "ANTHROPIC_BASE_URL=") })
 	for _, tc := range []struct {
@@ -33,6 +33,7 @@ func TestWildcardListenURLs(t *testing.T) {
 	}{
 		{serve.String(), regexp.MustCompile(`serving MCP over Streamable HTTP at (\S+)/mcp .*`), mcpPort, "/healthz"},
 		{serve.String(), regexp.MustCompile(`serving Prometheus metrics at (\S+)/metrics.*`), metricsPort, "/metrics"},
+		{serve.String(), regexp.MustCompile(`serving health probes at (\S+)/healthz and \S+/readyz.*`), probePort, "/readyz"},
 		{proxy.String(), regexp.MustCompile(`Messages API with tool search at (\S+)/v1/messages.*`), proxyPort, "/healthz"},
 		{proxy.String(), regexp.MustCompile(`point a client at it, e.g. ANTHROPIC_BASE_URL=(\S+)`), proxyPort, "/healthz"},
 	} {

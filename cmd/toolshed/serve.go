@@ -39,6 +39,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	drain := fs.Duration("drain-timeout", gateway.DefaultDrainTimeout, "after SIGINT or SIGTERM over --http, drain for up to `DURATION`: /readyz answers 503 and new sessions are refused while open sessions are served and calls in flight may finish; then what is left is cancelled and the servers stopped (over stdio, calls are cancelled at once; a second signal stops at once)")
 	startWait := fs.Duration("start-wait", gateway.DefaultStartWait, "let a client's requests wait up to `DURATION` for servers still in their first start (npx may be installing them); past it they are answered without them, and the client is told when they are up (notifications/tools/list_changed)")
 	metricsAddr := fs.String("metrics-addr", "", "also serve Prometheus metrics at http://`ADDR`/metrics, without a token (a bare port binds 127.0.0.1); over --http, GET /metrics is served too, with the token /status needs")
+	probeAddr := fs.String("probe-addr", "", "also serve GET /healthz and GET /readyz alone at http://`ADDR`, without a token (a bare port binds 127.0.0.1): a listener of their own, which an orchestrator's probes reach however many connections clients hold on --http")
 	doors := addDoorFlags(fs)
 	logFlags := searchLogFlags{
 		db:      fs.String("db", "", "record searches and calls in `DSN`: a SQLite file, a postgres:// URL, or off (default: the config's search_log.db, else $XDG_DATA_HOME/toolshed/searchlog.db)"),
@@ -49,7 +50,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&catalogs, "catalog", "also serve catalog `FILE`'s tools, listed and searched but not run: a call says how to configure the real server (repeatable)")
 	fs.Usage = func() {
 		printUsage(stdout, fs, "[--config FILE] [--catalog FILE]... [--profile NAME] [--tool-search MODE] [--context-window TOKENS] [--no-prefix] [--max-name-length N] [--start-wait DURATION] "+
-			"[--http ADDR] [--stateless] [--replica-id ID] [--max-sessions N] [--max-sessions-per-token N] [--drain-timeout DURATION] [--metrics-addr ADDR] "+
+			"[--http ADDR] [--stateless] [--replica-id ID] [--max-sessions N] [--max-sessions-per-token N] [--drain-timeout DURATION] [--metrics-addr ADDR] [--probe-addr ADDR] "+
 			doorSynopsis+" [--db DSN] [--log-queries MODE] "+embedSynopsis,
 			"Runs the MCP gateway: it serves the tools of every server in the config to one MCP client over stdio, or to many over Streamable HTTP with --http, and, when the tools are many, replaces them with tool_search, tool_describe and tool_call. "+
 				"Without --config or --catalog, it serves the built-in catalog: the tool definitions of 21 real MCP servers, whose calls say how to configure the real server.")
@@ -86,6 +87,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		if f.n == 0 || f.n < -1 {
 			return usageErr("%s must be a number of sessions above 0, or -1 for no cap; got %d", f.name, f.n)
 		}
+	}
+	if *probeAddr != "" && *httpAddr == "" {
+		return usageErr("--probe-addr serves the health probes of Streamable HTTP: add --http ADDR, or leave --probe-addr out")
 	}
 	if *stateless && *httpAddr == "" {
 		return usageErr("--stateless is a mode of Streamable HTTP: add --http ADDR, or leave --stateless out")
@@ -134,6 +138,15 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer ln.Close()
+	}
+	var probeLn net.Listener
+	if *probeAddr != "" {
+		var err error
+		// Like the metrics: ok or not, no token, no warning off loopback.
+		if probeLn, err = listen("--probe-addr", *probeAddr, true, stderr); err != nil {
+			return err
+		}
+		defer probeLn.Close()
 	}
 	var metricsLn net.Listener
 	if *metricsAddr != "" {
@@ -211,7 +224,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}()
 	defer func() { stopRun(); <-runDone }()
 	if metricsLn != nil {
-		go serveUntil(ctx, metricsLn, opts.Metrics.Handler(), doors.limits(), time.Second, "the stop")
+		go serveUntil(ctx, metricsLn, doors.guard(opts.Metrics.Handler()), doors.limits(), time.Second, "the stop")
 		url, note := openURL(metricsLn)
 		fmt.Fprintf(stderr, "toolshed: serving Prometheus metrics at %s/metrics%s\n", url, note)
 	}
@@ -227,6 +240,12 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		return nil
+	}
+	if probeLn != nil {
+		// Served until the gateway has drained, as /readyz says 503 meanwhile.
+		go serveUntil(ctx, probeLn, doors.guard(g.ProbeHandler()), doors.limits(), time.Second, "the stop")
+		url, note := openURL(probeLn)
+		fmt.Fprintf(stderr, "toolshed: serving health probes at %s/healthz and %s/readyz%s\n", url, url, note)
 	}
 	url, note := openURL(ln)
 	fmt.Fprintf(stderr, "toolshed: serving MCP over Streamable HTTP at %s/mcp (profiles at /mcp/{profile})%s%s\n", url, httpMode(*stateless, *replica), note)

@@ -7,8 +7,6 @@ import (
 	"net"
 	"net/http"
 	"time"
-
-	"golang.org/x/net/netutil"
 )
 
 // Limits bound what clients can hold of a server. The zero value gives the defaults,
@@ -17,6 +15,13 @@ type Limits struct {
 	// MaxConns caps the connections served at once; past it, new connections wait in
 	// the listen queue until one ends. Zero means DefaultMaxConns.
 	MaxConns int
+	// MaxConnsPerClient is the share of MaxConns one client address may hold (an IPv4
+	// address, or an IPv6 /64); its connections past it are taken out of the count,
+	// answered 503 and closed (see capListener.refuse), so that one client cannot fill
+	// MaxConns and leave the others, health probes among them, waiting in the listen
+	// queue. Zero means half of MaxConns (with no MaxConns, no share). Clients behind
+	// one reverse proxy or NAT share its address.
+	MaxConnsPerClient int
 	// HeaderTimeout is how long a request's headers may take to arrive. Zero means
 	// DefaultHeaderTimeout.
 	HeaderTimeout time.Duration
@@ -52,12 +57,15 @@ func pick[T int | time.Duration](v, def T) T {
 	return v
 }
 
-// Listener returns ln, capped at l.MaxConns connections at once.
+// Listener returns ln, capped at l.MaxConns connections at once, and at
+// l.MaxConnsPerClient of them per client address.
 func (l Limits) Listener(ln net.Listener) net.Listener {
-	if n := pick(l.MaxConns, DefaultMaxConns); n > 0 {
-		return netutil.LimitListener(ln, n)
+	total := pick(l.MaxConns, DefaultMaxConns)
+	share := pick(l.MaxConnsPerClient, (total+1)/2)
+	if total == 0 && share == 0 {
+		return ln
 	}
-	return ln
+	return newCapListener(ln, total, share)
 }
 
 // Server returns an http.Server for h with the timeouts of l. Serve it on

@@ -161,7 +161,7 @@ func TestBodyTimeoutSparesLongResponses(t *testing.T) {
 
 // Past MaxConns, a connection waits until another ends.
 func TestMaxConns(t *testing.T) {
-	a := serve(t, Limits{MaxConns: 2}, http.HandlerFunc(echoBody))
+	a := serve(t, Limits{MaxConns: 2, MaxConnsPerClient: 2}, http.HandlerFunc(echoBody))
 	var held []net.Conn
 	for range 2 {
 		c, err := net.Dial("tcp", a)

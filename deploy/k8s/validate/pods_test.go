@@ -114,6 +114,7 @@ func checkGatewayPod(t *testing.T, where string, spec *corev1.PodSpec, stateless
 	want := map[string]string{
 		"http":         "0.0.0.0:8080",
 		"metrics-addr": "0.0.0.0:9090",
+		"probe-addr":   "0.0.0.0:8081",
 		"replica-id":   "$(TOOLSHED_REPLICA_ID)",
 		"db":           "$(TOOLSHED_DB)",
 	}
@@ -125,8 +126,9 @@ func checkGatewayPod(t *testing.T, where string, spec *corev1.PodSpec, stateless
 	if _, ok := flags["stateless"]; ok != stateless {
 		t.Errorf("%s: --stateless given: %v, want %v", where, ok, stateless)
 	}
-	if namedPort(c, "http") != portOf(t, where, flags["http"]) || namedPort(c, "metrics") != portOf(t, where, flags["metrics-addr"]) {
-		t.Errorf("%s: container ports %+v do not name --http %s and --metrics-addr %s as http and metrics", where, c.Ports, flags["http"], flags["metrics-addr"])
+	if namedPort(c, "http") != portOf(t, where, flags["http"]) || namedPort(c, "metrics") != portOf(t, where, flags["metrics-addr"]) ||
+		namedPort(c, "probe") != portOf(t, where, flags["probe-addr"]) {
+		t.Errorf("%s: container ports %+v do not name --http %s, --metrics-addr %s and --probe-addr %s as http, metrics and probe", where, c.Ports, flags["http"], flags["metrics-addr"], flags["probe-addr"])
 	}
 
 	// Every $(VAR) in the args is an env entry (Kubernetes expands only those, and
@@ -158,14 +160,15 @@ func checkGatewayPod(t *testing.T, where string, spec *corev1.PodSpec, stateless
 		}
 	}
 
-	// Probes: liveness on /healthz, readiness on /readyz, on the http port.
+	// Probes: liveness on /healthz, readiness on /readyz, on the probes' own port
+	// (--probe-addr), which clients flooding the http port cannot fill.
 	for _, p := range []struct {
 		name  string
 		probe *corev1.Probe
 		path  string
 	}{{"livenessProbe", c.LivenessProbe, "/healthz"}, {"readinessProbe", c.ReadinessProbe, "/readyz"}, {"startupProbe", c.StartupProbe, "/healthz"}} {
-		if p.probe == nil || p.probe.HTTPGet == nil || p.probe.HTTPGet.Path != p.path || p.probe.HTTPGet.Port.String() != "http" {
-			t.Errorf("%s: %s is not GET %s on port http: %+v", where, p.name, p.path, p.probe)
+		if p.probe == nil || p.probe.HTTPGet == nil || p.probe.HTTPGet.Path != p.path || p.probe.HTTPGet.Port.String() != "probe" {
+			t.Errorf("%s: %s is not GET %s on port probe: %+v", where, p.name, p.path, p.probe)
 		}
 	}
 
