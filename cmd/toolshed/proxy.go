@@ -24,10 +24,11 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 	token := envDefault(fs.String("token", "", "`TOKEN` clients must send as their API key, as x-api-key or Authorization: Bearer (default $TOOLSHED_TOKEN)"), "TOOLSHED_TOKEN")
 	doors := addDoorFlags(fs)
 	maxIter := fs.Int("max-iterations", 8, "make at most `N` upstream calls for one request while the model searches, then answer with stop_reason pause_turn")
+	maxAnswer := fs.Int64("max-answer-mib", messages.DefaultMaxAnswerBytes>>20, "read at most `N` MiB of one upstream answer (a whole answer, or all of a stream); a request whose answer is larger fails alone with an api_error")
 	drain := fs.Duration("drain-timeout", gateway.DefaultDrainTimeout, "after SIGINT or SIGTERM, stop accepting and let requests in flight finish for up to `DURATION` (a second signal stops at once)")
 	emb := addEmbedFlags(fs, hybrid.DefaultQueryTimeout)
 	fs.Usage = func() {
-		printUsage(stdout, fs, "[--listen ADDR] [--upstream-url URL] [--upstream-kind KIND] [--model NAME] [--max-iterations N] [--drain-timeout DURATION] "+
+		printUsage(stdout, fs, "[--listen ADDR] [--upstream-url URL] [--upstream-kind KIND] [--model NAME] [--max-iterations N] [--max-answer-mib N] [--drain-timeout DURATION] "+
 			doorSynopsis+" "+embedSynopsis,
 			"Serves POST /v1/messages and /v1/messages/count_tokens with Anthropic's tool search (defer_loading, tool_search_tool_regex/bm25, tool_reference; or the client's own search, as Claude Code's ToolSearch) for any model. "+
 				"The upstream key comes from the environment: ANTHROPIC_API_KEY, or OPENAI_API_KEY for openai. It is never logged, and replaces the client's key.")
@@ -44,14 +45,17 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 	if *maxIter < 0 {
 		return usageErr("--max-iterations must be a positive number, got %d", *maxIter)
 	}
+	if *maxAnswer <= 0 || *maxAnswer > 1<<20 {
+		return usageErr("--max-answer-mib must be a number of MiB from 1 to 1048576, got %d", *maxAnswer)
+	}
 	var up messages.Upstream
 	keyVar, defaultURL := "ANTHROPIC_API_KEY", messages.DefaultAnthropicURL
 	switch *kind {
 	case "anthropic":
-		up = &messages.Anthropic{BaseURL: *upstreamURL, APIKey: os.Getenv(keyVar), Model: *model}
+		up = &messages.Anthropic{BaseURL: *upstreamURL, APIKey: os.Getenv(keyVar), Model: *model, MaxAnswerBytes: *maxAnswer << 20}
 	case "openai":
 		keyVar, defaultURL = "OPENAI_API_KEY", messages.DefaultOpenAIURL
-		up = &messages.OpenAI{BaseURL: *upstreamURL, APIKey: os.Getenv(keyVar), Model: *model}
+		up = &messages.OpenAI{BaseURL: *upstreamURL, APIKey: os.Getenv(keyVar), Model: *model, MaxAnswerBytes: *maxAnswer << 20}
 	default:
 		return usageErr("--upstream-kind must be anthropic or openai, got %q", *kind)
 	}
