@@ -59,6 +59,12 @@ type Proxy struct {
 	// search waits for its vectors; zero means hybrid.DefaultQueryTimeout.
 	EmbedQueryTimeout time.Duration
 
+	// ToolCacheBytes is the budget, in bytes, of the tools lists kept validated and
+	// indexed for the requests that send them again (an estimate of the memory each
+	// keeps; see DefaultToolCacheBytes). A list larger than the whole budget is not
+	// kept. Zero means DefaultToolCacheBytes.
+	ToolCacheBytes int64
+
 	toolSets toolSetCache
 	embed    embedState
 }

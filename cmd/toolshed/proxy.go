@@ -25,10 +25,11 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 	doors := addDoorFlags(fs)
 	maxIter := fs.Int("max-iterations", 8, "make at most `N` upstream calls for one request while the model searches, then answer with stop_reason pause_turn")
 	maxAnswer := fs.Int64("max-answer-mib", messages.DefaultMaxAnswerBytes>>20, "read at most `N` MiB of one upstream answer (a whole answer, or all of a stream); a request whose answer is larger fails alone with an api_error")
+	toolCache := fs.Int64("tool-cache-mib", messages.DefaultToolCacheBytes>>20, "keep the tools lists clients send validated and indexed within `N` MiB (an estimate of their memory), the oldest dropped first; a list larger than that is indexed for each request")
 	drain := fs.Duration("drain-timeout", gateway.DefaultDrainTimeout, "after SIGINT or SIGTERM, stop accepting and let requests in flight finish for up to `DURATION` (a second signal stops at once)")
 	emb := addEmbedFlags(fs, hybrid.DefaultQueryTimeout)
 	fs.Usage = func() {
-		printUsage(stdout, fs, "[--listen ADDR] [--upstream-url URL] [--upstream-kind KIND] [--model NAME] [--max-iterations N] [--max-answer-mib N] [--drain-timeout DURATION] "+
+		printUsage(stdout, fs, "[--listen ADDR] [--upstream-url URL] [--upstream-kind KIND] [--model NAME] [--max-iterations N] [--max-answer-mib N] [--tool-cache-mib N] [--drain-timeout DURATION] "+
 			doorSynopsis+" "+embedSynopsis,
 			"Serves POST /v1/messages and /v1/messages/count_tokens with Anthropic's tool search (defer_loading, tool_search_tool_regex/bm25, tool_reference; or the client's own search, as Claude Code's ToolSearch) for any model. "+
 				"The upstream key comes from the environment: ANTHROPIC_API_KEY, or OPENAI_API_KEY for openai. It is never logged, and replaces the client's key.")
@@ -47,6 +48,9 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 	}
 	if *maxAnswer <= 0 || *maxAnswer > 1<<20 {
 		return usageErr("--max-answer-mib must be a number of MiB from 1 to 1048576, got %d", *maxAnswer)
+	}
+	if *toolCache <= 0 || *toolCache > 1<<20 {
+		return usageErr("--tool-cache-mib must be a number of MiB from 1 to 1048576, got %d", *toolCache)
 	}
 	var up messages.Upstream
 	keyVar, defaultURL := "ANTHROPIC_API_KEY", messages.DefaultAnthropicURL
@@ -67,7 +71,7 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	p := &messages.Proxy{Upstream: up, MaxIterations: *maxIter, Logger: logger, ClientKey: *token, AllowOrigins: doors.origins, AllowHosts: doors.hosts}
+	p := &messages.Proxy{Upstream: up, MaxIterations: *maxIter, ToolCacheBytes: *toolCache << 20, Logger: logger, ClientKey: *token, AllowOrigins: doors.origins, AllowHosts: doors.hosts}
 	if err := emb.proxy(p, stderr); err != nil {
 		return err
 	}
