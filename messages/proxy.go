@@ -67,6 +67,7 @@ type Proxy struct {
 
 	toolSets toolSetCache
 	embed    embedState
+	stop     stopState
 }
 
 func (p *Proxy) maxIterations() int {
@@ -240,6 +241,8 @@ func (t *turn) usage(sum Usage) Usage {
 // Create answers a request in one response, calling the upstream model as many times as
 // its searches need.
 func (p *Proxy) Create(ctx context.Context, req *Request, h http.Header) (*Response, error) {
+	ctx, done := p.requestContext(ctx)
+	defer done()
 	pr, aerr := p.prepare(req)
 	if aerr != nil {
 		return nil, aerr
@@ -250,7 +253,7 @@ func (p *Proxy) Create(ctx context.Context, req *Request, h http.Header) (*Respo
 	for calls := 1; ; calls++ {
 		resp, err := p.Upstream.Create(ctx, t.request(), h)
 		if err != nil {
-			return nil, err
+			return nil, stoppedError(ctx, err)
 		}
 		if out == nil {
 			out = resp
@@ -277,9 +280,12 @@ func (p *Proxy) Create(ctx context.Context, req *Request, h http.Header) (*Respo
 // CountTokens counts the input tokens of a request as the upstream model would receive
 // it on its first call: the deferred tools not loaded are not counted.
 func (p *Proxy) CountTokens(ctx context.Context, req *Request, h http.Header) (int, error) {
+	ctx, done := p.requestContext(ctx)
+	defer done()
 	pr, aerr := p.prepare(req)
 	if aerr != nil {
 		return 0, aerr
 	}
-	return p.Upstream.CountTokens(ctx, p.newTurn(ctx, pr).request(), h)
+	n, err := p.Upstream.CountTokens(ctx, p.newTurn(ctx, pr).request(), h)
+	return n, stoppedError(ctx, err)
 }

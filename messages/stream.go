@@ -21,12 +21,14 @@ import (
 // can still answer with an error status; an error after it is emitted as an "error"
 // event and also returned.
 func (p *Proxy) Stream(ctx context.Context, req *Request, h http.Header, emit func(Event) error) error {
+	ctx, done := p.requestContext(ctx)
+	defer done()
 	pr, aerr := p.prepare(req)
 	if aerr != nil {
 		return aerr
 	}
 	s := &streamer{turn: p.newTurn(ctx, pr), emit: emit}
-	err := s.run(ctx, h)
+	err := stoppedError(ctx, s.run(ctx, h))
 	if err != nil && s.started {
 		var ae *APIError
 		if !errors.As(err, &ae) || !ae.emitted {

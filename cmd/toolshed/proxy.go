@@ -26,7 +26,7 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 	maxIter := fs.Int("max-iterations", 8, "make at most `N` upstream calls for one request while the model searches, then answer with stop_reason pause_turn")
 	maxAnswer := fs.Int64("max-answer-mib", messages.DefaultMaxAnswerBytes>>20, "read at most `N` MiB of one upstream answer (a whole answer, or all of a stream); a request whose answer is larger fails alone with an api_error")
 	toolCache := fs.Int64("tool-cache-mib", messages.DefaultToolCacheBytes>>20, "keep the tools lists clients send validated and indexed within `N` MiB (an estimate of their memory), the oldest dropped first; a list larger than that is indexed for each request")
-	drain := fs.Duration("drain-timeout", gateway.DefaultDrainTimeout, "after SIGINT or SIGTERM, stop accepting and let requests in flight finish for up to `DURATION` (a second signal stops at once)")
+	drain := fs.Duration("drain-timeout", gateway.DefaultDrainTimeout, "after SIGINT or SIGTERM, stop accepting and let requests in flight finish for up to `DURATION`, then answer those still running 529 overloaded_error (a second signal stops at once)")
 	emb := addEmbedFlags(fs, hybrid.DefaultQueryTimeout)
 	fs.Usage = func() {
 		printUsage(stdout, fs, "[--listen ADDR] [--upstream-url URL] [--upstream-kind KIND] [--model NAME] [--max-iterations N] [--max-answer-mib N] [--tool-cache-mib N] [--drain-timeout DURATION] "+
@@ -87,7 +87,7 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "toolshed: point a client at it, e.g. ANTHROPIC_BASE_URL=%s\n", url)
 	ctx, stop := onSignals(stderr, *drain, 0, nil)
 	defer stop()
-	return serveUntil(ctx, ln, p.Handler(), doors.limits(), *drain, fmt.Sprintf("the drain timeout (%v, --drain-timeout)", *drain))
+	return serveDrain(ctx, ln, p.Handler(), doors.limits(), *drain, fmt.Sprintf("the drain timeout (%v, --drain-timeout)", *drain), p.Stop)
 }
 
 // keyWarning is what proxy says at start-up when the variable keyVar that holds the
