@@ -1,6 +1,7 @@
 package messages
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -82,12 +83,18 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 func (b *boundedBody) Close() error { return b.body.Close() }
 
 // readAnswer reads the whole body of an answer that is not a stream, within limit, and
-// closes it.
+// closes it. A body whose length is known is read into one buffer of that size, not
+// into buffers grown by copying.
 func readAnswer(resp *http.Response, limit int64) ([]byte, error) {
 	body, err := boundBody(resp, limit)
 	if err != nil {
 		return nil, err
 	}
 	defer body.Close()
-	return io.ReadAll(body)
+	var buf bytes.Buffer
+	if resp.ContentLength > 0 {
+		buf.Grow(int(resp.ContentLength) + bytes.MinRead)
+	}
+	_, err = buf.ReadFrom(body)
+	return buf.Bytes(), err
 }
