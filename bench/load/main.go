@@ -12,7 +12,10 @@
 //   - -mode init-flood: -flood initialize requests that never end their session (no
 //     DELETE), as a broken or hostile client sends them (see hostile.go);
 //   - -mode slow-body: -slow connections that send a request's headers and part of its
-//     body, then stall (see hostile.go).
+//     body, then stall (see hostile.go);
+//   - -mode proxy: `toolshed proxy` in front of a local model API that sends answers far
+//     over the proxy's bound, then a client that churns its tool-list cache (see
+//     proxy.go).
 //
 // Run it from the repository root:
 //
@@ -20,6 +23,7 @@
 //	go run ./bench/load -sessions 50 -duration 20s -markdown
 //	go run ./bench/load -mode init-flood -flood 30000
 //	go run ./bench/load -mode slow-body -slow 500 -hold 60s
+//	go run ./bench/load -mode proxy -answer-mib 200 -lists 12
 //
 // CI builds and vets it, and never runs it: it takes minutes and a quiet machine.
 package main
@@ -60,6 +64,14 @@ type options struct {
 	slow     int
 	slowPart string
 	hold     time.Duration
+
+	answerMiB   int
+	huge        int
+	answerKinds string
+	hugeConc    int
+	lists       int
+	listTools   int
+	toolBytes   int
 }
 
 type listFlag []string
@@ -69,13 +81,13 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 func main() {
 	var o options
-	flag.StringVar(&o.mode, "mode", "load", "what to run: load, init-flood or slow-body")
+	flag.StringVar(&o.mode, "mode", "load", "what to run: load, init-flood, slow-body or proxy")
 	flag.StringVar(&o.toolshed, "toolshed", "", "the toolshed `binary` to measure (default: build ./cmd/toolshed of this checkout)")
 	flag.StringVar(&o.modules, "modules", "", "the node_modules `dir` holding the npm MCP servers (default: .deps/npm/node_modules of this checkout)")
 	flag.StringVar(&o.node, "node", "", "the node `binary` for the npm servers (default: node on PATH when Node 20 or newer, else the pinned one in -modules)")
 	flag.StringVar(&o.token, "token", "", "serve with --token `TOKEN`, and send it with every request")
 	var extra listFlag
-	flag.Var(&extra, "serve-flag", "an extra `flag` for toolshed serve, such as --max-sessions=100 (repeatable)")
+	flag.Var(&extra, "serve-flag", "an extra `flag` for toolshed serve (toolshed proxy in -mode proxy), such as --max-sessions=100 (repeatable)")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Second, "a request not answered within this long counts as lost")
 	flag.BoolVar(&o.markdown, "markdown", false, "also print the results as a Markdown table")
 	flag.IntVar(&o.sessions, "sessions", 200, "load: concurrent client sessions")
@@ -90,6 +102,13 @@ func main() {
 	flag.IntVar(&o.slow, "slow", 500, "slow-body: stalled connections to open")
 	flag.StringVar(&o.slowPart, "slow-part", "body", "slow-body: what the stalled requests send part of: body (all headers, part of the body) or headers (part of the headers)")
 	flag.DurationVar(&o.hold, "hold", 60*time.Second, "slow-body: how long to keep each stalled connection open, at most")
+	flag.IntVar(&o.answerMiB, "answer-mib", 200, "proxy: the size of each huge answer, in MiB")
+	flag.IntVar(&o.huge, "huge", 3, "proxy: huge answers of each kind")
+	flag.StringVar(&o.answerKinds, "answer-kinds", "body,sse,line", "proxy: the kinds of huge answers, separated by commas: body (a JSON body), sse (a stream of small deltas), line (a stream of one line)")
+	flag.IntVar(&o.hugeConc, "huge-conc", 1, "proxy: huge answers in flight at once")
+	flag.IntVar(&o.lists, "lists", 12, "proxy: distinct tools lists to churn the cache with, each sent twice")
+	flag.IntVar(&o.listTools, "list-tools", 10000, "proxy: deferred tools in each list")
+	flag.IntVar(&o.toolBytes, "tool-bytes", 2800, "proxy: bytes of each tool's definition, about")
 	flag.Parse()
 	o.extra = extra
 	if err := run(o); err != nil {
@@ -100,9 +119,9 @@ func main() {
 
 func run(o options) error {
 	switch o.mode {
-	case "load", "init-flood", "slow-body":
+	case "load", "init-flood", "slow-body", "proxy":
 	default:
-		return fmt.Errorf("-mode must be load, init-flood or slow-body, got %q", o.mode)
+		return fmt.Errorf("-mode must be load, init-flood, slow-body or proxy, got %q", o.mode)
 	}
 	if o.slowPart != "body" && o.slowPart != "headers" {
 		return fmt.Errorf("-slow-part must be body or headers, got %q", o.slowPart)
@@ -121,6 +140,9 @@ func run(o options) error {
 		if o.toolshed, err = buildToolshed(root, dir); err != nil {
 			return err
 		}
+	}
+	if o.mode == "proxy" { // no MCP servers: the proxy's upstream is a model API
+		return runProxyMode(o)
 	}
 	if o.modules == "" {
 		o.modules = filepath.Join(root, ".deps", "npm", "node_modules")
