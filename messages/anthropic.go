@@ -33,6 +33,10 @@ type Anthropic struct {
 	Client *http.Client
 	// Model, when set, replaces the model of every request.
 	Model string
+	// MaxAnswerBytes bounds what is read of one answer: the body of one that is not a
+	// stream, everything read of a stream. An answer over it fails its request alone
+	// with an api_error (ErrAnswerTooLarge). Zero means DefaultMaxAnswerBytes.
+	MaxAnswerBytes int64
 }
 
 // request is req as sent: with Model, and streamed or not.
@@ -153,9 +157,12 @@ func (a *Anthropic) Create(ctx context.Context, req *Request, h http.Header) (*R
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
+	body, err := readAnswer(resp, maxAnswer(a.MaxAnswerBytes))
+	if err != nil {
+		return nil, err
+	}
 	var r Response
-	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+	if err := json.Unmarshal(body, &r); err != nil {
 		return nil, &APIError{Status: http.StatusInternalServerError, Type: APIErrorType, Message: "the upstream model API sent a response that is not a Messages API message: " + err.Error()}
 	}
 	return &r, nil
@@ -167,7 +174,11 @@ func (a *Anthropic) Stream(ctx context.Context, req *Request, h http.Header) (Ev
 	if err != nil {
 		return nil, err
 	}
-	return NewSSEReader(resp.Body), nil
+	body, err := boundBody(resp, maxAnswer(a.MaxAnswerBytes))
+	if err != nil {
+		return nil, err
+	}
+	return NewSSEReader(body), nil
 }
 
 // countTokensMembers are the members count_tokens accepts besides model, messages,
@@ -193,11 +204,14 @@ func (a *Anthropic) CountTokens(ctx context.Context, req *Request, h http.Header
 	if err != nil {
 		return 0, err
 	}
-	defer resp.Body.Close()
+	body, err := readAnswer(resp, maxAnswer(a.MaxAnswerBytes))
+	if err != nil {
+		return 0, err
+	}
 	var r struct {
 		InputTokens *int `json:"input_tokens"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil || r.InputTokens == nil {
+	if err := json.Unmarshal(body, &r); err != nil || r.InputTokens == nil {
 		return 0, &APIError{Status: http.StatusInternalServerError, Type: APIErrorType, Message: "the upstream's count_tokens answer has no input_tokens"}
 	}
 	return *r.InputTokens, nil
@@ -215,13 +229,18 @@ func NewSSEReader(body io.ReadCloser) *SSEReader {
 }
 
 // Next returns the next event with data, or io.EOF at the end of the stream. Comments
-// and events without data are skipped; several data lines are joined by newlines.
+// and events without data are skipped; several data lines are joined by newlines. A
+// read error other than io.EOF (such as a body over its bound) is returned as it is,
+// never the part of a line read before it.
 func (s *SSEReader) Next() (Event, error) {
 	var ev Event
 	var data []byte
 	hasData := false
 	for {
 		line, err := s.r.ReadBytes('\n')
+		if err != nil && !errors.Is(err, io.EOF) {
+			return Event{}, err
+		}
 		if len(line) == 0 && err != nil {
 			if hasData {
 				ev.Data = data

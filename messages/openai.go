@@ -42,6 +42,9 @@ type OpenAI struct {
 	Client  *http.Client // nil means http.DefaultClient
 	// Model, when set, replaces the request's model (clients send Claude model names).
 	Model string
+	// MaxAnswerBytes bounds what is read of one answer, as Anthropic.MaxAnswerBytes
+	// does. Zero means DefaultMaxAnswerBytes.
+	MaxAnswerBytes int64
 
 	// noMaxTokens is set once the upstream rejected max_tokens.
 	noMaxTokens atomic.Bool
@@ -59,9 +62,6 @@ func (o *OpenAI) baseURL() string {
 	return strings.TrimRight(o.BaseURL, "/")
 }
 
-// oaMaxBody bounds what is read of an upstream answer that is not a stream.
-const oaMaxBody = 64 << 20
-
 // Create sends the request to /chat/completions without streaming and translates the
 // answer with FromOpenAI. The response carries the request's model name, not the
 // upstream's.
@@ -77,8 +77,7 @@ func (o *OpenAI) Create(ctx context.Context, req *Request, h http.Header) (*Resp
 
 // completion reads and translates a whole chat.completion answer.
 func (o *OpenAI) completion(resp *http.Response, model string) (*Response, error) {
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, oaMaxBody))
+	body, err := readAnswer(resp, maxAnswer(o.MaxAnswerBytes))
 	if err != nil {
 		return nil, fmt.Errorf("openai upstream: reading response: %w", err)
 	}
@@ -108,7 +107,11 @@ func (o *OpenAI) Stream(ctx context.Context, req *Request, h http.Header) (Event
 		}
 		return &oaEventList{events: oaResponseEvents(out)}, nil
 	}
-	return NewOpenAIStream(resp.Body, req.Model), nil
+	body, err := boundBody(resp, maxAnswer(o.MaxAnswerBytes))
+	if err != nil {
+		return nil, err
+	}
+	return NewOpenAIStream(body, req.Model), nil
 }
 
 // CountTokens counts locally: Chat Completions has no token counting endpoint. It is

@@ -243,6 +243,9 @@ func (s *openAIStream) emit(evs ...Event) { s.queue = append(s.queue, evs...) }
 // step reads one line of the stream and translates it.
 func (s *openAIStream) step() error {
 	line, err := s.br.ReadBytes('\n')
+	if err != nil && err != io.EOF {
+		return fmt.Errorf("openai upstream: reading stream: %w", err)
+	}
 	if len(line) == 0 && err != nil {
 		if err == io.EOF {
 			if s.finish != "" {

@@ -59,8 +59,15 @@ type Proxy struct {
 	// search waits for its vectors; zero means hybrid.DefaultQueryTimeout.
 	EmbedQueryTimeout time.Duration
 
+	// ToolCacheBytes is the budget, in bytes, of the tools lists kept validated and
+	// indexed for the requests that send them again (an estimate of the memory each
+	// keeps; see DefaultToolCacheBytes). A list larger than the whole budget is not
+	// kept. Zero means DefaultToolCacheBytes.
+	ToolCacheBytes int64
+
 	toolSets toolSetCache
 	embed    embedState
+	stop     stopState
 }
 
 func (p *Proxy) maxIterations() int {
@@ -234,6 +241,8 @@ func (t *turn) usage(sum Usage) Usage {
 // Create answers a request in one response, calling the upstream model as many times as
 // its searches need.
 func (p *Proxy) Create(ctx context.Context, req *Request, h http.Header) (*Response, error) {
+	ctx, done := p.requestContext(ctx)
+	defer done()
 	pr, aerr := p.prepare(req)
 	if aerr != nil {
 		return nil, aerr
@@ -244,7 +253,7 @@ func (p *Proxy) Create(ctx context.Context, req *Request, h http.Header) (*Respo
 	for calls := 1; ; calls++ {
 		resp, err := p.Upstream.Create(ctx, t.request(), h)
 		if err != nil {
-			return nil, err
+			return nil, stoppedError(ctx, err)
 		}
 		if out == nil {
 			out = resp
@@ -271,9 +280,12 @@ func (p *Proxy) Create(ctx context.Context, req *Request, h http.Header) (*Respo
 // CountTokens counts the input tokens of a request as the upstream model would receive
 // it on its first call: the deferred tools not loaded are not counted.
 func (p *Proxy) CountTokens(ctx context.Context, req *Request, h http.Header) (int, error) {
+	ctx, done := p.requestContext(ctx)
+	defer done()
 	pr, aerr := p.prepare(req)
 	if aerr != nil {
 		return 0, aerr
 	}
-	return p.Upstream.CountTokens(ctx, p.newTurn(ctx, pr).request(), h)
+	n, err := p.Upstream.CountTokens(ctx, p.newTurn(ctx, pr).request(), h)
+	return n, stoppedError(ctx, err)
 }

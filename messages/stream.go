@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 )
 
 // Stream answers a request as server-sent events, calling emit for each. The client
@@ -20,12 +21,14 @@ import (
 // can still answer with an error status; an error after it is emitted as an "error"
 // event and also returned.
 func (p *Proxy) Stream(ctx context.Context, req *Request, h http.Header, emit func(Event) error) error {
+	ctx, done := p.requestContext(ctx)
+	defer done()
 	pr, aerr := p.prepare(req)
 	if aerr != nil {
 		return aerr
 	}
 	s := &streamer{turn: p.newTurn(ctx, pr), emit: emit}
-	err := s.run(ctx, h)
+	err := stoppedError(ctx, s.run(ctx, h))
 	if err != nil && s.started {
 		var ae *APIError
 		if !errors.As(err, &ae) || !ae.emitted {
@@ -57,8 +60,9 @@ type streamBlock struct {
 	kind  useKind
 	use   *Block // the server_tool_use it became, if kind is not clientUse
 
-	// Deltas so far.
-	text, thinking, signature string
+	// Deltas so far, appended in place: a stream of many small deltas must not copy
+	// what came before at each one.
+	text, thinking, signature strings.Builder
 	input                     []byte
 	citations                 []json.RawMessage
 }
@@ -109,13 +113,13 @@ func (s *streamer) blockDelta(e streamEvent) error {
 	}
 	switch d.Type {
 	case "text_delta":
-		sb.text += d.Text
+		sb.text.WriteString(d.Text)
 	case "input_json_delta":
 		sb.input = append(sb.input, d.PartialJSON...)
 	case "thinking_delta":
-		sb.thinking += d.Thinking
+		sb.thinking.WriteString(d.Thinking)
 	case "signature_delta":
-		sb.signature += d.Signature
+		sb.signature.WriteString(d.Signature)
 	case "citations_delta":
 		sb.citations = append(sb.citations, d.Citation)
 	}
@@ -132,8 +136,8 @@ func (sb *streamBlock) finish() Block {
 		j, _ := json.Marshal(v)
 		raw = setMember(raw, key, j)
 	}
-	if sb.text != "" {
-		set("text", sb.model.Text+sb.text)
+	if sb.text.Len() > 0 {
+		set("text", sb.model.Text+sb.text.String())
 	}
 	if len(sb.input) > 0 {
 		if json.Valid(sb.input) {
@@ -143,15 +147,15 @@ func (sb *streamBlock) finish() Block {
 			raw = setMember(raw, "input", json.RawMessage(`{}`))
 		}
 	}
-	if sb.thinking != "" {
+	if sb.thinking.Len() > 0 {
 		var prev struct {
 			Thinking string `json:"thinking"`
 		}
 		json.Unmarshal(sb.start, &prev)
-		set("thinking", prev.Thinking+sb.thinking)
+		set("thinking", prev.Thinking+sb.thinking.String())
 	}
-	if sb.signature != "" {
-		set("signature", sb.signature)
+	if sb.signature.Len() > 0 {
+		set("signature", sb.signature.String())
 	}
 	if len(sb.citations) > 0 {
 		var prev struct {

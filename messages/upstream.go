@@ -37,10 +37,14 @@ type APIError struct {
 	Type    string
 	Message string
 
-	emitted bool // a stream already sent it to the client as an error event
+	emitted bool  // a stream already sent it to the client as an error event
+	cause   error // a sentinel it stands for, such as ErrAnswerTooLarge; may be nil
 }
 
 func (e *APIError) Error() string { return fmt.Sprintf("%d %s: %s", e.Status, e.Type, e.Message) }
+
+// Unwrap returns the sentinel error the APIError stands for, if any.
+func (e *APIError) Unwrap() error { return e.cause }
 
 // Error types of the Messages API and their statuses.
 const (

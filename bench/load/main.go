@@ -21,6 +21,9 @@
 //     -reconnect, for -duration, while /healthz and /readyz are probed every
 //     -probe-every with a -probe-timeout timeout, on --http and on --probe-addr, from
 //     another address (see probeflood.go).
+//   - -mode proxy: `toolshed proxy` in front of a local model API that sends answers far
+//     over the proxy's bound, then a client that churns its tool-list cache (see
+//     proxy.go).
 //
 // Run it from the repository root:
 //
@@ -30,6 +33,7 @@
 //	go run ./bench/load -mode slow-body -slow 500 -hold 60s
 //	go run ./bench/load -mode tools -tools 10000
 //	go run ./bench/load -mode probe-flood -flood-conns 1100 -duration 60s
+//	go run ./bench/load -mode proxy -answer-mib 200 -lists 12
 //
 // CI builds and vets it, and never runs it: it takes minutes and a quiet machine.
 package main
@@ -81,6 +85,13 @@ type options struct {
 	probeEvery   time.Duration
 	probeTimeout time.Duration
 	probeAddr    bool
+	answerMiB    int
+	huge         int
+	answerKinds  string
+	hugeConc     int
+	lists        int
+	listTools    int
+	toolBytes    int
 }
 
 type listFlag []string
@@ -90,13 +101,13 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 func main() {
 	var o options
-	flag.StringVar(&o.mode, "mode", "load", "what to run: load, init-flood, slow-body, tools or probe-flood")
+	flag.StringVar(&o.mode, "mode", "load", "what to run: load, init-flood, slow-body, tools, probe-flood or proxy")
 	flag.StringVar(&o.toolshed, "toolshed", "", "the toolshed `binary` to measure (default: build ./cmd/toolshed of this checkout)")
 	flag.StringVar(&o.modules, "modules", "", "the node_modules `dir` holding the npm MCP servers (default: .deps/npm/node_modules of this checkout)")
 	flag.StringVar(&o.node, "node", "", "the node `binary` for the npm servers (default: node on PATH when Node 20 or newer, else the pinned one in -modules)")
 	flag.StringVar(&o.token, "token", "", "serve with --token `TOKEN`, and send it with every request")
 	var extra listFlag
-	flag.Var(&extra, "serve-flag", "an extra `flag` for toolshed serve, such as --max-sessions=100 (repeatable)")
+	flag.Var(&extra, "serve-flag", "an extra `flag` for toolshed serve (toolshed proxy in -mode proxy), such as --max-sessions=100 (repeatable)")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Second, "a request not answered within this long counts as lost")
 	flag.BoolVar(&o.markdown, "markdown", false, "also print the results as a Markdown table")
 	flag.IntVar(&o.sessions, "sessions", 200, "load: concurrent client sessions")
@@ -120,6 +131,13 @@ func main() {
 	flag.DurationVar(&o.probeEvery, "probe-every", 250*time.Millisecond, "probe-flood: how often each of /healthz and /readyz is probed")
 	flag.DurationVar(&o.probeTimeout, "probe-timeout", time.Second, "probe-flood: a probe not answered 200 within this long fails (Kubernetes' default: 1s)")
 	flag.BoolVar(&o.probeAddr, "probe-addr", true, "probe-flood: serve --probe-addr and probe it too (false for a toolshed without the flag)")
+	flag.IntVar(&o.answerMiB, "answer-mib", 200, "proxy: the size of each huge answer, in MiB")
+	flag.IntVar(&o.huge, "huge", 3, "proxy: huge answers of each kind")
+	flag.StringVar(&o.answerKinds, "answer-kinds", "body,sse,line", "proxy: the kinds of huge answers, separated by commas: body (a JSON body), sse (a stream of small deltas), line (a stream of one line)")
+	flag.IntVar(&o.hugeConc, "huge-conc", 1, "proxy: huge answers in flight at once")
+	flag.IntVar(&o.lists, "lists", 12, "proxy: distinct tools lists to churn the cache with, each sent twice")
+	flag.IntVar(&o.listTools, "list-tools", 10000, "proxy: deferred tools in each list")
+	flag.IntVar(&o.toolBytes, "tool-bytes", 2800, "proxy: bytes of each tool's definition, about")
 	flag.Parse()
 	o.extra = extra
 	if err := run(o); err != nil {
@@ -130,9 +148,9 @@ func main() {
 
 func run(o options) error {
 	switch o.mode {
-	case "load", "init-flood", "slow-body", "tools", "probe-flood":
+	case "load", "init-flood", "slow-body", "tools", "probe-flood", "proxy":
 	default:
-		return fmt.Errorf("-mode must be load, init-flood, slow-body, tools or probe-flood, got %q", o.mode)
+		return fmt.Errorf("-mode must be load, init-flood, slow-body, tools, probe-flood or proxy, got %q", o.mode)
 	}
 	if o.floodConns < 1 || o.floodClients < 1 || o.floodClients > 254 || o.reconnect <= 0 || o.probeEvery <= 0 || o.probeTimeout <= 0 {
 		return fmt.Errorf("-flood-conns must be 1 or more, -flood-clients from 1 to 254, and -reconnect, -probe-every and -probe-timeout positive")
@@ -154,6 +172,9 @@ func run(o options) error {
 		if o.toolshed, err = buildToolshed(root, dir); err != nil {
 			return err
 		}
+	}
+	if o.mode == "proxy" { // no MCP servers: the proxy's upstream is a model API
+		return runProxyMode(o)
 	}
 	if o.modules == "" {
 		o.modules = filepath.Join(root, ".deps", "npm", "node_modules")

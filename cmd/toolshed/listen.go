@@ -103,6 +103,20 @@ func openURL(ln net.Listener) (url, note string) {
 // and it reports so, saying when they were cut (late: "the drain timeout (5s,
 // --drain-timeout)").
 func serveUntil(ctx context.Context, ln net.Listener, h http.Handler, lim frontdoor.Limits, drain time.Duration, late string) error {
+	return serveDrain(ctx, ln, h, lim, drain, late, nil)
+}
+
+// answerGrace is how long the handlers of the requests still running at the end of a
+// drain have, once told to answer (serveDrain's answer), before their connections are
+// closed: they only write an error that is already known.
+const answerGrace = time.Second
+
+// serveDrain is serveUntil, but at the end of the drain, when answer is not nil, it
+// first calls answer, which must make the handlers still running answer at once (as
+// messages.Proxy.Stop does), and gives them answerGrace to write before it closes
+// their connections: a client then gets an answer that says why, not a closed
+// connection.
+func serveDrain(ctx context.Context, ln net.Listener, h http.Handler, lim frontdoor.Limits, drain time.Duration, late string, answer func()) error {
 	srv := lim.Server(h)
 	ln = lim.Listener(ln)
 	served := make(chan error, 1)
@@ -115,6 +129,15 @@ func serveUntil(ctx context.Context, ln net.Listener, h http.Handler, lim frontd
 	shutdown, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
 	err := srv.Shutdown(shutdown)
+	if err != nil && answer != nil {
+		answer()
+		answered, cancel := context.WithTimeout(context.Background(), answerGrace)
+		defer cancel()
+		if srv.Shutdown(answered) == nil {
+			<-served
+			return fmt.Errorf("requests were still running after %s; they were answered 529 overloaded_error, which clients retry", late)
+		}
+	}
 	<-served
 	if err != nil {
 		srv.Close()

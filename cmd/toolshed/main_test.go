@@ -72,6 +72,8 @@ func TestCommands(t *testing.T) {
 		{"proxy-bad-listen", "proxy --listen 127.0.0.1:notaport", 2},
 		{"proxy-extra-args", "proxy now", 2},
 		{"proxy-bad-iterations", "proxy --max-iterations -1", 2},
+		{"proxy-bad-max-answer", "proxy --max-answer-mib 0", 2},
+		{"proxy-bad-tool-cache", "proxy --tool-cache-mib -5", 2},
 		{"proxy-bad-drain", "proxy --drain-timeout 0s", 2},
 		{"serve-bad-drain", "serve --drain-timeout -1s", 2},
 		{"serve-bad-start-wait", "serve --start-wait 0s", 2},

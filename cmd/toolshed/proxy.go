@@ -24,10 +24,12 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 	token := envDefault(fs.String("token", "", "`TOKEN` clients must send as their API key, as x-api-key or Authorization: Bearer (default $TOOLSHED_TOKEN)"), "TOOLSHED_TOKEN")
 	doors := addDoorFlags(fs)
 	maxIter := fs.Int("max-iterations", 8, "make at most `N` upstream calls for one request while the model searches, then answer with stop_reason pause_turn")
-	drain := fs.Duration("drain-timeout", gateway.DefaultDrainTimeout, "after SIGINT or SIGTERM, stop accepting and let requests in flight finish for up to `DURATION` (a second signal stops at once)")
+	maxAnswer := fs.Int64("max-answer-mib", messages.DefaultMaxAnswerBytes>>20, "read at most `N` MiB of one upstream answer (a whole answer, or all of a stream); a request whose answer is larger fails alone with an api_error")
+	toolCache := fs.Int64("tool-cache-mib", messages.DefaultToolCacheBytes>>20, "keep the tools lists clients send validated and indexed within `N` MiB (an estimate of their memory), the oldest dropped first; a list larger than that is indexed for each request")
+	drain := fs.Duration("drain-timeout", gateway.DefaultDrainTimeout, "after SIGINT or SIGTERM, stop accepting and let requests in flight finish for up to `DURATION`, then answer those still running 529 overloaded_error (a second signal stops at once)")
 	emb := addEmbedFlags(fs, hybrid.DefaultQueryTimeout)
 	fs.Usage = func() {
-		printUsage(stdout, fs, "[--listen ADDR] [--upstream-url URL] [--upstream-kind KIND] [--model NAME] [--max-iterations N] [--drain-timeout DURATION] "+
+		printUsage(stdout, fs, "[--listen ADDR] [--upstream-url URL] [--upstream-kind KIND] [--model NAME] [--max-iterations N] [--max-answer-mib N] [--tool-cache-mib N] [--drain-timeout DURATION] "+
 			doorSynopsis+" "+embedSynopsis,
 			"Serves POST /v1/messages and /v1/messages/count_tokens with Anthropic's tool search (defer_loading, tool_search_tool_regex/bm25, tool_reference; or the client's own search, as Claude Code's ToolSearch) for any model. "+
 				"The upstream key comes from the environment: ANTHROPIC_API_KEY, or OPENAI_API_KEY for openai. It is never logged, and replaces the client's key.")
@@ -44,14 +46,20 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 	if *maxIter < 0 {
 		return usageErr("--max-iterations must be a positive number, got %d", *maxIter)
 	}
+	if *maxAnswer <= 0 || *maxAnswer > 1<<20 {
+		return usageErr("--max-answer-mib must be a number of MiB from 1 to 1048576, got %d", *maxAnswer)
+	}
+	if *toolCache <= 0 || *toolCache > 1<<20 {
+		return usageErr("--tool-cache-mib must be a number of MiB from 1 to 1048576, got %d", *toolCache)
+	}
 	var up messages.Upstream
 	keyVar, defaultURL := "ANTHROPIC_API_KEY", messages.DefaultAnthropicURL
 	switch *kind {
 	case "anthropic":
-		up = &messages.Anthropic{BaseURL: *upstreamURL, APIKey: os.Getenv(keyVar), Model: *model}
+		up = &messages.Anthropic{BaseURL: *upstreamURL, APIKey: os.Getenv(keyVar), Model: *model, MaxAnswerBytes: *maxAnswer << 20}
 	case "openai":
 		keyVar, defaultURL = "OPENAI_API_KEY", messages.DefaultOpenAIURL
-		up = &messages.OpenAI{BaseURL: *upstreamURL, APIKey: os.Getenv(keyVar), Model: *model}
+		up = &messages.OpenAI{BaseURL: *upstreamURL, APIKey: os.Getenv(keyVar), Model: *model, MaxAnswerBytes: *maxAnswer << 20}
 	default:
 		return usageErr("--upstream-kind must be anthropic or openai, got %q", *kind)
 	}
@@ -63,7 +71,7 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	p := &messages.Proxy{Upstream: up, MaxIterations: *maxIter, Logger: logger, ClientKey: *token, AllowOrigins: doors.origins, AllowHosts: doors.hosts}
+	p := &messages.Proxy{Upstream: up, MaxIterations: *maxIter, ToolCacheBytes: *toolCache << 20, Logger: logger, ClientKey: *token, AllowOrigins: doors.origins, AllowHosts: doors.hosts}
 	if err := emb.proxy(p, stderr); err != nil {
 		return err
 	}
@@ -79,7 +87,7 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "toolshed: point a client at it, e.g. ANTHROPIC_BASE_URL=%s\n", url)
 	ctx, stop := onSignals(stderr, *drain, 0, nil)
 	defer stop()
-	return serveUntil(ctx, ln, p.Handler(), doors.limits(), *drain, fmt.Sprintf("the drain timeout (%v, --drain-timeout)", *drain))
+	return serveDrain(ctx, ln, p.Handler(), doors.limits(), *drain, fmt.Sprintf("the drain timeout (%v, --drain-timeout)", *drain), p.Stop)
 }
 
 // keyWarning is what proxy says at start-up when the variable keyVar that holds the

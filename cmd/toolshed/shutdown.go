@@ -18,14 +18,16 @@ import (
 // up to --drain-timeout; then it cancels what is left (each client is told why, each
 // upstream sent notifications/cancelled), stops the upstream servers (within
 // gateway.DefaultStopTimeout, or the drain timeout if shorter) and exits 0. proxy stops
-// accepting and lets requests finish for up to --drain-timeout. A second signal, or a
+// accepting and lets requests finish for up to --drain-timeout, then answers those still
+// running 529 overloaded_error (see serveDrain). A second signal, or a
 // clean stop that outlives its bound, ends everything at once, the upstream servers'
 // process groups first, so that no server is left running without toolshed.
 
 // drainMargin is how long past the drain timeout the clean stop may still run: the
 // clean stop bounds itself by the drain timeout, so the margin only covers its last
-// steps, and the forced exit is for a stop that hangs.
-const drainMargin = 500 * time.Millisecond
+// steps (the proxy's answers to the requests cut, within answerGrace), and the forced
+// exit is for a stop that hangs.
+const drainMargin = answerGrace + 500*time.Millisecond
 
 // Exit statuses of a stop that could not finish cleanly. A clean stop exits 0 (serve's
 // calls cancelled at the drain timeout included: their clients got a result saying

@@ -160,8 +160,9 @@ func TestProxySecondSignalExitsAtOnce(t *testing.T) {
 	}
 }
 
-// A request still running at the drain timeout is cut: the proxy closes its connection
-// and exits 1 (the model, held, never answers).
+// A request still running at the drain timeout is cut: the proxy answers it 529
+// overloaded_error, which clients retry, rather than closing its connection with no
+// answer, and exits 1 (the model, held, never answers).
 func TestProxyDrainTimeoutCutsRequests(t *testing.T) {
 	p, _, _, reply := proxyInFlight(t, "never sent", "1s")
 	sent := p.signal(t, syscall.SIGTERM)
@@ -178,7 +179,7 @@ func TestProxyDrainTimeoutCutsRequests(t *testing.T) {
 	if !strings.Contains(p.stderr.String(), "still running after the drain timeout") {
 		t.Errorf("stderr does not say requests were cut:\n%s", p.stderr)
 	}
-	if r := <-reply; r.err == nil && r.status == http.StatusOK {
-		t.Errorf("the request in flight was answered although the model never was: %+v", r)
+	if r := <-reply; r.err != nil || r.status != 529 || !strings.Contains(r.body, "overloaded_error") {
+		t.Errorf("the request cut at the drain timeout: %+v, want a 529 overloaded_error answer", r)
 	}
 }
