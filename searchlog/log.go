@@ -52,7 +52,7 @@ type Options struct {
 	// QueueSize bounds the records waiting to be written (DefaultQueueSize when 0,
 	// and at least two batches: the queue gathers each batch before the writer takes
 	// it, and goes on filling meanwhile): when the writer falls behind, new records
-	// are dropped, counted, and warned about once, rather than slow a search.
+	// are dropped, counted and said (see loss.go), rather than slow a search.
 	QueueSize int
 	// BatchSize is how many records one transaction writes at most, and
 	// FlushInterval how long a record waits at most before it is written.
@@ -62,8 +62,10 @@ type Options struct {
 	// BusyTimeout is how long a SQLite write waits for another process's lock
 	// (DefaultBusyTimeout when 0).
 	BusyTimeout time.Duration
-	// Logf receives the log's warnings (a store that fails, records dropped), each
-	// once until the store works again. Nil means slog's default logger.
+	// Logf receives the log's warnings: a store that fails (once until it works
+	// again), and records lost, with their count, when they are lost (at most once a
+	// minute while losses go on, and at exit; see loss.go). Nil means slog's default
+	// logger.
 	Logf func(format string, args ...any)
 }
 
@@ -126,6 +128,7 @@ type Log struct {
 
 	closed  atomic.Bool
 	dropped atomic.Int64 // records dropped because the queue was full
+	givenUp atomic.Int64 // records a failing store did not take, given up (see loss.go)
 
 	flushes chan chan error
 	stop    chan struct{}
@@ -133,10 +136,9 @@ type Log struct {
 	stopped sync.Once
 
 	// Owned by the writer goroutine.
-	pending  []record // records of batches that failed, retried with the next
-	failing  bool     // the last write failed (and was warned about)
-	lost     int64    // records lost since the store started failing
-	dropWarn bool     // a full queue was warned about
+	pending [][]record // batches that failed, oldest first, retried apart from new ones
+	failing bool       // a write failed (and was warned about), and some records wait
+	loss    losses     // what was lost, and what of it was said (see loss.go)
 }
 
 // record is a Search or a Call waiting to be written.
@@ -335,36 +337,55 @@ func (l *Log) run() {
 			reply <- l.writeAll(ctx, l.take(false))
 		case <-l.stop:
 			l.writeAll(ctx, l.take(false))
+			l.reportLoss(true, l.kept())
 			return
 		}
 	}
 }
 
-// writeAll writes recs, and the records of earlier failed batches, in batches of at
-// most BatchSize, then gives recs back (recycle).
+// writeAll writes the batches that failed before, oldest first, until one fails
+// again, then recs, in batches of at most BatchSize, each in a transaction of its own,
+// then gives recs back (recycle). A batch that fails is kept for the next write, and
+// what is kept is bounded by QueueSize, the oldest lost beyond it (and said so, see
+// loss.go). Keeping the failed batches apart from the new records means that a store
+// that cannot take a large batch (a full disk) still takes the small ones that fit,
+// and that the writer does not retry all it keeps with every new record.
 func (l *Log) writeAll(ctx context.Context, recs []record) error {
 	defer l.recycle(recs)
-	if len(recs) == 0 && len(l.pending) == 0 {
-		return nil
-	}
+	l.noteDrops()
 	var err error
-	for rest := recs; ; {
-		n := min(len(rest), l.opts.BatchSize)
-		err = errors.Join(err, l.write(ctx, rest[:n]))
-		if rest = rest[n:]; len(rest) == 0 {
-			return err
+	old := l.pending
+	l.pending = nil
+	for i, batch := range old {
+		if e := l.write(ctx, batch); e != nil {
+			err = e
+			l.pending = append(l.pending, old[i:]...)
+			break
 		}
 	}
+	for rest := recs; len(rest) > 0; {
+		n := min(len(rest), l.opts.BatchSize)
+		if e := l.write(ctx, rest[:n]); e != nil {
+			err = errors.Join(err, e)
+			// recs is recycled: keep a copy.
+			l.pending = append(l.pending, append([]record(nil), rest[:n]...))
+		}
+		rest = rest[n:]
+	}
+	l.boundPending()
+	if err == nil && l.failing && len(l.pending) == 0 {
+		l.failing = false
+		l.opts.Logf("search log: writing to %s again (%d records were lost meanwhile)", l.st.where(), l.loss.total)
+		l.loss = losses{dropsSeen: l.loss.dropsSeen}
+	}
+	l.reportLoss(false, 0)
+	return err
 }
 
-// write writes the records of earlier failed batches and batch, in one transaction.
-// On failure it keeps them for the next write, up to the queue's size (beyond which the
-// oldest are lost), and warns once until a write succeeds again.
+// write writes batch in one transaction, and warns once about a store that fails until
+// it works again.
 func (l *Log) write(ctx context.Context, batch []record) error {
-	l.warnDrops()
-	recs := append(l.pending, batch...)
-	l.pending = nil
-	if len(recs) == 0 {
+	if len(batch) == 0 {
 		return nil
 	}
 	reopened, err := l.st.check(ctx)
@@ -372,34 +393,16 @@ func (l *Log) write(ctx context.Context, batch []record) error {
 		l.opts.Logf("search log: %s was deleted or replaced while toolshed used it; a new one was created", l.st.where())
 	}
 	if err == nil {
-		err = l.insert(ctx, recs)
+		err = l.insert(ctx, batch)
 	}
 	if err != nil {
-		if over := len(recs) - l.opts.QueueSize; over > 0 {
-			l.lost += int64(over)
-			recs = recs[over:]
-		}
-		l.pending = append(make([]record, 0, len(recs)), recs...)
+		l.loss.err = err
 		if !l.failing {
 			l.failing = true
 			l.opts.Logf("search log: cannot write to %s: %v; searches and calls go on, and are written once it works again (up to %d records are kept meanwhile)", l.st.where(), err, l.opts.QueueSize)
 		}
-		return err
 	}
-	if l.failing {
-		l.failing = false
-		l.opts.Logf("search log: writing to %s again (%d records were lost meanwhile)", l.st.where(), l.lost)
-		l.lost = 0
-	}
-	return nil
-}
-
-// warnDrops warns, once, that records were dropped because the queue was full.
-func (l *Log) warnDrops() {
-	if n := l.dropped.Load(); n > 0 && !l.dropWarn {
-		l.dropWarn = true
-		l.opts.Logf("search log: %d records dropped because the writer fell behind (queue of %d); searches and calls are not slowed, but the log misses them", n, l.opts.QueueSize)
-	}
+	return err
 }
 
 const (
