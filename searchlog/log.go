@@ -62,6 +62,14 @@ type Options struct {
 	// BusyTimeout is how long a SQLite write waits for another process's lock
 	// (DefaultBusyTimeout when 0).
 	BusyTimeout time.Duration
+	// ConnectLater makes Open of a PostgreSQL database that cannot be reached (down,
+	// unreachable, refusing the login) return a Log all the same: it says so once
+	// (Logf), keeps up to QueueSize records meanwhile, tries to connect again in the
+	// background, waiting longer each time up to 15 s, and once it is connected (and
+	// migrated) writes what it kept and all that follows. A gateway replica uses it, so
+	// that a database outage and a restart do not keep it from serving. A name that
+	// cannot be read still fails Open, and so does a SQLite file that cannot be opened.
+	ConnectLater bool
 	// Logf receives the log's warnings: a store that fails (once until it works
 	// again), and records lost, with their count, when they are lost (at most once a
 	// minute while losses go on, and at exit; see loss.go). Nil means slog's default
@@ -126,9 +134,12 @@ type Log struct {
 	spare []record // an empty array for the queue, given back by the writer
 	full  chan struct{}
 
-	closed  atomic.Bool
-	dropped atomic.Int64 // records dropped because the queue was full
-	givenUp atomic.Int64 // records a failing store did not take, given up (see loss.go)
+	closed atomic.Bool
+	// unreached is set while the store has not been reached since Open (see
+	// Options.ConnectLater): reads then have nothing to read.
+	unreached atomic.Bool
+	dropped   atomic.Int64 // records dropped because the queue was full
+	givenUp   atomic.Int64 // records a failing store did not take, given up (see loss.go)
 
 	flushes chan chan error
 	stop    chan struct{}
@@ -162,11 +173,17 @@ func Open(ctx context.Context, dsn string, opts Options) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
+	if pg, ok := st.(*pgStore); ok && pg.waiting != nil {
+		// ConnectLater: the writer migrates it once it connects (pgStore.check).
+		l := start(st, opts, true)
+		opts.Logf("search log: %v; serving without it meanwhile, and connecting again in the background: searches and calls are written once it is reached (up to %d records are kept until then)", pg.waiting, opts.QueueSize)
+		return l, nil
+	}
 	if err := migrate(ctx, st, SchemaVersion); err != nil {
 		st.close()
 		return nil, fmt.Errorf("searchlog: %s: %w", st.where(), err)
 	}
-	return start(st, opts), nil
+	return start(st, opts, false), nil
 }
 
 func openStore(ctx context.Context, dsn string, opts Options) (store, error) {
@@ -175,12 +192,14 @@ func openStore(ctx context.Context, dsn string, opts Options) (store, error) {
 		return nil, err
 	}
 	if t.postgres != "" {
-		return openPostgres(ctx, t.postgres)
+		return openPostgres(ctx, t.postgres, opts.ConnectLater)
 	}
 	return openSQLite(ctx, t, opts.BusyTimeout)
 }
 
-func start(st store, opts Options) *Log {
+// start starts the writer of a Log on st; unreached when st could not be reached yet
+// (see Options.ConnectLater).
+func start(st store, opts Options, unreached bool) *Log {
 	l := &Log{
 		st:      st,
 		opts:    opts,
@@ -188,7 +207,9 @@ func start(st store, opts Options) *Log {
 		flushes: make(chan chan error),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
+		failing: unreached,
 	}
+	l.unreached.Store(unreached)
 	go l.run()
 	return l
 }
@@ -354,6 +375,15 @@ func (l *Log) writeAll(ctx context.Context, recs []record) error {
 	defer l.recycle(recs)
 	l.noteDrops()
 	var err error
+	wrote := false
+	if l.unreached.Load() && len(l.pending) == 0 && len(recs) == 0 {
+		// Nothing to write, but a store not reached yet is tried all the same, so
+		// that it is connected (and reads work) before the first record comes.
+		cctx, cancel := context.WithTimeout(ctx, writeTimeout)
+		err = l.check(cctx)
+		cancel()
+		wrote = err == nil
+	}
 	old := l.pending
 	l.pending = nil
 	for i, batch := range old {
@@ -362,6 +392,7 @@ func (l *Log) writeAll(ctx context.Context, recs []record) error {
 			l.pending = append(l.pending, old[i:]...)
 			break
 		}
+		wrote = true
 	}
 	for rest := recs; len(rest) > 0; {
 		n := min(len(rest), l.opts.BatchSize)
@@ -369,16 +400,35 @@ func (l *Log) writeAll(ctx context.Context, recs []record) error {
 			err = errors.Join(err, e)
 			// recs is recycled: keep a copy.
 			l.pending = append(l.pending, append([]record(nil), rest[:n]...))
+		} else {
+			wrote = true
 		}
 		rest = rest[n:]
 	}
 	l.boundPending()
-	if err == nil && l.failing && len(l.pending) == 0 {
+	if wrote && l.failing && len(l.pending) == 0 {
 		l.failing = false
-		l.opts.Logf("search log: writing to %s again (%d records were lost meanwhile)", l.st.where(), l.loss.total)
+		if l.unreached.Swap(false) {
+			l.opts.Logf("search log: connected to %s: writing to it from now on (%d records were lost meanwhile)", l.st.where(), l.loss.total)
+		} else {
+			l.opts.Logf("search log: writing to %s again (%d records were lost meanwhile)", l.st.where(), l.loss.total)
+		}
 		l.loss = losses{dropsSeen: l.loss.dropsSeen}
 	}
 	l.reportLoss(false, 0)
+	return err
+}
+
+// writeTimeout bounds one write, connecting included: a database that accepts and
+// never answers must not hold the writer (its records are kept, as for any failure).
+const writeTimeout = 30 * time.Second
+
+// check sees that the store is still the one opened, or connects it (see store.check).
+func (l *Log) check(ctx context.Context) error {
+	reopened, err := l.st.check(ctx)
+	if reopened {
+		l.opts.Logf("search log: %s was deleted or replaced while toolshed used it; a new one was created", l.st.where())
+	}
 	return err
 }
 
@@ -388,10 +438,9 @@ func (l *Log) write(ctx context.Context, batch []record) error {
 	if len(batch) == 0 {
 		return nil
 	}
-	reopened, err := l.st.check(ctx)
-	if reopened {
-		l.opts.Logf("search log: %s was deleted or replaced while toolshed used it; a new one was created", l.st.where())
-	}
+	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
+	defer cancel()
+	err := l.check(ctx)
 	if err == nil {
 		err = l.insert(ctx, batch)
 	}
@@ -485,6 +534,13 @@ func truncate(s string, n int) string {
 // prune deletes what is older than MaxAge, and the oldest searches and calls beyond
 // MaxRows each. A failure is left to the writes to report.
 func (l *Log) prune(ctx context.Context) {
+	if l.unreached.Load() {
+		return // nothing to prune, and no waiting for the database here
+	}
+	// A first prune of a large log can take a while; one that does not end in this
+	// time is given up, and done at the next.
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
 	_ = l.st.tx(ctx, func(q querier) error {
 		for _, table := range []string{"searches", "calls"} {
 			if l.opts.MaxAge > 0 {

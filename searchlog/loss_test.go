@@ -53,7 +53,7 @@ func openFull(t *testing.T, w *warnings) (*Log, *fullStore) {
 	}
 	fs := &fullStore{store: st}
 	fs.fits.Store(1 << 20)
-	l := start(fs, opts)
+	l := start(fs, opts, false)
 	t.Cleanup(func() { l.Close(context.Background()) })
 	return l, fs
 }

@@ -91,7 +91,13 @@ type EvidenceOptions struct {
 // Evidence returns, for each tool, the queries whose searches led to a successful call
 // of it: calls with outcome ok and a recorded query (not "" and not hashed), grouped
 // by (tool, query), ordered by tool and then newest first.
+//
+// A log whose database has not been reached yet (Options.ConnectLater) has none: it
+// returns nothing, and no error, having said why it is not connected.
 func (l *Log) Evidence(ctx context.Context, opts EvidenceOptions) ([]Evidence, error) {
+	if l.unreached.Load() {
+		return nil, nil
+	}
 	from := int64(0)
 	if !opts.Since.IsZero() {
 		from = opts.Since.UnixMicro()

@@ -45,7 +45,10 @@ func openServeLog(cfg config.SearchLog, f searchLogFlags, stderr io.Writer) (*se
 	defer cancel()
 	log, err := searchlog.Open(ctx, dsn, searchlog.Options{
 		Queries: queries, MaxAge: cfg.MaxAge, MaxRows: cfg.MaxRows,
-		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "toolshed: warning: "+format+"\n", args...) },
+		// A PostgreSQL database that is down costs a warning, not the replica: it
+		// serves, and the log connects when the database is back.
+		ConnectLater: true,
+		Logf:         func(format string, args ...any) { fmt.Fprintf(stderr, "toolshed: warning: "+format+"\n", args...) },
 	})
 	if err != nil {
 		if explicit || errors.Is(err, searchlog.ErrNewerSchema) {
