@@ -89,7 +89,7 @@ func ComputeFrom(ctx context.Context, src Source, opts Options) (Report, error) 
 
 	a := &aggregate{
 		r: &r, top: top, tl: newTimeline(r.Since, r.Until), sg: newSuggester(),
-		lastCall: map[[2]string]time.Time{}, sessions: map[string]bool{}, missedQueries: map[string]int{},
+		ids: map[string]int32{}, lastCall: map[[2]int32]int64{}, missedQueries: map[string]int{},
 		servers: map[string]*Server{}, serverLat: map[string][]time.Duration{}, surfaced: map[string]bool{},
 	}
 	for c, err := range src.ReadCalls(ctx, opts.Since) {
@@ -186,15 +186,20 @@ type aggregate struct {
 	tl  *timeliner
 	sg  *suggester
 
+	// ids numbers the sessions and tools, so that each name is kept once, however many
+	// records hold it, and lastCall and sessions cost a few bytes an entry.
+	ids map[string]int32
+
 	// Of the calls (read first).
-	lastCall                      map[[2]string]time.Time // session, tool → the session's last call of it
+	lastCall                      map[[2]int32]int64 // session, tool → the session's last call of it (Unix ns)
 	all, low, unsurfaced, unknown tally
 	servers                       map[string]*Server
 	serverLat                     map[string][]time.Duration
 	callLat                       []time.Duration
 
 	// Of the searches.
-	sessions      map[string]bool
+	sessions      []bool // by id: the sessions that searched
+	nSessions     int
 	missedQueries map[string]int
 	searchLat     []time.Duration
 	surfaced      map[string]bool // tools some search returned
@@ -208,9 +213,9 @@ func (a *aggregate) call(c *searchlog.Call) {
 		p.Calls++
 	}
 	if c.Session != "" {
-		k := [2]string{c.Session, c.Tool}
-		if t, ok := a.lastCall[k]; !ok || c.Time.After(t) {
-			a.lastCall[k] = c.Time
+		k, at := [2]int32{a.id(c.Session), a.id(c.Tool)}, c.Time.UnixNano()
+		if t, ok := a.lastCall[k]; !ok || at > t {
+			a.lastCall[k] = at
 		}
 	}
 	a.callLat = append(a.callLat, c.Duration)
@@ -249,12 +254,29 @@ func (a *aggregate) verdict(s *searchlog.Search) verdict {
 	if s.Session == "" || s.Error != "" {
 		return unjudged
 	}
+	session, ok := a.ids[s.Session]
+	if !ok {
+		return missed // the session called nothing
+	}
+	at := s.Time.UnixNano()
 	for _, h := range s.Results {
-		if t, ok := a.lastCall[[2]string{s.Session, h.Tool}]; ok && !t.Before(s.Time) {
-			return followed
+		if tool, ok := a.ids[h.Tool]; ok {
+			if t, ok := a.lastCall[[2]int32{session, tool}]; ok && t >= at {
+				return followed
+			}
 		}
 	}
 	return missed
+}
+
+// id returns the number of a session or tool name, numbering it if new.
+func (a *aggregate) id(name string) int32 {
+	id, ok := a.ids[name]
+	if !ok {
+		id = int32(len(a.ids))
+		a.ids[name] = id
+	}
+	return id
 }
 
 // search counts a search: empty results, misses, latency, tokens.
@@ -276,7 +298,14 @@ func (a *aggregate) search(s *searchlog.Search) {
 		}
 	}
 	if s.Session != "" {
-		a.sessions[s.Session] = true
+		id := a.id(s.Session)
+		if int(id) >= len(a.sessions) {
+			a.sessions = append(a.sessions, make([]bool, int(id)+1-len(a.sessions))...)
+		}
+		if !a.sessions[id] {
+			a.sessions[id] = true
+			a.nSessions++
+		}
 	}
 	switch {
 	case s.Query == "":
@@ -312,7 +341,7 @@ func (a *aggregate) search(s *searchlog.Search) {
 // finish turns the counts into the report's figures and lists.
 func (a *aggregate) finish(snap *catalog.Snapshot) {
 	r, top := a.r, a.top
-	r.Sessions = len(a.sessions)
+	r.Sessions = a.nSessions
 	r.EmptyPct = percent.Of(r.EmptySearches, r.Searches)
 	r.Misses.Pct = percent.Of(r.Misses.Count, r.Misses.Judged)
 	r.Misses.Queries = topQueries(a.missedQueries, top)
