@@ -29,6 +29,9 @@ func TestPostgresDownAtOpen(t *testing.T) {
 	if w.count("cannot connect") != 1 || len(w.msgs) != 1 {
 		t.Fatalf("warnings:\n%s\nwant one saying it cannot connect", &w)
 	}
+	if l.Writing() {
+		t.Error("Writing() is true with the database down")
+	}
 	if ev, err := l.Evidence(ctx, EvidenceOptions{}); err != nil || len(ev) != 0 {
 		t.Errorf("Evidence while not connected: %v, %v; want none and no error (the Log said why)", ev, err)
 	}
@@ -46,6 +49,9 @@ func TestPostgresDownAtOpen(t *testing.T) {
 			t.Fatalf("the Log did not connect within 2 minutes of the database coming up: %v\n%s", err, &w)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	if !l.Writing() {
+		t.Error("Writing() is false once the log wrote to the database")
 	}
 	s, _ := read(t, l)
 	var got []string

@@ -136,8 +136,10 @@ type Log struct {
 
 	closed atomic.Bool
 	// unreached is set while the store has not been reached since Open (see
-	// Options.ConnectLater): reads then have nothing to read.
+	// Options.ConnectLater): reads then have nothing to read. down is set while the
+	// store fails (failing, for other goroutines: see Writing).
 	unreached atomic.Bool
+	down      atomic.Bool
 	dropped   atomic.Int64 // records dropped because the queue was full
 	givenUp   atomic.Int64 // records a failing store did not take, given up (see loss.go)
 
@@ -210,6 +212,7 @@ func start(st store, opts Options, unreached bool) *Log {
 		failing: unreached,
 	}
 	l.unreached.Store(unreached)
+	l.down.Store(unreached)
 	go l.run()
 	return l
 }
@@ -286,6 +289,11 @@ func (l *Log) recycle(recs []record) {
 	defer l.qmu.Unlock()
 	l.spare = recs[:0]
 }
+
+// Writing reports whether the log writes to its database: false from a write that
+// failed until one succeeds again with nothing left waiting, and while a database that
+// could not be reached at Open is not connected yet (Options.ConnectLater).
+func (l *Log) Writing() bool { return l != nil && !l.down.Load() }
 
 // Dropped reports how many records were dropped because the queue was full.
 func (l *Log) Dropped() int64 {
@@ -408,6 +416,7 @@ func (l *Log) writeAll(ctx context.Context, recs []record) error {
 	l.boundPending()
 	if wrote && l.failing && len(l.pending) == 0 {
 		l.failing = false
+		l.down.Store(false)
 		if l.unreached.Swap(false) {
 			l.opts.Logf("search log: connected to %s: writing to it from now on (%d records were lost meanwhile)", l.st.where(), l.loss.total)
 		} else {
@@ -448,6 +457,7 @@ func (l *Log) write(ctx context.Context, batch []record) error {
 		l.loss.err = err
 		if !l.failing {
 			l.failing = true
+			l.down.Store(true)
 			l.opts.Logf("search log: cannot write to %s: %v; searches and calls go on, and are written once it works again (up to %d records are kept meanwhile)", l.st.where(), err, l.opts.QueueSize)
 		}
 	}

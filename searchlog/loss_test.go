@@ -89,6 +89,9 @@ func TestFullStoreWritesWhatFits(t *testing.T) {
 	if err := l.Flush(context.Background()); !errors.Is(err, errFull) {
 		t.Fatalf("Flush of a batch that does not fit: %v, want %v", err, errFull)
 	}
+	if l.Writing() {
+		t.Error("Writing() is true with a batch that failed waiting")
+	}
 	searchesOf(l, "c0")
 	if err := l.Flush(context.Background()); !errors.Is(err, errFull) {
 		t.Fatalf("Flush with the failed batch still waiting: %v, want %v", err, errFull)
@@ -101,6 +104,9 @@ func TestFullStoreWritesWhatFits(t *testing.T) {
 	flush(t, l)
 	if got := queriesIn(t, l); len(got) != 9 {
 		t.Fatalf("written once the store has room: %q, want all 9", got)
+	}
+	if !l.Writing() {
+		t.Error("Writing() is false once everything is written")
 	}
 	if w.count(cannotWrite) != 1 || w.count("writing to") != 1 || !strings.Contains(w.String(), "(0 records were lost meanwhile)") {
 		t.Errorf("warnings:\n%s\nwant one about failing and one about writing again, with nothing lost", &w)
