@@ -55,12 +55,11 @@ func openPostgres(ctx context.Context, dsn string, later bool) (*pgStore, error)
 	}
 	s := &pgStore{pool: pool, name: name}
 	if err := pool.Ping(ctx); err != nil {
-		err = fmt.Errorf("searchlog: cannot connect to %s: %w", name, err)
 		if !later {
 			pool.Close()
-			return nil, err
+			return nil, fmt.Errorf("searchlog: cannot connect to %s: %w", name, err)
 		}
-		s.wait(err)
+		s.wait(fmt.Errorf("cannot connect to %s: %w", name, err))
 	}
 	return s, nil
 }
@@ -83,11 +82,11 @@ func (s *pgStore) check(ctx context.Context) (bool, error) {
 		return false, s.waiting
 	}
 	if err := s.pool.Ping(ctx); err != nil {
-		s.wait(fmt.Errorf("searchlog: cannot connect to %s: %w", s.name, err))
+		s.wait(fmt.Errorf("cannot connect to %s: %w", s.name, err))
 		return false, s.waiting
 	}
 	if err := migrate(ctx, s, SchemaVersion); err != nil {
-		s.wait(fmt.Errorf("searchlog: %s: %w", s.name, err))
+		s.wait(fmt.Errorf("%s: %w", s.name, err))
 		return false, s.waiting
 	}
 	s.waiting = nil
