@@ -141,6 +141,7 @@ type Log struct {
 	unreached atomic.Bool
 	down      atomic.Bool
 	dropped   atomic.Int64 // records dropped because the queue was full
+	unwritten atomic.Int64 // records the writer holds and has not written (for Close)
 	givenUp   atomic.Int64 // records a failing store did not take, given up (see loss.go)
 
 	flushes chan chan error
@@ -329,7 +330,8 @@ func (l *Log) Flush(ctx context.Context) error {
 }
 
 // Close stops taking records, writes those queued, and closes the database. When ctx
-// ends first, what is still queued is lost.
+// ends first, what is not written yet is lost, and the error (wrapping ctx's) says how
+// many records that is.
 func (l *Log) Close(ctx context.Context) error {
 	if l == nil {
 		return nil
@@ -340,7 +342,10 @@ func (l *Log) Close(ctx context.Context) error {
 	case <-l.done:
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		l.qmu.Lock()
+		n := int64(len(l.queue)) + l.unwritten.Load()
+		l.qmu.Unlock()
+		return fmt.Errorf("searchlog: %d records not written to %s yet, lost: %w", n, l.st.where(), ctx.Err())
 	}
 }
 
@@ -381,6 +386,8 @@ func (l *Log) run() {
 // and that the writer does not retry all it keeps with every new record.
 func (l *Log) writeAll(ctx context.Context, recs []record) error {
 	defer l.recycle(recs)
+	l.unwritten.Store(int64(len(recs) + l.kept()))
+	defer func() { l.unwritten.Store(int64(l.kept())) }()
 	l.noteDrops()
 	var err error
 	wrote := false

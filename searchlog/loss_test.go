@@ -16,6 +16,10 @@ import (
 type fullStore struct {
 	store
 	fits atomic.Int64
+	// hang makes a write wait for its context to end (or release to be closed), as a
+	// database that accepts and never answers does.
+	hang    atomic.Bool
+	release chan struct{}
 }
 
 var errFull = errors.New("database or disk is full (13)")
@@ -30,6 +34,14 @@ type fullTx struct {
 }
 
 func (q fullTx) execMany(ctx context.Context, stmt string, args [][]any) error {
+	if q.s.hang.Load() {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-q.s.release:
+			return errFull
+		}
+	}
 	if int64(len(args)) > q.s.fits.Load() {
 		return errFull
 	}
@@ -51,7 +63,7 @@ func openFull(t *testing.T, w *warnings) (*Log, *fullStore) {
 	if err := migrate(ctx, st, SchemaVersion); err != nil {
 		t.Fatal(err)
 	}
-	fs := &fullStore{store: st}
+	fs := &fullStore{store: st, release: make(chan struct{})}
 	fs.fits.Store(1 << 20)
 	l := start(fs, opts, false)
 	t.Cleanup(func() { l.Close(context.Background()) })
@@ -163,5 +175,24 @@ func TestLossesSaid(t *testing.T) {
 	var n int
 	if !r.Next() || r.Scan(&n) != nil || n != 0 {
 		t.Errorf("%d searches written, want 0", n)
+	}
+}
+
+// TestCloseSaysWhatIsLost: a Close whose context ends before the store answers says how
+// many records are lost.
+func TestCloseSaysWhatIsLost(t *testing.T) {
+	var w warnings
+	l, fs := openFull(t, &w)
+	fs.fits.Store(0)
+	searchesOf(l, "a0", "a1", "a2", "a3")
+	l.Flush(context.Background()) // fails: 4 kept
+	fs.hang.Store(true)
+	t.Cleanup(func() { close(fs.release) }) // before the log's Close (cleanups run last first)
+	searchesOf(l, "b0", "b1")
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	err := l.Close(ctx)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "6 records not written") {
+		t.Errorf("Close with a store that does not answer: %v, want the deadline, and 6 records not written", err)
 	}
 }
