@@ -3,8 +3,11 @@
 // too low or never surfaces, how each server answers, what deferral saved, and which
 // keywords would make the tools it missed findable.
 //
-// Compute is a pure function of the records, so the command, the HTML page and the tests
-// see the same figures whatever store the records came from.
+// ComputeFrom is a function of the records a Source yields, read as they come rather
+// than held (a log of millions of records costs a few bytes each), and Compute the same
+// of records in memory: the command, the HTML page and the tests see the same figures
+// whatever store the records came from. The text and HTML reports show every string of
+// the log escaped (show); the JSON keeps them exact.
 package stats
 
 import (
