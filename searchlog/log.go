@@ -52,7 +52,7 @@ type Options struct {
 	// QueueSize bounds the records waiting to be written (DefaultQueueSize when 0,
 	// and at least two batches: the queue gathers each batch before the writer takes
 	// it, and goes on filling meanwhile): when the writer falls behind, new records
-	// are dropped, counted, and warned about once, rather than slow a search.
+	// are dropped, counted and said (see loss.go), rather than slow a search.
 	QueueSize int
 	// BatchSize is how many records one transaction writes at most, and
 	// FlushInterval how long a record waits at most before it is written.
@@ -62,8 +62,18 @@ type Options struct {
 	// BusyTimeout is how long a SQLite write waits for another process's lock
 	// (DefaultBusyTimeout when 0).
 	BusyTimeout time.Duration
-	// Logf receives the log's warnings (a store that fails, records dropped), each
-	// once until the store works again. Nil means slog's default logger.
+	// ConnectLater makes Open of a PostgreSQL database that cannot be reached (down,
+	// unreachable, refusing the login) return a Log all the same: it says so once
+	// (Logf), keeps up to QueueSize records meanwhile, tries to connect again in the
+	// background, waiting longer each time up to 15 s, and once it is connected (and
+	// migrated) writes what it kept and all that follows. A gateway replica uses it, so
+	// that a database outage and a restart do not keep it from serving. A name that
+	// cannot be read still fails Open, and so does a SQLite file that cannot be opened.
+	ConnectLater bool
+	// Logf receives the log's warnings: a store that fails (once until it works
+	// again), and records lost, with their count, when they are lost (at most once a
+	// minute while losses go on, and at exit; see loss.go). Nil means slog's default
+	// logger.
 	Logf func(format string, args ...any)
 }
 
@@ -124,8 +134,15 @@ type Log struct {
 	spare []record // an empty array for the queue, given back by the writer
 	full  chan struct{}
 
-	closed  atomic.Bool
-	dropped atomic.Int64 // records dropped because the queue was full
+	closed atomic.Bool
+	// unreached is set while the store has not been reached since Open (see
+	// Options.ConnectLater): reads then have nothing to read. down is set while the
+	// store fails (failing, for other goroutines: see Writing).
+	unreached atomic.Bool
+	down      atomic.Bool
+	dropped   atomic.Int64 // records dropped because the queue was full
+	unwritten atomic.Int64 // records the writer holds and has not written (for Close)
+	givenUp   atomic.Int64 // records a failing store did not take, given up (see loss.go)
 
 	flushes chan chan error
 	stop    chan struct{}
@@ -133,10 +150,9 @@ type Log struct {
 	stopped sync.Once
 
 	// Owned by the writer goroutine.
-	pending  []record // records of batches that failed, retried with the next
-	failing  bool     // the last write failed (and was warned about)
-	lost     int64    // records lost since the store started failing
-	dropWarn bool     // a full queue was warned about
+	pending [][]record // batches that failed, oldest first, retried apart from new ones
+	failing bool       // a write failed (and was warned about), and some records wait
+	loss    losses     // what was lost, and what of it was said (see loss.go)
 }
 
 // record is a Search or a Call waiting to be written.
@@ -160,11 +176,17 @@ func Open(ctx context.Context, dsn string, opts Options) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
+	if pg, ok := st.(*pgStore); ok && pg.waiting != nil {
+		// ConnectLater: the writer migrates it once it connects (pgStore.check).
+		l := start(st, opts, true)
+		opts.Logf("search log: %v; serving without it meanwhile, and connecting again in the background: searches and calls are written once it is reached (up to %d records are kept until then)", pg.waiting, opts.QueueSize)
+		return l, nil
+	}
 	if err := migrate(ctx, st, SchemaVersion); err != nil {
 		st.close()
 		return nil, fmt.Errorf("searchlog: %s: %w", st.where(), err)
 	}
-	return start(st, opts), nil
+	return start(st, opts, false), nil
 }
 
 func openStore(ctx context.Context, dsn string, opts Options) (store, error) {
@@ -173,12 +195,14 @@ func openStore(ctx context.Context, dsn string, opts Options) (store, error) {
 		return nil, err
 	}
 	if t.postgres != "" {
-		return openPostgres(ctx, t.postgres)
+		return openPostgres(ctx, t.postgres, opts.ConnectLater)
 	}
 	return openSQLite(ctx, t, opts.BusyTimeout)
 }
 
-func start(st store, opts Options) *Log {
+// start starts the writer of a Log on st; unreached when st could not be reached yet
+// (see Options.ConnectLater).
+func start(st store, opts Options, unreached bool) *Log {
 	l := &Log{
 		st:      st,
 		opts:    opts,
@@ -186,7 +210,10 @@ func start(st store, opts Options) *Log {
 		flushes: make(chan chan error),
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
+		failing: unreached,
 	}
+	l.unreached.Store(unreached)
+	l.down.Store(unreached)
 	go l.run()
 	return l
 }
@@ -264,6 +291,11 @@ func (l *Log) recycle(recs []record) {
 	l.spare = recs[:0]
 }
 
+// Writing reports whether the log writes to its database: false from a write that
+// failed until one succeeds again with nothing left waiting, and while a database that
+// could not be reached at Open is not connected yet (Options.ConnectLater).
+func (l *Log) Writing() bool { return l != nil && !l.down.Load() }
+
 // Dropped reports how many records were dropped because the queue was full.
 func (l *Log) Dropped() int64 {
 	if l == nil {
@@ -298,7 +330,8 @@ func (l *Log) Flush(ctx context.Context) error {
 }
 
 // Close stops taking records, writes those queued, and closes the database. When ctx
-// ends first, what is still queued is lost.
+// ends first, what is not written yet is lost, and the error (wrapping ctx's) says how
+// many records that is.
 func (l *Log) Close(ctx context.Context) error {
 	if l == nil {
 		return nil
@@ -309,7 +342,10 @@ func (l *Log) Close(ctx context.Context) error {
 	case <-l.done:
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		l.qmu.Lock()
+		n := int64(len(l.queue)) + l.unwritten.Load()
+		l.qmu.Unlock()
+		return fmt.Errorf("searchlog: %d records not written to %s yet, lost: %w", n, l.st.where(), ctx.Err())
 	}
 }
 
@@ -335,71 +371,104 @@ func (l *Log) run() {
 			reply <- l.writeAll(ctx, l.take(false))
 		case <-l.stop:
 			l.writeAll(ctx, l.take(false))
+			l.reportLoss(true, l.kept())
 			return
 		}
 	}
 }
 
-// writeAll writes recs, and the records of earlier failed batches, in batches of at
-// most BatchSize, then gives recs back (recycle).
+// writeAll writes the batches that failed before, oldest first, until one fails
+// again, then recs, in batches of at most BatchSize, each in a transaction of its own,
+// then gives recs back (recycle). A batch that fails is kept for the next write, and
+// what is kept is bounded by QueueSize, the oldest lost beyond it (and said so, see
+// loss.go). Keeping the failed batches apart from the new records means that a store
+// that cannot take a large batch (a full disk) still takes the small ones that fit,
+// and that the writer does not retry all it keeps with every new record.
 func (l *Log) writeAll(ctx context.Context, recs []record) error {
 	defer l.recycle(recs)
-	if len(recs) == 0 && len(l.pending) == 0 {
-		return nil
-	}
+	l.unwritten.Store(int64(len(recs) + l.kept()))
+	defer func() { l.unwritten.Store(int64(l.kept())) }()
+	l.noteDrops()
 	var err error
-	for rest := recs; ; {
-		n := min(len(rest), l.opts.BatchSize)
-		err = errors.Join(err, l.write(ctx, rest[:n]))
-		if rest = rest[n:]; len(rest) == 0 {
-			return err
-		}
+	wrote := false
+	if l.unreached.Load() && len(l.pending) == 0 && len(recs) == 0 {
+		// Nothing to write, but a store not reached yet is tried all the same, so
+		// that it is connected (and reads work) before the first record comes.
+		cctx, cancel := context.WithTimeout(ctx, writeTimeout)
+		err = l.check(cctx)
+		cancel()
+		wrote = err == nil
 	}
+	old := l.pending
+	l.pending = nil
+	for i, batch := range old {
+		if e := l.write(ctx, batch); e != nil {
+			err = e
+			l.pending = append(l.pending, old[i:]...)
+			break
+		}
+		wrote = true
+	}
+	for rest := recs; len(rest) > 0; {
+		n := min(len(rest), l.opts.BatchSize)
+		if e := l.write(ctx, rest[:n]); e != nil {
+			err = errors.Join(err, e)
+			// recs is recycled: keep a copy.
+			l.pending = append(l.pending, append([]record(nil), rest[:n]...))
+		} else {
+			wrote = true
+		}
+		rest = rest[n:]
+	}
+	l.boundPending()
+	if wrote && l.failing && len(l.pending) == 0 {
+		l.failing = false
+		l.down.Store(false)
+		if l.unreached.Swap(false) {
+			l.opts.Logf("search log: connected to %s: writing to it from now on (%d records were lost meanwhile)", l.st.where(), l.loss.total)
+		} else {
+			l.opts.Logf("search log: writing to %s again (%d records were lost meanwhile)", l.st.where(), l.loss.total)
+		}
+		l.loss = losses{dropsSeen: l.loss.dropsSeen}
+	}
+	l.reportLoss(false, 0)
+	return err
 }
 
-// write writes the records of earlier failed batches and batch, in one transaction.
-// On failure it keeps them for the next write, up to the queue's size (beyond which the
-// oldest are lost), and warns once until a write succeeds again.
-func (l *Log) write(ctx context.Context, batch []record) error {
-	l.warnDrops()
-	recs := append(l.pending, batch...)
-	l.pending = nil
-	if len(recs) == 0 {
-		return nil
-	}
+// writeTimeout bounds one write, connecting included: a database that accepts and
+// never answers must not hold the writer (its records are kept, as for any failure).
+const writeTimeout = 30 * time.Second
+
+// check sees that the store is still the one opened, or connects it (see store.check).
+func (l *Log) check(ctx context.Context) error {
 	reopened, err := l.st.check(ctx)
 	if reopened {
 		l.opts.Logf("search log: %s was deleted or replaced while toolshed used it; a new one was created", l.st.where())
 	}
-	if err == nil {
-		err = l.insert(ctx, recs)
-	}
-	if err != nil {
-		if over := len(recs) - l.opts.QueueSize; over > 0 {
-			l.lost += int64(over)
-			recs = recs[over:]
-		}
-		l.pending = append(make([]record, 0, len(recs)), recs...)
-		if !l.failing {
-			l.failing = true
-			l.opts.Logf("search log: cannot write to %s: %v; searches and calls go on, and are written once it works again (up to %d records are kept meanwhile)", l.st.where(), err, l.opts.QueueSize)
-		}
-		return err
-	}
-	if l.failing {
-		l.failing = false
-		l.opts.Logf("search log: writing to %s again (%d records were lost meanwhile)", l.st.where(), l.lost)
-		l.lost = 0
-	}
-	return nil
+	return err
 }
 
-// warnDrops warns, once, that records were dropped because the queue was full.
-func (l *Log) warnDrops() {
-	if n := l.dropped.Load(); n > 0 && !l.dropWarn {
-		l.dropWarn = true
-		l.opts.Logf("search log: %d records dropped because the writer fell behind (queue of %d); searches and calls are not slowed, but the log misses them", n, l.opts.QueueSize)
+// write writes batch in one transaction, and warns once about a store that fails until
+// it works again.
+func (l *Log) write(ctx context.Context, batch []record) error {
+	if len(batch) == 0 {
+		return nil
 	}
+	ctx, cancel := context.WithTimeout(ctx, writeTimeout)
+	defer cancel()
+	err := l.check(ctx)
+	if err == nil {
+		err = l.insert(ctx, batch)
+	}
+	if err != nil {
+		l.loss.err = err
+		if !l.failing {
+			l.failing = true
+			l.down.Store(true)
+			l.opts.Logf("search log: cannot write to %s: %v; searches and calls go on, and are written once it works again (up to %d records are kept meanwhile)", l.st.where(), err, l.opts.QueueSize)
+		}
+	}
+	return err
 }
 
 const (
@@ -482,6 +551,13 @@ func truncate(s string, n int) string {
 // prune deletes what is older than MaxAge, and the oldest searches and calls beyond
 // MaxRows each. A failure is left to the writes to report.
 func (l *Log) prune(ctx context.Context) {
+	if l.unreached.Load() {
+		return // nothing to prune, and no waiting for the database here
+	}
+	// A first prune of a large log can take a while; one that does not end in this
+	// time is given up, and done at the next.
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
 	_ = l.st.tx(ctx, func(q querier) error {
 		for _, table := range []string{"searches", "calls"} {
 			if l.opts.MaxAge > 0 {

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -15,24 +16,81 @@ import (
 type pgStore struct {
 	pool *pgxpool.Pool
 	name string
+
+	// waiting is why a database that could not be reached at Open is not connected
+	// yet (Options.ConnectLater), nil once it is: check connects it, at retryAt at the
+	// earliest, the wait doubling from minConnectBackoff to maxConnectBackoff. Only
+	// Open and then the writer goroutine touch these.
+	waiting error
+	retryAt time.Time
+	backoff time.Duration
 }
 
-func openPostgres(ctx context.Context, dsn string) (*pgStore, error) {
+// DefaultConnectTimeout bounds connecting to PostgreSQL when the URL sets no
+// connect_timeout: a server that accepts and never answers must not hold toolshed.
+const DefaultConnectTimeout = 10 * time.Second
+
+// The waits between the attempts to connect a database that was down at Open.
+const (
+	minConnectBackoff = 500 * time.Millisecond
+	maxConnectBackoff = 15 * time.Second
+)
+
+// openPostgres opens a pool on dsn and connects it. With later, a database that cannot
+// be reached is returned all the same, waiting (see check); a dsn pgx cannot read fails
+// either way.
+func openPostgres(ctx context.Context, dsn string, later bool) (*pgStore, error) {
 	name := redactedURL(dsn)
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadDSN, name, err)
 	}
 	cfg.MaxConns = 4
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = DefaultConnectTimeout
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("searchlog: cannot connect to %s: %w", name, err)
 	}
+	s := &pgStore{pool: pool, name: name}
 	if err := pool.Ping(ctx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("searchlog: cannot connect to %s: %w", name, err)
+		if !later {
+			pool.Close()
+			return nil, fmt.Errorf("searchlog: cannot connect to %s: %w", name, err)
+		}
+		s.wait(fmt.Errorf("cannot connect to %s: %w", name, err))
 	}
-	return &pgStore{pool: pool, name: name}, nil
+	return s, nil
+}
+
+// wait notes that the database could not be reached, and when to try again.
+func (s *pgStore) wait(err error) {
+	s.waiting = err
+	s.backoff = min(max(2*s.backoff, minConnectBackoff), maxConnectBackoff)
+	s.retryAt = time.Now().Add(s.backoff)
+}
+
+// check connects and migrates a database that could not be reached at Open, once its
+// wait is over; until then it fails with why, at once, so that the writer keeps the
+// records (Log.write) without trying the database each time.
+func (s *pgStore) check(ctx context.Context) (bool, error) {
+	if s.waiting == nil {
+		return false, nil
+	}
+	if time.Now().Before(s.retryAt) {
+		return false, s.waiting
+	}
+	if err := s.pool.Ping(ctx); err != nil {
+		s.wait(fmt.Errorf("cannot connect to %s: %w", s.name, err))
+		return false, s.waiting
+	}
+	if err := migrate(ctx, s, SchemaVersion); err != nil {
+		s.wait(fmt.Errorf("%s: %w", s.name, err))
+		return false, s.waiting
+	}
+	s.waiting = nil
+	return false, nil
 }
 
 // redactedURL is a PostgreSQL URL fit to be shown (see Log.Where): its password
@@ -58,11 +116,10 @@ func redactedURL(dsn string) string {
 	return u.Redacted()
 }
 
-func (s *pgStore) where() string                       { return s.name }
-func (s *pgStore) idColumn() string                    { return "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY" }
-func (s *pgStore) bytesColumn() string                 { return "BYTEA" }
-func (s *pgStore) close()                              { s.pool.Close() }
-func (s *pgStore) check(context.Context) (bool, error) { return false, nil }
+func (s *pgStore) where() string       { return s.name }
+func (s *pgStore) idColumn() string    { return "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY" }
+func (s *pgStore) bytesColumn() string { return "BYTEA" }
+func (s *pgStore) close()              { s.pool.Close() }
 
 func (s *pgStore) tx(ctx context.Context, fn func(querier) error) error {
 	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return fn(pgTx{tx}) })

@@ -4,78 +4,107 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"time"
 )
 
 // Read returns the searches and the calls recorded at or after since, each in the
 // order of their time. It reads what is written: Flush first to include what is still
-// queued.
+// queued. ReadSearches and ReadCalls read them one at a time.
 func (l *Log) Read(ctx context.Context, since time.Time) ([]Search, []Call, error) {
-	from := since.UnixMicro()
-	if since.IsZero() {
-		from = 0
+	var searches []Search
+	for s, err := range l.ReadSearches(ctx, since) {
+		if err != nil {
+			return nil, nil, err
+		}
+		searches = append(searches, s)
 	}
-	searches, err := l.readSearches(ctx, from)
-	if err != nil {
-		return nil, nil, err
-	}
-	calls, err := l.readCalls(ctx, from)
-	if err != nil {
-		return nil, nil, err
+	var calls []Call
+	for c, err := range l.ReadCalls(ctx, since) {
+		if err != nil {
+			return nil, nil, err
+		}
+		calls = append(calls, c)
 	}
 	return searches, calls, nil
 }
 
-func (l *Log) readSearches(ctx context.Context, from int64) ([]Search, error) {
-	rows, err := l.st.query(ctx, `SELECT time, source, profile, session, query, mode, results, latency_us, error, catalog_tokens, result_tokens FROM searches WHERE time >= ? ORDER BY time, id`, from)
-	if err != nil {
-		return nil, fmt.Errorf("searchlog: reading %s: %w", l.st.where(), err)
+// micros is since as the log stores times, 0 for a zero since.
+func micros(since time.Time) int64 {
+	if since.IsZero() {
+		return 0
 	}
-	defer rows.Close()
-	var out []Search
-	for rows.Next() {
-		var s Search
-		var at, latency int64
-		var results string
-		if err := rows.Scan(&at, &s.Source, &s.Profile, &s.Session, &s.Query, &s.Mode, &results, &latency, &s.Error, &s.CatalogTokens, &s.ResultTokens); err != nil {
-			return nil, fmt.Errorf("searchlog: reading %s: %w", l.st.where(), err)
-		}
-		s.Time, s.Latency = time.UnixMicro(at).UTC(), time.Duration(latency)*time.Microsecond
-		var hits []hitJSON
-		if err := json.Unmarshal([]byte(results), &hits); err != nil {
-			return nil, fmt.Errorf("searchlog: reading %s: a search's results are not the JSON toolshed writes: %w", l.st.where(), err)
-		}
-		for _, h := range hits {
-			s.Results = append(s.Results, Hit{Tool: h.Tool, Rank: h.Rank})
-		}
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("searchlog: reading %s: %w", l.st.where(), err)
-	}
-	return out, nil
+	return since.UnixMicro()
 }
 
-func (l *Log) readCalls(ctx context.Context, from int64) ([]Call, error) {
-	rows, err := l.st.query(ctx, `SELECT time, source, profile, session, tool, server, outcome, duration_us, rank, query FROM calls WHERE time >= ? ORDER BY time, id`, from)
-	if err != nil {
-		return nil, fmt.Errorf("searchlog: reading %s: %w", l.st.where(), err)
-	}
-	defer rows.Close()
-	var out []Call
-	for rows.Next() {
-		var c Call
-		var at, duration int64
-		if err := rows.Scan(&at, &c.Source, &c.Profile, &c.Session, &c.Tool, &c.Server, &c.Outcome, &duration, &c.Rank, &c.Query); err != nil {
-			return nil, fmt.Errorf("searchlog: reading %s: %w", l.st.where(), err)
+// ReadSearches yields the searches recorded at or after since, in the order of their
+// time, one at a time as the database returns them (so that a reader such as toolshed
+// stats need not hold them all), and stops at the first error.
+func (l *Log) ReadSearches(ctx context.Context, since time.Time) iter.Seq2[Search, error] {
+	return func(yield func(Search, error) bool) {
+		rows, err := l.st.query(ctx, `SELECT time, source, profile, session, query, mode, results, latency_us, error, catalog_tokens, result_tokens FROM searches WHERE time >= ? ORDER BY time, id`, micros(since))
+		if err != nil {
+			yield(Search{}, fmt.Errorf("searchlog: reading %s: %w", l.st.where(), err))
+			return
 		}
-		c.Time, c.Duration = time.UnixMicro(at).UTC(), time.Duration(duration)*time.Microsecond
-		out = append(out, c)
+		defer rows.Close()
+		var hits []hitJSON
+		for rows.Next() {
+			var s Search
+			var at, latency int64
+			var results string
+			if err := rows.Scan(&at, &s.Source, &s.Profile, &s.Session, &s.Query, &s.Mode, &results, &latency, &s.Error, &s.CatalogTokens, &s.ResultTokens); err != nil {
+				yield(Search{}, fmt.Errorf("searchlog: reading %s: %w", l.st.where(), err))
+				return
+			}
+			s.Time, s.Latency = time.UnixMicro(at).UTC(), time.Duration(latency)*time.Microsecond
+			hits = hits[:0]
+			if err := json.Unmarshal([]byte(results), &hits); err != nil {
+				yield(Search{}, fmt.Errorf("searchlog: reading %s: a search's results are not the JSON toolshed writes: %w", l.st.where(), err))
+				return
+			}
+			if len(hits) > 0 {
+				s.Results = make([]Hit, len(hits))
+				for i, h := range hits {
+					s.Results[i] = Hit{Tool: h.Tool, Rank: h.Rank}
+				}
+			}
+			if !yield(s, nil) {
+				return
+			}
+		}
+		if err := rows.Err(); err != nil {
+			yield(Search{}, fmt.Errorf("searchlog: reading %s: %w", l.st.where(), err))
+		}
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("searchlog: reading %s: %w", l.st.where(), err)
+}
+
+// ReadCalls yields the calls recorded at or after since, as ReadSearches yields the
+// searches.
+func (l *Log) ReadCalls(ctx context.Context, since time.Time) iter.Seq2[Call, error] {
+	return func(yield func(Call, error) bool) {
+		rows, err := l.st.query(ctx, `SELECT time, source, profile, session, tool, server, outcome, duration_us, rank, query FROM calls WHERE time >= ? ORDER BY time, id`, micros(since))
+		if err != nil {
+			yield(Call{}, fmt.Errorf("searchlog: reading %s: %w", l.st.where(), err))
+			return
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var c Call
+			var at, duration int64
+			if err := rows.Scan(&at, &c.Source, &c.Profile, &c.Session, &c.Tool, &c.Server, &c.Outcome, &duration, &c.Rank, &c.Query); err != nil {
+				yield(Call{}, fmt.Errorf("searchlog: reading %s: %w", l.st.where(), err))
+				return
+			}
+			c.Time, c.Duration = time.UnixMicro(at).UTC(), time.Duration(duration)*time.Microsecond
+			if !yield(c, nil) {
+				return
+			}
+		}
+		if err := rows.Err(); err != nil {
+			yield(Call{}, fmt.Errorf("searchlog: reading %s: %w", l.st.where(), err))
+		}
 	}
-	return out, nil
 }
 
 // EvidenceOptions select the evidence Evidence returns.
@@ -91,7 +120,13 @@ type EvidenceOptions struct {
 // Evidence returns, for each tool, the queries whose searches led to a successful call
 // of it: calls with outcome ok and a recorded query (not "" and not hashed), grouped
 // by (tool, query), ordered by tool and then newest first.
+//
+// A log whose database has not been reached yet (Options.ConnectLater) has none: it
+// returns nothing, and no error, having said why it is not connected.
 func (l *Log) Evidence(ctx context.Context, opts EvidenceOptions) ([]Evidence, error) {
+	if l.unreached.Load() {
+		return nil, nil
+	}
 	from := int64(0)
 	if !opts.Since.IsZero() {
 		from = opts.Since.UnixMicro()

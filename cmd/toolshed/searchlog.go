@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toolshed/toolshed/gateway/config"
+	"github.com/toolshed/toolshed/internal/stats"
 	"github.com/toolshed/toolshed/searchlog"
 )
 
@@ -45,7 +46,10 @@ func openServeLog(cfg config.SearchLog, f searchLogFlags, stderr io.Writer) (*se
 	defer cancel()
 	log, err := searchlog.Open(ctx, dsn, searchlog.Options{
 		Queries: queries, MaxAge: cfg.MaxAge, MaxRows: cfg.MaxRows,
-		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "toolshed: warning: "+format+"\n", args...) },
+		// A PostgreSQL database that is down costs a warning, not the replica: it
+		// serves, and the log connects when the database is back.
+		ConnectLater: true,
+		Logf:         func(format string, args ...any) { fmt.Fprintf(stderr, "toolshed: warning: "+format+"\n", args...) },
 	})
 	if err != nil {
 		if explicit || errors.Is(err, searchlog.ErrNewerSchema) {
@@ -82,7 +86,7 @@ func init() {
 // It prunes nothing (the gateway's retention settings are not known here), and creates
 // no file: a SQLite file that is not there, the default or one --db names (a typo, say),
 // is an error saying so.
-func openLogForReading(ctx context.Context, dsn string) (readLog, func() error, error) {
+func openLogForReading(ctx context.Context, dsn string) (stats.Source, func() error, error) {
 	path, isFile, err := searchlog.File(dsn)
 	if err != nil {
 		return nil, nil, err
@@ -101,7 +105,7 @@ func openLogForReading(ctx context.Context, dsn string) (readLog, func() error, 
 	if err != nil {
 		return nil, nil, err
 	}
-	return log.Read, func() error { return log.Close(context.Background()) }, nil
+	return log, func() error { return log.Close(context.Background()) }, nil
 }
 
 // closeSearchLog writes what the log still holds, for a few seconds at most.

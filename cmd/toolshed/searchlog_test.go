@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,5 +48,56 @@ func TestStatsWithoutStore(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	if code := run([]string{"stats"}, &stdout, &stderr); code == 0 || !strings.Contains(stderr.String(), "no search log at") {
 		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+}
+
+// TestStatsGivesUpOnSilentDatabase: toolshed stats --db against a PostgreSQL address
+// that accepts connections and never answers fails, saying it cannot connect, instead
+// of hanging.
+func TestStatsGivesUpOnSilentDatabase(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var held []net.Conn
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c) // accepted, read from by no one, never answered
+			mu.Unlock()
+		}
+	}()
+	dsn := "postgres://stats@" + ln.Addr().String() + "/log?sslmode=disable"
+	type result struct {
+		code           int
+		stdout, stderr string
+	}
+	done := make(chan result, 1)
+	start := time.Now()
+	go func() {
+		var stdout, stderr bytes.Buffer
+		code := run([]string{"stats", "--db", dsn}, &stdout, &stderr)
+		done <- result{code, stdout.String(), stderr.String()}
+	}()
+	select {
+	case r := <-done:
+		if r.code == 0 || !strings.Contains(r.stderr, "cannot connect to postgres://stats@") || !strings.Contains(r.stderr, "timeout") {
+			t.Errorf("exit %d after %s, stderr:\n%s\nwant a failure saying it cannot connect, for a timeout", r.code, time.Since(start).Round(time.Millisecond), r.stderr)
+		}
+	case <-time.After(90 * time.Second):
+		t.Fatal("toolshed stats still waits for a database that never answers after 90 s")
 	}
 }

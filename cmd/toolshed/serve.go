@@ -180,6 +180,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	defer closeSearchLog(searchLog, stderr)
 	opts.SearchLog = searchLog
 	if searchLog != nil {
+		opts.Metrics.SearchLog(searchLog) // a nil Metrics (no --metrics-addr) ignores it
+	}
+	if searchLog != nil {
 		opts.EmbedStore = searchLog // tool vectors shared by the replicas of one database
 	}
 	opts.NoLearning = cfg.SearchLog.NoLearn

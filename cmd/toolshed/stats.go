@@ -16,18 +16,22 @@ import (
 	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/gateway/config"
 	"github.com/toolshed/toolshed/internal/stats"
-	"github.com/toolshed/toolshed/searchlog"
 )
 
-// readLog reads the search log's records from a time on: the signature of the store's
-// (*searchlog.Log).Read, so that stats reads a store and a records file alike.
-type readLog func(ctx context.Context, since time.Time) ([]searchlog.Search, []searchlog.Call, error)
-
 // openSearchLog opens the search log at dsn ("" for the default location) for reading,
-// and returns its reader and what closes it. It is where toolshed stats meets the store.
-var openSearchLog = func(ctx context.Context, dsn string) (readLog, func() error, error) {
+// and returns it as the records' source, and what closes it. It is where toolshed stats
+// meets the store.
+var openSearchLog = func(ctx context.Context, dsn string) (stats.Source, func() error, error) {
 	return nil, nil, errors.New("this build cannot open the search log store yet; pass a records file with --from FILE")
 }
+
+// statsOpenTimeout bounds opening the search log (connecting included, which the
+// store bounds by 10 s itself), and statsReadTimeout reading it: a database that
+// accepts and never answers must not hold toolshed stats.
+const (
+	statsOpenTimeout = 30 * time.Second
+	statsReadTimeout = 5 * time.Minute
+)
 
 func runStats(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("stats", flag.ContinueOnError)
@@ -64,8 +68,8 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 	if *from != "" && *dsn != "" {
 		return usageErr("--db and --from both name the records; give one")
 	}
-	// The config is read before the records, and its servers start after them: a
-	// mistake in it is reported at once, and servers start only for a log that reads.
+	// The config is read before the log is opened, and its servers start after: a
+	// mistake in it is reported at once, and servers start only for a log that opens.
 	var cfg *config.Config
 	if *configFile != "" {
 		if cfg, err = loadServersConfig(*configFile, stderr); err != nil {
@@ -73,17 +77,20 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	since := until.Add(-window)
-	read := readFile(*from)
-	if *from == "" {
+	var src stats.Source
+	if *from != "" {
+		if src, err = readFile(*from); err != nil {
+			return err
+		}
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), statsOpenTimeout)
 		var closeLog func() error
-		if read, closeLog, err = openSearchLog(context.Background(), *dsn); err != nil {
+		src, closeLog, err = openSearchLog(ctx, *dsn)
+		cancel()
+		if err != nil {
 			return err
 		}
 		defer closeLog()
-	}
-	searches, calls, err := read(context.Background(), since)
-	if err != nil {
-		return err
 	}
 	var snap *catalog.Snapshot
 	switch {
@@ -97,7 +104,17 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 		}
 	}
 
-	r := stats.Compute(searches, calls, stats.Options{Since: since, Until: until, Catalog: snap, Top: *top})
+	// The records are read as the report is computed, not held: a log of millions of
+	// records costs a few bytes each.
+	ctx, cancel := context.WithTimeout(context.Background(), statsReadTimeout)
+	defer cancel()
+	r, err := stats.ComputeFrom(ctx, src, stats.Options{Since: since, Until: until, Catalog: snap, Top: *top})
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w (toolshed stats gives up reading the search log after %s; a narrower --since reads less)", err, statsReadTimeout)
+	}
+	if err != nil {
+		return err
+	}
 
 	if *htmlFile != "" {
 		var page bytes.Buffer
@@ -120,24 +137,22 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 	return r.WriteText(stdout)
 }
 
-// readFile reads the records of a records file, from since on (stats.Compute cuts the
-// window again; the store does it in its query).
-func readFile(path string) readLog {
-	return func(_ context.Context, since time.Time) ([]searchlog.Search, []searchlog.Call, error) {
-		f, err := os.Open(path)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil, fmt.Errorf("there is no records file at %s: check the path given to --from (a file of JSON lines of searches and calls), or leave --from out to read the search log", path)
-		}
-		if err != nil {
-			return nil, nil, err
-		}
-		defer f.Close()
-		searches, calls, err := stats.ReadRecords(f)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", path, err)
-		}
-		return searches, calls, nil
+// readFile reads the records of a records file, into memory (stats.ComputeFrom cuts
+// the window).
+func readFile(path string) (stats.Source, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("there is no records file at %s: check the path given to --from (a file of JSON lines of searches and calls), or leave --from out to read the search log", path)
 	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	searches, calls, err := stats.ReadRecords(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return stats.Records(searches, calls), nil
 }
 
 // writeFileAtomic writes data to path through a temporary file in the same directory,

@@ -23,6 +23,7 @@ var page = template.Must(template.New("page").Funcs(template.FuncMap{
 	"pct":       percent.Text,
 	"ms":        msText,
 	"query":     quoteQuery,
+	"show":      show,
 	"overrides": Overrides,
 	"share": func(n, of int) string { // a bar's width, as a CSS percentage
 		if of == 0 {

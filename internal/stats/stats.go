@@ -3,12 +3,17 @@
 // too low or never surfaces, how each server answers, what deferral saved, and which
 // keywords would make the tools it missed findable.
 //
-// Compute is a pure function of the records, so the command, the HTML page and the tests
-// see the same figures whatever store the records came from.
+// ComputeFrom is a function of the records a Source yields, read as they come rather
+// than held (a log of millions of records costs a few bytes each), and Compute the same
+// of records in memory: the command, the HTML page and the tests see the same figures
+// whatever store the records came from. The text and HTML reports show every string of
+// the log escaped (show); the JSON keeps them exact.
 package stats
 
 import (
 	"cmp"
+	"context"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -16,7 +21,6 @@ import (
 	"time"
 
 	"github.com/toolshed/toolshed/catalog"
-	"github.com/toolshed/toolshed/internal/percent"
 	"github.com/toolshed/toolshed/searchlog"
 )
 
@@ -203,95 +207,10 @@ type Suggestion struct {
 }
 
 // Compute builds the report of the records within the window of opts. It does not
-// modify the records.
+// modify the records. It is ComputeFrom of the records in memory.
 func Compute(searches []searchlog.Search, calls []searchlog.Call, opts Options) Report {
-	top := opts.Top
-	if top <= 0 {
-		top = DefaultTop
-	}
-	searches = within(searches, opts, func(s *searchlog.Search) time.Time { return s.Time })
-	calls = within(calls, opts, func(c *searchlog.Call) time.Time { return c.Time })
-	r := Report{Since: opts.Since, Until: opts.Until, Searches: len(searches), Calls: len(calls)}
-	r.window(searches, calls)
-
-	missed := likelyMisses(searches, calls)
-	r.searchFigures(searches, missed, top)
-	r.callFigures(calls, top)
-	r.NeverSurfaced = neverSurfaced(searches, opts.Catalog)
-	r.Timeline = timeline(r.Since, r.Until, searches, calls, missed)
-	r.Suggestions = suggest(searches, calls, opts.Catalog, top)
+	r, _ := ComputeFrom(context.Background(), Records(searches, calls), opts) // records in memory do not fail
 	return r
-}
-
-// within returns the records whose time falls in the window, in time order (stable, so
-// records of the same instant keep the store's order).
-func within[T any](recs []T, opts Options, at func(*T) time.Time) []T {
-	out := make([]T, 0, len(recs))
-	for i := range recs {
-		t := at(&recs[i])
-		if (!opts.Since.IsZero() && t.Before(opts.Since)) || (!opts.Until.IsZero() && t.After(opts.Until)) {
-			continue
-		}
-		out = append(out, recs[i])
-	}
-	slices.SortStableFunc(out, func(a, b T) int { return at(&a).Compare(at(&b)) })
-	return out
-}
-
-// window fills in a zero Since or Until from the records.
-func (r *Report) window(searches []searchlog.Search, calls []searchlog.Call) {
-	var first, last time.Time
-	see := func(t time.Time) {
-		if first.IsZero() || t.Before(first) {
-			first = t
-		}
-		if t.After(last) {
-			last = t
-		}
-	}
-	for i := range searches {
-		see(searches[i].Time)
-	}
-	for i := range calls {
-		see(calls[i].Time)
-	}
-	if r.Since.IsZero() {
-		r.Since = first
-	}
-	if r.Until.IsZero() {
-		r.Until = last
-	}
-	r.Since, r.Until = r.Since.UTC(), r.Until.UTC()
-}
-
-// likelyMisses reports, for each search, whether it is a likely miss: it succeeded, has
-// a session, and no call of that session at or after it called a tool it returned.
-// Searches that failed or have no session are left unjudged.
-func likelyMisses(searches []searchlog.Search, calls []searchlog.Call) []verdict {
-	lastCall := map[[2]string]time.Time{} // session, tool → the session's last call of it
-	for _, c := range calls {
-		if c.Session == "" {
-			continue
-		}
-		k := [2]string{c.Session, c.Tool}
-		if t, ok := lastCall[k]; !ok || c.Time.After(t) {
-			lastCall[k] = c.Time
-		}
-	}
-	out := make([]verdict, len(searches))
-	for i, s := range searches {
-		if s.Session == "" || s.Error != "" {
-			continue
-		}
-		out[i] = missed
-		for _, h := range s.Results {
-			if t, ok := lastCall[[2]string{s.Session, h.Tool}]; ok && !t.Before(s.Time) {
-				out[i] = followed
-				break
-			}
-		}
-	}
-	return out
 }
 
 // verdict is what became of a search.
@@ -302,58 +221,6 @@ const (
 	followed                // the session called a tool it returned
 	missed                  // the session called none of them: a likely miss
 )
-
-// searchFigures counts the searches, empty results, misses, latencies and tokens.
-func (r *Report) searchFigures(searches []searchlog.Search, verdicts []verdict, top int) {
-	sessions := map[string]bool{}
-	missedQueries := map[string]int{}
-	lat := make([]time.Duration, 0, len(searches))
-	for i, s := range searches {
-		if s.Session != "" {
-			sessions[s.Session] = true
-		}
-		switch {
-		case s.Query == "":
-			r.UnrecordedQueries++
-		case isHashed(s.Query):
-			r.HashedQueries++
-		}
-		lat = append(lat, s.Latency)
-		if s.Error != "" {
-			r.FailedSearches++
-			continue
-		}
-		if len(s.Results) == 0 {
-			r.EmptySearches++
-		}
-		if s.CatalogTokens > 0 {
-			r.Tokens.Searches++
-			r.Tokens.CatalogTokens += int64(s.CatalogTokens)
-			r.Tokens.ResultTokens += int64(s.ResultTokens)
-		}
-		switch verdicts[i] {
-		case missed:
-			r.Misses.Count++
-			if s.Query != "" {
-				missedQueries[s.Query]++
-			}
-			fallthrough
-		case followed:
-			r.Misses.Judged++
-		}
-	}
-	r.Sessions = len(sessions)
-	r.EmptyPct = percent.Of(r.EmptySearches, r.Searches)
-	r.Misses.Pct = percent.Of(r.Misses.Count, r.Misses.Judged)
-	r.Misses.Queries = topQueries(missedQueries, top)
-	r.SearchLatency = latency(lat)
-	t := &r.Tokens
-	t.Saved = t.CatalogTokens - t.ResultTokens
-	if t.CatalogTokens > 0 {
-		t.SavedPct = percent.Round(100 * float64(t.Saved) / float64(t.CatalogTokens))
-		t.PerSearch = t.Saved / int64(t.Searches)
-	}
-}
 
 // isHashed reports whether a recorded query is a hash rather than the query.
 func isHashed(q string) bool { return strings.HasPrefix(q, "sha256:") }
@@ -369,59 +236,6 @@ func topQueries(counts map[string]int, top int) []QueryCount {
 	return out[:min(len(out), top)]
 }
 
-// callFigures counts the calls by tool, by server and by rank.
-func (r *Report) callFigures(calls []searchlog.Call, top int) {
-	all, low, unsurfaced, unknown := tally{}, tally{}, tally{}, tally{}
-	servers := map[string]*Server{}
-	serverLat := map[string][]time.Duration{}
-	lat := make([]time.Duration, 0, len(calls))
-	for _, c := range calls {
-		lat = append(lat, c.Duration)
-		if unknownTool(c) {
-			unknown.add(c)
-			continue
-		}
-		all.add(c)
-		switch {
-		case c.Rank == 0:
-			unsurfaced.add(c)
-		case c.Rank > LowRank:
-			low.add(c)
-		}
-		s := servers[c.Server]
-		if s == nil {
-			s = &Server{Server: c.Server}
-			servers[c.Server] = s
-		}
-		s.Calls++
-		switch c.Outcome {
-		case searchlog.OutcomeToolError, searchlog.OutcomeFailed, searchlog.OutcomeUnavailable:
-			s.Errors++
-		case searchlog.OutcomeTimeout:
-			s.Timeouts++
-		case searchlog.OutcomeCancelled:
-			s.Cancelled++
-		}
-		serverLat[c.Server] = append(serverLat[c.Server], c.Duration)
-	}
-	r.CallLatency = latency(lat)
-	r.ToolsCalled = len(all.tools)
-	r.TopTools = all.top(top)
-	r.LowRank = RankedCalls{low.calls, percent.Of(low.calls, r.Calls), low.top(top)}
-	r.Unsurfaced = RankedCalls{unsurfaced.calls, percent.Of(unsurfaced.calls, r.Calls), unsurfaced.top(top)}
-	r.UnknownTools = RankedCalls{unknown.calls, percent.Of(unknown.calls, r.Calls), unknown.top(top)}
-	r.Servers = make([]Server, 0, len(servers))
-	for name, s := range servers {
-		s.ErrorPct = percent.Of(s.Errors, s.Calls)
-		s.TimeoutPct = percent.Of(s.Timeouts, s.Calls)
-		s.P50Ms = latency(serverLat[name]).P50Ms
-		r.Servers = append(r.Servers, *s)
-	}
-	slices.SortFunc(r.Servers, func(a, b Server) int {
-		return cmp.Or(cmp.Compare(b.Calls, a.Calls), cmp.Compare(a.Server, b.Server))
-	})
-}
-
 // unknownTool reports whether a call named no tool its session could see: the gateway
 // records such a call with no server.
 func unknownTool(c searchlog.Call) bool { return c.Server == "" }
@@ -434,7 +248,9 @@ type tally struct {
 
 type toolTally struct {
 	ToolCalls
-	ranks []int
+	// ranks counts the calls by the rank their tool was found at (when found): a
+	// median needs no more, and this does not grow with the calls.
+	ranks map[int]int
 }
 
 func (t *tally) add(c searchlog.Call) {
@@ -452,7 +268,10 @@ func (t *tally) add(c searchlog.Call) {
 		tt.Errors++
 	}
 	if c.Rank > 0 {
-		tt.ranks = append(tt.ranks, c.Rank)
+		if tt.ranks == nil {
+			tt.ranks = map[int]int{}
+		}
+		tt.ranks[c.Rank]++
 	}
 }
 
@@ -460,10 +279,7 @@ func (t *tally) add(c searchlog.Call) {
 func (t *tally) top(n int) []ToolCalls {
 	out := make([]ToolCalls, 0, len(t.tools))
 	for _, tt := range t.tools {
-		if len(tt.ranks) > 0 {
-			slices.Sort(tt.ranks)
-			tt.MedianRank = tt.ranks[(len(tt.ranks)-1)/2]
-		}
+		tt.MedianRank = medianRank(tt.ranks)
 		out = append(out, tt.ToolCalls)
 	}
 	slices.SortFunc(out, func(a, b ToolCalls) int {
@@ -472,26 +288,19 @@ func (t *tally) top(n int) []ToolCalls {
 	return out[:min(len(out), n)]
 }
 
-// neverSurfaced lists the catalog's tools no search returned.
-func neverSurfaced(searches []searchlog.Search, snap *catalog.Snapshot) NeverSurfaced {
-	if snap == nil {
-		return NeverSurfaced{Tools: []string{}}
+// medianRank is the lower median of the ranks counted, 0 for none.
+func medianRank(ranks map[int]int) int {
+	n := 0
+	for _, k := range ranks {
+		n += k
 	}
-	seen := map[string]bool{}
-	for _, s := range searches {
-		for _, h := range s.Results {
-			seen[h.Tool] = true
+	at := (n - 1) / 2
+	for _, r := range slices.Sorted(maps.Keys(ranks)) {
+		if at -= ranks[r]; at < 0 {
+			return r
 		}
 	}
-	out := NeverSurfaced{Catalog: true, CatalogTools: snap.Len(), Tools: []string{}}
-	for _, t := range snap.Tools() {
-		if !seen[t.Qualified] {
-			out.Tools = append(out.Tools, t.Qualified)
-		}
-	}
-	sort.Strings(out.Tools)
-	out.Count = len(out.Tools)
-	return out
+	return 0
 }
 
 // latencyScale is the histogram's bins, in milliseconds: 1-2-5 steps from 10µs to 10s,

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"slices"
 	"strings"
-	"time"
 	"unicode"
 
 	"github.com/toolshed/toolshed/catalog"
@@ -12,83 +11,89 @@ import (
 	"github.com/toolshed/toolshed/searchlog"
 )
 
-// suggest finds, for each tool a session called, the searches of that session since its
-// previous call that did not return the tool: the model was looking for it and search
-// missed. The words of those queries that the tool's own text lacks (as search's
+// maxPendingSearches bounds the searches a session may make without a call that the
+// suggestions remember: a session that searches on and on without calling must not
+// make the report's memory grow with it. The oldest are forgotten first.
+const maxPendingSearches = 256
+
+// suggester finds, for each tool a session called, the searches of that session since
+// its previous call that did not return the tool: the model was looking for it and
+// search missed. The words of those queries that the tool's own text lacks (as search's
 // analyzer sees words: "creating" is not missing from a tool that "creates") are the
 // keywords an override should add. Queries hashed or not recorded give no words.
-func suggest(searches []searchlog.Search, calls []searchlog.Call, snap *catalog.Snapshot, top int) []Suggestion {
-	type event struct {
-		at     time.Time
-		search *searchlog.Search
-		call   *searchlog.Call
+//
+// It is fed the searches and calls in time order, a search before a call of the same
+// instant (a call answers the searches before it), and keeps only each session's
+// searches since its last call.
+type suggester struct {
+	pending map[string][]pendingSearch // session → its searches since its last call
+	missing map[string]map[string]int  // tool → missing query → searches
+}
+
+// pendingSearch is what a search waiting for its session's next call needs.
+type pendingSearch struct {
+	query string
+	tools []string // the tools it returned
+}
+
+func newSuggester() *suggester {
+	return &suggester{pending: map[string][]pendingSearch{}, missing: map[string]map[string]int{}}
+}
+
+func (sg *suggester) search(s *searchlog.Search) {
+	// Searches without a session cannot be followed, failed ones returned nothing, and
+	// unrecorded or hashed queries give no words.
+	if s.Session == "" || s.Error != "" || s.Query == "" || isHashed(s.Query) {
+		return
 	}
-	kind := func(e event) int { // searches first
-		if e.search != nil {
-			return 0
+	tools := make([]string, len(s.Results))
+	for i, h := range s.Results {
+		tools[i] = h.Tool
+	}
+	p := sg.pending[s.Session]
+	if len(p) == maxPendingSearches {
+		p = append(p[:0], p[1:]...)
+	}
+	sg.pending[s.Session] = append(p, pendingSearch{s.Query, tools})
+}
+
+func (sg *suggester) call(c *searchlog.Call) {
+	if c.Session == "" || unknownTool(*c) { // no override can find a tool that is not there
+		return
+	}
+	for _, s := range sg.pending[c.Session] {
+		if slices.Contains(s.tools, c.Tool) {
+			continue
 		}
-		return 1
-	}
-	bySession := map[string][]event{}
-	for i := range searches {
-		s := &searches[i]
-		if s.Session != "" && s.Error == "" {
-			bySession[s.Session] = append(bySession[s.Session], event{at: s.Time, search: s})
+		if sg.missing[c.Tool] == nil {
+			sg.missing[c.Tool] = map[string]int{}
 		}
+		sg.missing[c.Tool][s.query]++
 	}
-	for i := range calls {
-		c := &calls[i]
-		if c.Session != "" && !unknownTool(*c) { // no override can find a tool that is not there
-			bySession[c.Session] = append(bySession[c.Session], event{at: c.Time, call: c})
-		}
-	}
-	missing := map[string]map[string]int{} // tool → missing query → searches
-	for _, events := range bySession {
-		// Searches before calls of the same instant: a call answers the searches before it.
-		slices.SortStableFunc(events, func(a, b event) int {
-			return cmp.Or(a.at.Compare(b.at), cmp.Compare(kind(a), kind(b)))
-		})
-		var pending []*searchlog.Search
-		for _, e := range events {
-			if e.search != nil {
-				pending = append(pending, e.search)
-				continue
-			}
-			for _, s := range pending {
-				if s.Query == "" || isHashed(s.Query) || returned(s, e.call.Tool) {
-					continue
-				}
-				if missing[e.call.Tool] == nil {
-					missing[e.call.Tool] = map[string]int{}
-				}
-				missing[e.call.Tool][s.Query]++
-			}
-			pending = pending[:0]
-		}
-	}
-	out := make([]Suggestion, 0, len(missing))
-	for tool, queries := range missing {
-		sg := Suggestion{Tool: tool, Keywords: keywords(queries, toolTerms(tool, snap))}
-		if len(sg.Keywords) == 0 {
+	delete(sg.pending, c.Session)
+}
+
+// suggestions returns the overrides of the tools missed most, at most top.
+func (sg *suggester) suggestions(snap *catalog.Snapshot, top int) []Suggestion {
+	out := make([]Suggestion, 0, len(sg.missing))
+	for tool, queries := range sg.missing {
+		sug := Suggestion{Tool: tool, Keywords: keywords(queries, toolTerms(tool, snap))}
+		if len(sug.Keywords) == 0 {
 			continue // every word of the queries is already the tool's: ranking, not words
 		}
 		qs := topQueries(queries, maxQueries)
 		for _, q := range qs {
-			sg.Queries = append(sg.Queries, q.Query)
+			sug.Queries = append(sug.Queries, q.Query)
 		}
 		for _, n := range queries {
-			sg.Misses += n
+			sug.Misses += n
 		}
-		out = append(out, sg)
+		out = append(out, sug)
 	}
 	slices.SortFunc(out, func(a, b Suggestion) int {
 		return cmp.Or(cmp.Compare(b.Misses, a.Misses), cmp.Compare(a.Tool, b.Tool))
 	})
 	return out[:min(len(out), top)]
-}
-
-func returned(s *searchlog.Search, tool string) bool {
-	return slices.ContainsFunc(s.Results, func(h searchlog.Hit) bool { return h.Tool == tool })
 }
 
 // toolTerms is the set of index terms of a tool's name, title and description, or of

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/toolshed/toolshed/internal/percent"
 )
@@ -64,7 +66,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "  calls\terrors\ttimeouts\tp50\t server")
 		for _, s := range r.Servers {
-			fmt.Fprintf(tw, "  %s\t%s (%s)\t%s (%s)\t%s\t %s\n", count(s.Calls), count(s.Errors), percent.Text(s.ErrorPct), count(s.Timeouts), percent.Text(s.TimeoutPct), msText(s.P50Ms), s.Server)
+			fmt.Fprintf(tw, "  %s\t%s (%s)\t%s (%s)\t%s\t %s\n", count(s.Calls), count(s.Errors), percent.Text(s.ErrorPct), count(s.Timeouts), percent.Text(s.TimeoutPct), msText(s.P50Ms), show(s.Server))
 		}
 		tw.Flush()
 	}
@@ -90,7 +92,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	default:
 		fmt.Fprintf(&b, "\nTools never surfaced: %s of the catalog's %s\n", count(ns.Count), count(ns.CatalogTools))
 		for _, t := range ns.Tools[:min(len(ns.Tools), maxNeverSurfacedText)] {
-			fmt.Fprintf(&b, "  %s\n", t)
+			fmt.Fprintf(&b, "  %s\n", show(t))
 		}
 		if more := len(ns.Tools) - maxNeverSurfacedText; more > 0 {
 			fmt.Fprintf(&b, "  … and %s more (--json and --html list them all)\n", count(more))
@@ -131,9 +133,9 @@ func toolTable(b *bytes.Buffer, title string, tools []ToolCalls, ranked bool) {
 	}
 	for _, t := range tools {
 		if ranked {
-			fmt.Fprintf(tw, "  %s\t%s\t%d\t %s\n", count(t.Calls), count(t.Errors), t.MedianRank, t.Tool)
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t %s\n", count(t.Calls), count(t.Errors), t.MedianRank, show(t.Tool))
 		} else {
-			fmt.Fprintf(tw, "  %s\t%s\t %s\n", count(t.Calls), count(t.Errors), t.Tool)
+			fmt.Fprintf(tw, "  %s\t%s\t %s\n", count(t.Calls), count(t.Errors), show(t.Tool))
 		}
 	}
 	tw.Flush()
@@ -176,12 +178,29 @@ func spanText(d time.Duration) string {
 	}
 }
 
-// quoteQuery shows a query as recorded: in quotes, a hash shortened.
+// quoteQuery shows a query as recorded: in quotes, a hash shortened (and shown as
+// show shows a name: a "hash" is whatever a record says, not always hex).
 func quoteQuery(q string) string {
 	if isHashed(q) {
-		return q[:min(len(q), len("sha256:")+12)] + "… (hashed)"
+		return show(q[:min(len(q), len("sha256:")+12)]) + "… (hashed)"
 	}
 	return strconv.Quote(q)
+}
+
+// show is how the reports show a string of the log (a tool, a server, a hashed query's
+// head), which a client or an upstream chose: unchanged when every character of it is
+// graphic, and otherwise quoted as Go quotes it, control and format characters and
+// bytes that are not UTF-8 escaped. A name can then neither move the cursor, clear the
+// screen, set the window title nor reverse the text around it, in a terminal or in a
+// page someone cats; and the quotes tell such a name from a plain one. The JSON report
+// keeps the strings exact.
+func show(s string) string {
+	for _, r := range s {
+		if r == utf8.RuneError || !unicode.IsGraphic(r) {
+			return strconv.QuoteToGraphic(s)
+		}
+	}
+	return s
 }
 
 func quoteList(qs []string) string {

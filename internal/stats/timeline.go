@@ -3,19 +3,17 @@ package stats
 import (
 	"fmt"
 	"time"
-
-	"github.com/toolshed/toolshed/searchlog"
 )
 
 // maxPoints bounds the buckets of a timeline.
 const maxPoints = 200
 
-// timeline buckets the searches and calls of [since, until] by hour, day or week (UTC),
+// newTimeline returns the empty buckets of [since, until] by hour, day or week (UTC),
 // whichever keeps a window readable as bars: at most 48 hours, 180 days, or more (in
-// buckets of several weeks past maxPoints weeks).
-func timeline(since, until time.Time, searches []searchlog.Search, calls []searchlog.Call, verdicts []verdict) Timeline {
+// buckets of several weeks past maxPoints weeks); point finds the bucket of a record.
+func newTimeline(since, until time.Time) *timeliner {
 	if since.IsZero() || until.Before(since) {
-		return Timeline{Bucket: "day", Points: []Point{}}
+		return &timeliner{tl: Timeline{Bucket: "day", Points: []Point{}}}
 	}
 	span := until.Sub(since)
 	tl := Timeline{Bucket: "week"}
@@ -38,33 +36,29 @@ func timeline(since, until time.Time, searches []searchlog.Search, calls []searc
 	for i := range tl.Points {
 		tl.Points[i].Start = start.Add(time.Duration(i) * step)
 	}
-	at := func(t time.Time) *Point {
-		i := int(t.UTC().Sub(start) / step)
-		if i == n && !t.After(until) {
-			i-- // a record at the very end of the window
-		}
-		if i < 0 || i >= n {
-			return nil
-		}
-		return &tl.Points[i]
+	return &timeliner{tl: tl, start: start, step: step, until: until}
+}
+
+// timeliner fills a timeline as records are read.
+type timeliner struct {
+	tl    Timeline
+	start time.Time
+	step  time.Duration
+	until time.Time
+}
+
+// point returns the bucket of t, nil when t is outside the timeline.
+func (tr *timeliner) point(t time.Time) *Point {
+	n := len(tr.tl.Points)
+	if tr.step == 0 {
+		return nil
 	}
-	for i, s := range searches {
-		p := at(s.Time)
-		if p == nil {
-			continue
-		}
-		p.Searches++
-		if s.Error == "" && len(s.Results) == 0 {
-			p.Empty++
-		}
-		if verdicts[i] == missed {
-			p.Misses++
-		}
+	i := int(t.UTC().Sub(tr.start) / tr.step)
+	if i == n && !t.After(tr.until) {
+		i-- // a record at the very end of the window
 	}
-	for _, c := range calls {
-		if p := at(c.Time); p != nil {
-			p.Calls++
-		}
+	if i < 0 || i >= n {
+		return nil
 	}
-	return tl
+	return &tr.tl.Points[i]
 }
