@@ -3,12 +3,13 @@ package searchlog
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/toolshed/toolshed/internal/redact"
 )
 
 // pgStore is a log in PostgreSQL, which several gateway replicas can share.
@@ -18,44 +19,21 @@ type pgStore struct {
 }
 
 func openPostgres(ctx context.Context, dsn string) (*pgStore, error) {
-	name := redactedURL(dsn)
+	name := redact.String(dsn) // see Log.Where
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrBadDSN, name, err)
+		return nil, fmt.Errorf("%w: %s: %v", ErrBadDSN, name, redact.Error(err)) // pgx quotes what it cannot parse
 	}
 	cfg.MaxConns = 4
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("searchlog: cannot connect to %s: %w", name, err)
+		return nil, fmt.Errorf("searchlog: cannot connect to %s: %w", name, redact.Wrap(err))
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return nil, fmt.Errorf("searchlog: cannot connect to %s: %w", name, err)
+		return nil, fmt.Errorf("searchlog: cannot connect to %s: %w", name, redact.Wrap(err))
 	}
 	return &pgStore{pool: pool, name: name}, nil
-}
-
-// redactedURL is a PostgreSQL URL fit to be shown (see Log.Where): its password
-// replaced by xxxxx, in the user:password@ form and in a query parameter (password=,
-// sslpassword=), both of which pgx reads. A URL that cannot be parsed is not shown.
-func redactedURL(dsn string) string {
-	u, err := url.Parse(dsn)
-	if err != nil {
-		return "a PostgreSQL URL that cannot be read"
-	}
-	if q := u.Query(); len(q) > 0 {
-		redacted := false
-		for k := range q {
-			if strings.Contains(strings.ToLower(k), "password") {
-				q.Set(k, "xxxxx")
-				redacted = true
-			}
-		}
-		if redacted {
-			u.RawQuery = q.Encode()
-		}
-	}
-	return u.Redacted()
 }
 
 func (s *pgStore) where() string                       { return s.name }
