@@ -19,6 +19,8 @@ import (
 	"sync/atomic"
 
 	"github.com/toolshed/toolshed/tokens"
+
+	"github.com/toolshed/toolshed/internal/redact"
 )
 
 // OpenAI is an Upstream speaking the Chat Completions API: OpenAI itself, vLLM, Ollama,
@@ -269,10 +271,11 @@ func oaRejectsMaxTokens(status int, body []byte) bool {
 	return e.Param == "max_tokens" || (strings.Contains(e.Message, "max_tokens") && strings.Contains(e.Message, "max_completion_tokens"))
 }
 
-// redact removes the configured key from an error message, should an upstream echo it.
+// redact removes the configured key from an error message, should an upstream echo it
+// in a shape redact.String does not know.
 func (o *OpenAI) redact(e *APIError) *APIError {
 	if len(o.APIKey) >= 4 {
-		e.Message = strings.ReplaceAll(e.Message, o.APIKey, "[redacted]")
+		e.Message = strings.ReplaceAll(e.Message, o.APIKey, redact.Mask)
 	}
 	return e
 }
