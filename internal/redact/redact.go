@@ -31,13 +31,14 @@ var secretWords = map[string]bool{
 }
 
 // secretParts are parts that make a name a secret's wherever they occur in it with its
-// separators removed (sslpassword, accessToken, client_secret, X-Api-Key).
-var secretParts = []string{"password", "passwd", "secret", "token", "apikey", "accesskey", "privatekey", "signature", "credential"}
+// separators removed (sslpassword, client_secret, X-Api-Key). "token" counts only at the
+// end (accessToken, x-auth-token), so that max_tokens and tokenizer are not secrets.
+var secretParts = []string{"password", "passwd", "secret", "apikey", "accesskey", "privatekey", "signature", "credential"}
 
 // SecretName reports whether a parameter, keyword or member called name holds a secret,
 // case-insensitively: password, pass, pwd, key, api-key, api_key, apikey, token,
-// access_token, secret, sig, signature, auth, and names containing password, secret,
-// token, apikey, signature or credential. A percent-encoded name is read decoded, as a
+// access_token, secret, sig, signature, auth, names containing password, secret,
+// apikey, signature or credential, and names ending in token. A percent-encoded name is read decoded, as a
 // URL's reader decodes it.
 func SecretName(name string) bool {
 	n := name
@@ -57,7 +58,7 @@ func SecretName(name string) bool {
 			return true
 		}
 	}
-	return false
+	return strings.HasSuffix(joined, "token")
 }
 
 var (
@@ -70,7 +71,7 @@ var (
 	jsonPattern = regexp.MustCompile(`("([^"\\]{1,100})"\s*:\s*)"(?:[^"\\]|\\.)*"`)
 	// bearerPattern is a bearer credential as an Authorization header or a message
 	// quotes it.
-	bearerPattern = regexp.MustCompile(`(?i)\b(bearer\s+)[A-Za-z0-9._~+/=\-*]+`)
+	bearerPattern = regexp.MustCompile(`(?i)\b(bearer\s+)([A-Za-z0-9._~+/=\-*]+)`)
 	// keyPattern is an API key by its shape, masked (sk-proj-****Xy9Z) or not: OpenAI's
 	// and Anthropic's sk-, rk- and pk-, GitHub's ghp_ and friends, Slack's xox?-, and
 	// Google's AIza.
@@ -90,7 +91,14 @@ func String(s string) string {
 		return sub[1] + `"` + Mask + `"`
 	})
 	s = pairs(s)
-	s = bearerPattern.ReplaceAllString(s, "${1}"+Mask)
+	s = bearerPattern.ReplaceAllStringFunc(s, func(m string) string {
+		sub := bearerPattern.FindStringSubmatch(m)
+		// A credential has a digit or punctuation; "bearer authentication" has none.
+		if len(sub[2]) < 8 || !strings.ContainsAny(sub[2], "0123456789._~+/=-*") {
+			return m
+		}
+		return sub[1] + Mask
+	})
 	return keyPattern.ReplaceAllStringFunc(s, func(m string) string {
 		// A sentence's full stop after a key is the sentence's, not the key's.
 		trimmed := strings.TrimRight(m, ".")

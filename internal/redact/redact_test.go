@@ -25,7 +25,7 @@ func TestString(t *testing.T) {
 		{"key", "https://g.example.com/v1/embed?key=abc123&alt=json", "https://g.example.com/v1/embed?key=xxxxx&alt=json"},
 		{"api_key apikey token access_token", "http://h/?api_key=a&apikey=b&token=c&access_token=d", "http://h/?api_key=xxxxx&apikey=xxxxx&token=xxxxx&access_token=xxxxx"},
 		{"sig signature secret auth pwd pass", "http://h/?sig=a&X-Amz-Signature=b&client_secret=c&auth=d&pwd=e&pass=f", "http://h/?sig=xxxxx&X-Amz-Signature=xxxxx&client_secret=xxxxx&auth=xxxxx&pwd=xxxxx&pass=xxxxx"},
-		{"names that only look alike kept", "http://h/?monkey=a&keyword=b&author=c&passage=d", "http://h/?monkey=a&keyword=b&author=c&passage=d"},
+		{"names that only look alike kept", "http://h/?monkey=a&keyword=b&author=c&passage=d&max_tokens=5", "http://h/?monkey=a&keyword=b&author=c&passage=d&max_tokens=5"},
 		{"libpq DSN", "host=db port=5432 user=toolshed password=s3cret dbname=log", "host=db port=5432 user=toolshed password=xxxxx dbname=log"},
 		{"libpq DSN quoted password", `host=db password='a b\' c' dbname=log`, "host=db password=xxxxx dbname=log"},
 		{"libpq DSN spaces around =", "host=db password = s3cret dbname=log", "host=db password = xxxxx dbname=log"},
@@ -34,6 +34,8 @@ func TestString(t *testing.T) {
 		{"OpenAI 401, masked key", "Incorrect API key provided: sk-proj-****Xy9Z. You can find your API key at https://platform.openai.com/account/api-keys.", "Incorrect API key provided: xxxxx. You can find your API key at https://platform.openai.com/account/api-keys."},
 		{"Anthropic key", "invalid x-api-key sk-ant-api03-abcdefghijkl", "invalid x-api-key xxxxx"},
 		{"bearer", "Authorization: Bearer abc.def-123 rejected", "Authorization: Bearer xxxxx rejected"},
+		{"bearer JWT", "bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.sig", "bearer xxxxx"},
+		{"bearer in prose kept", "the server wants bearer authentication", "the server wants bearer authentication"},
 		{"GitHub token", "token ghp_abcdefghijklmnopqrstuvwxyz0123 is revoked", "token xxxxx is revoked"},
 		{"JSON member", `{"api_key": "abc123", "model": "m"}`, `{"api_key": "xxxxx", "model": "m"}`},
 		{"JSON member escaped quote", `{"token":"a\"b"}`, `{"token":"xxxxx"}`},
@@ -79,6 +81,7 @@ func TestSecretName(t *testing.T) {
 		"pass%77ord": true,
 		"host":       false, "user": false, "dbname": false, "sslmode": false, "model": false, "monkey": false,
 		"keyword": false, "author": false, "passage": false, "": false,
+		"max_tokens": false, "tokenizer": false, "x-auth-token": true, "githubToken": true,
 	} {
 		if got := SecretName(name); got != want {
 			t.Errorf("SecretName(%q) = %v, want %v", name, got, want)
