@@ -65,8 +65,9 @@ var (
 	// pairPattern is name=value after a start, a space or a separator of URL queries,
 	// path parameters, lists and quotes. A value in single quotes is libpq's quoted value
 	// (backslash escapes); an unquoted one runs to the next separator of a query or to a
-	// space or quote, so a password holding ; or , is hidden whole.
-	pairPattern = regexp.MustCompile(`(^|[\s?&;,(\[{"'<])([A-Za-z0-9_.%\-]+)(\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s&#"'<>]*)`)
+	// space or quote, so a password holding ; or , is hidden whole, and one that starts
+	// with a double quote or <> (which libpq takes as part of it) runs to a space.
+	pairPattern = regexp.MustCompile(`(^|[\s?&;,(\[{"'<])([A-Za-z0-9_.%\-]+)(\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s&#"'<>]+|[^\s&#]*)`)
 	// jsonPattern is a JSON member with a string value.
 	jsonPattern = regexp.MustCompile(`("([^"\\]{1,100})"\s*:\s*)"(?:[^"\\]|\\.)*"`)
 	// bearerPattern is a bearer credential as an Authorization header or a message

@@ -28,6 +28,7 @@ func TestString(t *testing.T) {
 		{"names that only look alike kept", "http://h/?monkey=a&keyword=b&author=c&passage=d&max_tokens=5", "http://h/?monkey=a&keyword=b&author=c&passage=d&max_tokens=5"},
 		{"libpq DSN", "host=db port=5432 user=toolshed password=s3cret dbname=log", "host=db port=5432 user=toolshed password=xxxxx dbname=log"},
 		{"libpq DSN quoted password", `host=db password='a b\' c' dbname=log`, "host=db password=xxxxx dbname=log"},
+		{"libpq DSN password starting with a double quote", `password="0000 host=db`, "password=xxxxx host=db"},
 		{"libpq DSN spaces around =", "host=db password = s3cret dbname=log", "host=db password = xxxxx dbname=log"},
 		{"in a message, quoted", `search log: cannot write to "postgres://u@db/log?password=s3cret": refused`, `search log: cannot write to "postgres://u@db/log?password=xxxxx": refused`},
 		{"url.Error", `Post "https://u:pw@h/v1?key=abc": dial tcp: refused`, `Post "https://u:xxxxx@h/v1?key=xxxxx": dial tcp: refused`},
