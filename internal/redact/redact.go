@@ -64,10 +64,10 @@ func SecretName(name string) bool {
 var (
 	// pairPattern is name=value after a start, a space or a separator of URL queries,
 	// path parameters, lists and quotes. A value in single quotes is libpq's quoted value
-	// (backslash escapes); an unquoted one runs to the next separator of a query or to a
-	// space or quote, so a password holding ; or , is hidden whole, and one that starts
-	// with a double quote or <> (which libpq takes as part of it) runs to a space.
-	pairPattern = regexp.MustCompile(`(^|[\s?&;,(\[{"'<])([A-Za-z0-9_.%\-]+)(\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s&#"'<>]+|[^\s&#]*)`)
+	// (backslash escapes); an unquoted one runs to the next separator, so that a pair
+	// after a ; or , is read as one (a=1;password=x). A secret's value is hidden further,
+	// up to a space, & or # (see pairs).
+	pairPattern = regexp.MustCompile(`(^|[\s?&;,(\[{"'<])([A-Za-z0-9_.%\-]+)(\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s&#"'<>;,]*)`)
 	// jsonPattern is a JSON member with a string value.
 	jsonPattern = regexp.MustCompile(`("([^"\\]{1,100})"\s*:\s*)"(?:[^"\\]|\\.)*"`)
 	// bearerPattern is a bearer credential as an Authorization header or a message
@@ -107,21 +107,39 @@ func String(s string) string {
 	})
 }
 
-// pairs hides the values of secret name=value pairs in s. The value of a pair that is
-// not secret may hold more pairs after a ; or , (a=1;password=x), which are read too.
+// pairs hides the values of secret name=value pairs in s. An unquoted secret value is
+// hidden up to a space, &, # or quote, so that a password holding ; or , is hidden
+// whole, and one that starts with a double quote or <> (which libpq takes as part of
+// it) up to a space, & or #. One pass: matches a hidden value covers are skipped.
 func pairs(s string) string {
-	return pairPattern.ReplaceAllStringFunc(s, func(m string) string {
-		sub := pairPattern.FindStringSubmatch(m)
-		switch {
-		case sub[4] == "":
-			return m
-		case SecretName(sub[2]):
-			return sub[1] + sub[2] + sub[3] + Mask
-		case strings.ContainsAny(sub[4], ";,"):
-			return sub[1] + sub[2] + sub[3] + pairs(sub[4])
+	var b strings.Builder
+	last := 0
+	for _, m := range pairPattern.FindAllStringSubmatchIndex(s, -1) {
+		vStart, vEnd := m[8], m[9]
+		if m[0] < last || !SecretName(s[m[4]:m[5]]) {
+			continue
 		}
-		return m
-	})
+		if vStart == vEnd || s[vStart] != '\'' {
+			stop := " \t\r\n\v\f&#\"'<>"
+			if vStart == vEnd {
+				stop = " \t\r\n\v\f&#"
+			}
+			for vEnd < len(s) && !strings.ContainsRune(stop, rune(s[vEnd])) {
+				vEnd++
+			}
+		}
+		if vStart == vEnd {
+			continue
+		}
+		b.WriteString(s[last:vStart])
+		b.WriteString(Mask)
+		last = vEnd
+	}
+	if last == 0 {
+		return s
+	}
+	b.WriteString(s[last:])
+	return b.String()
 }
 
 // Error is String of err's message, "" for nil.

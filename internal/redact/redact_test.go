@@ -131,3 +131,24 @@ func FuzzString(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkString measures the rule on a typical error and on 64 KiB inputs built to
+// make it slow (a chain of pairs, of URLs with user information, of unclosed quotes):
+// an upstream's error body is that large at most, and goes through the rule before the
+// log. Each must stay linear: go test -bench String ./internal/redact.
+func BenchmarkString(b *testing.B) {
+	for _, in := range []struct{ name, text string }{
+		{"error", `Post "https://u:pw@h/v1/embeddings?key=abc": dial tcp 10.0.0.1:443: connect: connection refused`},
+		{"pairs", strings.Repeat("a=b;", 16<<10)},
+		{"userinfo", strings.Repeat("://a:b@", 9362)},
+		{"quotes", strings.Repeat(`password="`, 6553)},
+		{"json", strings.Repeat(`{"token":"a\"`, 5041)},
+	} {
+		b.Run(in.name, func(b *testing.B) {
+			b.SetBytes(int64(len(in.text)))
+			for b.Loop() {
+				String(in.text)
+			}
+		})
+	}
+}
