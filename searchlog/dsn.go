@@ -77,7 +77,7 @@ func parseDSN(dsn string) (target, error) {
 			return target{}, fmt.Errorf("%w: %q: %s", ErrBadDSN, redact.String(dsn), redact.Error(err))
 		}
 		if path == "" || strings.HasPrefix(path, ":memory:") || params.Get("mode") == "memory" {
-			return target{}, fmt.Errorf("%w: %q names no file (an in-memory database would lose the log); name a file", ErrBadDSN, dsn)
+			return target{}, fmt.Errorf("%w: %q names no file (an in-memory database would lose the log); name a file", ErrBadDSN, redact.String(dsn))
 		}
 		path = strings.TrimPrefix(path, "//") // file:///abs/path
 		return target{path: path, params: params}, nil
