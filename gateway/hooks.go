@@ -111,9 +111,11 @@ func (h *hooks) close() {
 	}
 }
 
-// redactArguments returns args with the value of every member named in secrets (any depth,
-// case-insensitively) replaced by "[redacted]". Arguments that are not JSON are dropped
-// entirely rather than logged unredacted.
+// redactArguments returns args with the value of every member named in secrets (any
+// depth, case-insensitively) replaced by "[redacted]". Arguments that are not JSON are
+// dropped entirely rather than logged unredacted. (The names are the config's
+// hooks.secret_fields; internal/redact is the rule for what toolshed prints of URLs
+// and upstream errors.)
 func redactArguments(args json.RawMessage, secrets map[string]bool) json.RawMessage {
 	if len(bytes.TrimSpace(args)) == 0 {
 		return nil

@@ -18,9 +18,8 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"github.com/toolshed/toolshed/tokens"
-
 	"github.com/toolshed/toolshed/internal/redact"
+	"github.com/toolshed/toolshed/tokens"
 )
 
 // OpenAI is an Upstream speaking the Chat Completions API: OpenAI itself, vLLM, Ollama,

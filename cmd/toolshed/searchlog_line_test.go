@@ -77,8 +77,7 @@ func TestServeSearchLogLineHidesPassword(t *testing.T) {
 	withParam.RawQuery = q.Encode()
 	bare, _ := url.Parse(dsn)
 	bare.RawQuery = ""
-	port := bare.Port()
-	keywords := fmt.Sprintf("host=%s port=%s user=%s dbname=%s password=%s", bare.Hostname(), port, bare.User.Username(), strings.TrimPrefix(bare.Path, "/"), secret)
+	keywords := fmt.Sprintf("host=%s port=%s user=%s dbname=%s password=%s", bare.Hostname(), bare.Port(), bare.User.Username(), strings.TrimPrefix(bare.Path, "/"), secret)
 	t.Chdir(t.TempDir())
 	for _, tc := range []struct{ where, dsn, prefix string }{
 		{"user:password@", withUser.String(), "postgres://"},
