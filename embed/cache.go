@@ -102,7 +102,7 @@ func loadCache(path, key string) (map[textHash]quantized, error) {
 		return bad("written for another model")
 	}
 	dim, err := binary.ReadUvarint(r)
-	if err != nil || dim == 0 || dim > 1<<16 {
+	if err != nil || dim == 0 || dim > MaxDimensions {
 		return bad("damaged header")
 	}
 	rec := make([]byte, 32+4+int(dim))
@@ -247,7 +247,7 @@ func encodeVector(v quantized) []byte {
 
 // decodeVector reads what encodeVector wrote.
 func decodeVector(b []byte) (quantized, bool) {
-	if len(b) < 5 {
+	if len(b) < 5 || len(b)-4 > MaxDimensions {
 		return quantized{}, false
 	}
 	s := math.Float32frombits(binary.LittleEndian.Uint32(b))

@@ -18,6 +18,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/toolshed/toolshed/internal/redact"
 )
 
 // APIKeyEnv is the environment variable an endpoint's key is read from, so that the key
@@ -32,6 +34,12 @@ const (
 	// maxResponse bounds an endpoint's answer: 64 MiB holds a batch of 512 vectors of
 	// 8,192 dimensions written out as JSON numbers, far more than any batch sent.
 	maxResponse = 64 << 20
+	// MaxDimensions is the most dimensions a vector may have. The largest embedding
+	// models in use give 4,096 (3,072 for OpenAI's text-embedding-3-large); a vector
+	// costs 1.125 bytes a dimension in memory and in the cache, so 8,192 dimensions over
+	// 10,000 tools is 92 MB, while an endpoint's 131,072 would be 1.5 GB. A longer vector
+	// is refused as a bad response, and search uses words.
+	MaxDimensions = 8192
 )
 
 // Errors a Client's calls wrap with %w, so that callers can tell a misconfiguration
@@ -44,7 +52,8 @@ var (
 	// ErrTimeout: the endpoint did not answer in time.
 	ErrTimeout = errors.New("embed: endpoint timed out")
 	// ErrBadResponse: the endpoint answered 200 with something that is not the vectors
-	// asked for (not JSON, the wrong count, the wrong or a changing dimension, NaN).
+	// asked for (not JSON, the wrong count, the wrong or a changing dimension, more than
+	// MaxDimensions, NaN), or redirected to another origin.
 	ErrBadResponse = errors.New("embed: bad response")
 )
 
@@ -113,11 +122,11 @@ func New(opts Options) (*Client, error) {
 		return nil, fmt.Errorf("%w: no endpoint URL; give one such as http://localhost:11434/api/embed (Ollama) or http://localhost:8000/v1/embeddings (OpenAI format)", ErrConfig)
 	}
 	if opts.Model == "" {
-		return nil, fmt.Errorf("%w: no model name for %s; give the embedding model the endpoint serves, such as nomic-embed-text", ErrConfig, opts.URL)
+		return nil, fmt.Errorf("%w: no model name for %s; give the embedding model the endpoint serves, such as nomic-embed-text", ErrConfig, redact.String(opts.URL))
 	}
 	u, err := url.Parse(opts.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("%w: endpoint %q is not an http(s) URL such as http://localhost:11434/api/embed", ErrConfig, opts.URL)
+		return nil, fmt.Errorf("%w: endpoint %q is not an http(s) URL such as http://localhost:11434/api/embed", ErrConfig, redact.String(opts.URL))
 	}
 	if strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/v1") {
 		u.Path = strings.TrimRight(u.Path, "/") + "/embeddings"
@@ -133,8 +142,8 @@ func New(opts Options) (*Client, error) {
 	default:
 		return nil, fmt.Errorf("%w: unknown format %q; use %q or %q", ErrConfig, format, FormatOpenAI, FormatOllama)
 	}
-	if opts.Dimensions < 0 {
-		return nil, fmt.Errorf("%w: dimensions must be positive or 0 (the model's own), got %d", ErrConfig, opts.Dimensions)
+	if opts.Dimensions < 0 || opts.Dimensions > MaxDimensions {
+		return nil, fmt.Errorf("%w: dimensions must be from 1 to %d, or 0 (the model's own), got %d", ErrConfig, MaxDimensions, opts.Dimensions)
 	}
 	if opts.APIKey == "" {
 		opts.APIKey = os.Getenv(APIKeyEnv)
@@ -148,11 +157,46 @@ func New(opts Options) (*Client, error) {
 	if opts.Concurrency <= 0 {
 		opts.Concurrency = DefaultConcurrency
 	}
-	hc := opts.HTTPClient
-	if hc == nil {
-		hc = &http.Client{}
+	hc := &http.Client{}
+	if opts.HTTPClient != nil {
+		copied := *opts.HTTPClient
+		hc = &copied
 	}
-	return &Client{opts: opts, endpoint: u.String(), shown: u.Redacted(), format: format, http: hc}, nil
+	hc.CheckRedirect = sameOrigin(hc.CheckRedirect)
+	return &Client{opts: opts, endpoint: u.String(), shown: redact.String(u.String()), format: format, http: hc}, nil
+}
+
+// errOtherOrigin is what a redirect to another origin fails with.
+var errOtherOrigin = errors.New("redirected to another origin")
+
+// sameOrigin is a CheckRedirect that follows a redirect only to the origin (scheme,
+// host and port) of the first request, then asks next, if any. A request carries the
+// tool texts or the query and, for a redirect to the same host name, Go's client sends
+// the bearer key along even to another port: an endpoint that moved is given as the
+// new URL, not followed.
+func sameOrigin(next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		from := via[0].URL
+		if !strings.EqualFold(req.URL.Scheme, from.Scheme) || !strings.EqualFold(canonicalHost(req.URL), canonicalHost(from)) {
+			return fmt.Errorf("%w: %s; give that URL as the endpoint if it is the one meant", errOtherOrigin, redact.String(req.URL.String()))
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+}
+
+// canonicalHost is a URL's host and port, with the scheme's default port filled in.
+func canonicalHost(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+	}
+	return u.Hostname() + ":" + port
 }
 
 // Options returns the client's options with defaults filled in.
@@ -229,7 +273,10 @@ func (c *Client) call(ctx context.Context, input []string) ([][]float32, error) 
 		if ctx.Err() == context.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded) {
 			return nil, fmt.Errorf("%w: %s gave no answer within its timeout", ErrTimeout, c.shown)
 		}
-		return nil, fmt.Errorf("%w: %s: %v", ErrUnavailable, c.shown, err)
+		if errors.Is(err, errOtherOrigin) {
+			return nil, fmt.Errorf("%w: %s %v", ErrBadResponse, c.shown, redact.Error(errors.Unwrap(err)))
+		}
+		return nil, fmt.Errorf("%w: %s: %s", ErrUnavailable, c.shown, redact.Error(err))
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxResponse+1))
@@ -237,10 +284,10 @@ func (c *Client) call(ctx context.Context, input []string) ([][]float32, error) 
 		if ctx.Err() == context.DeadlineExceeded {
 			return nil, fmt.Errorf("%w: %s stopped answering within its timeout", ErrTimeout, c.shown)
 		}
-		return nil, fmt.Errorf("%w: %s: reading the answer: %v", ErrUnavailable, c.shown, err)
+		return nil, fmt.Errorf("%w: %s: reading the answer: %s", ErrUnavailable, c.shown, redact.Error(err))
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%w: %s answered %s: %s", ErrUnavailable, c.shown, resp.Status, errorMessage(raw))
+		return nil, fmt.Errorf("%w: %s answered %s: %s", ErrUnavailable, c.shown, resp.Status, redact.String(errorMessage(raw)))
 	}
 	if len(raw) > maxResponse {
 		return nil, fmt.Errorf("%w: %s answered more than %d MiB", ErrBadResponse, c.shown, maxResponse>>20)
@@ -290,6 +337,9 @@ func (c *Client) decode(raw []byte, n int) ([][]float32, error) {
 		}
 		if len(v) != dim {
 			return nil, fmt.Errorf("vector %d has %d dimensions, want %d", i, len(v), dim)
+		}
+		if dim > MaxDimensions {
+			return nil, fmt.Errorf("vector %d has %d dimensions, more than the %d toolshed keeps (a vector costs about a byte a dimension for every tool); ask the model for fewer (--embed-dimensions) or use another", i, dim, MaxDimensions)
 		}
 		f := make([]float32, len(v))
 		nonzero := false

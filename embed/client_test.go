@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"net"
 	"net/http"
@@ -121,6 +122,7 @@ func TestClientErrors(t *testing.T) {
 		{"zero vector", embed.Options{URL: garbage(`{"data":[{"index":0,"embedding":[0,0]}]}`)}, embedtest.Normal, embed.ErrBadResponse, "all zeros"},
 		{"bad index", embed.Options{URL: garbage(`{"data":[{"index":3,"embedding":[1,0]}]}`)}, embedtest.Normal, embed.ErrBadResponse, "index 3"},
 		{"wrong dims", embed.Options{URL: garbage(`{"data":[{"index":0,"embedding":[1,0]}]}`), Dimensions: 8}, embedtest.Normal, embed.ErrBadResponse, "2 dimensions, want 8"},
+		{"too many dims", embed.Options{URL: garbage(`{"data":[{"index":0,"embedding":[1` + strings.Repeat(",0", embed.MaxDimensions) + `]}]}`)}, embedtest.Normal, embed.ErrBadResponse, fmt.Sprintf("%d dimensions, more than the %d", embed.MaxDimensions+1, embed.MaxDimensions)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv.SetMode(tc.mode, time.Second)
@@ -140,6 +142,19 @@ func TestClientErrors(t *testing.T) {
 	}
 }
 
+// TestClientTakesMaxDimensions: a vector of exactly MaxDimensions is taken; the cap
+// refuses only longer ones.
+func TestClientTakesMaxDimensions(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(`{"data":[{"index":0,"embedding":[1` + strings.Repeat(",0", embed.MaxDimensions-1) + `]}]}`))
+	}))
+	defer srv.Close()
+	v, err := newClient(t, embed.Options{URL: srv.URL + "/v1/embeddings", Model: "m"}).Query(context.Background(), "x")
+	if err != nil || len(v) != embed.MaxDimensions {
+		t.Fatalf("Query = %d dimensions, %v; want %d", len(v), err, embed.MaxDimensions)
+	}
+}
+
 func TestNewRejectsBadOptions(t *testing.T) {
 	for _, o := range []embed.Options{
 		{Model: "m"},
@@ -147,6 +162,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		{URL: "localhost:11434", Model: "m"},
 		{URL: "http://localhost:1/x", Model: "m", Format: "grpc"},
 		{URL: "http://localhost:1/x", Model: "m", Dimensions: -1},
+		{URL: "http://localhost:1/x", Model: "m", Dimensions: embed.MaxDimensions + 1},
 	} {
 		if _, err := embed.New(o); !errors.Is(err, embed.ErrConfig) {
 			t.Errorf("New(%+v) = %v, want ErrConfig", o, err)

@@ -190,7 +190,7 @@ func (r *callRegistry) approval(spec callSpec) (*mcp.CallToolResult, bool) {
 	if !canElicit(spec.req.Session) {
 		return errorResult(PermissionDenied, "%s needs the user's approval, but this client cannot ask the user (it does not support MCP elicitation); use a client that does, or ask the operator to lift the approval rule", spec.tool.Qualified), false
 	}
-	args := string(redact(spec.args, r.g.hooks.secrets))
+	args := string(redactArguments(spec.args, r.g.hooks.secrets))
 	return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{approvalInput: &mcp.ElicitParams{
 		Message: fmt.Sprintf("Allow the assistant to call %s (server %s) with these arguments?\n%s", spec.tool.Qualified, spec.tool.Server, args),
 		RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{

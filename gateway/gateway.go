@@ -23,6 +23,7 @@ import (
 	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/embed"
 	"github.com/toolshed/toolshed/gateway/config"
+	"github.com/toolshed/toolshed/internal/redact"
 	"github.com/toolshed/toolshed/metrics"
 	"github.com/toolshed/toolshed/policy"
 	"github.com/toolshed/toolshed/search"
@@ -512,12 +513,26 @@ func (g *Gateway) logOut() io.Writer {
 func (g *Gateway) logf(format string, args ...any) {
 	g.logMu.Lock()
 	defer g.logMu.Unlock()
-	fmt.Fprintf(g.logOut(), "toolshed: "+format+"\n", args...)
+	// Every line goes through the one redaction rule: it may quote an upstream's URL,
+	// error or log message, any of which may hold a key.
+	io.WriteString(g.logOut(), redact.String(fmt.Sprintf("toolshed: "+format+"\n", args...)))
 }
 
 // slogger is the SDK's logger: warnings and errors only, into toolshed's log.
 func (g *Gateway) slogger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(g.logOut(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return slog.New(slog.NewTextHandler(redactedWriter{g.logOut()}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// redactedWriter passes each write through the one redaction rule: slog writes a
+// record in one write, and the SDK's records quote errors that may hold an upstream's
+// URL or what it answered.
+type redactedWriter struct{ w io.Writer }
+
+func (r redactedWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(r.w, redact.String(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
 
 // assembly is one catalog snapshot with what is derived from it: one plan per profile,

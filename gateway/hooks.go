@@ -95,7 +95,7 @@ func (h *hooks) log(a activity) {
 	if h.out == nil {
 		return
 	}
-	a.Arguments = redact(a.Arguments, h.secrets)
+	a.Arguments = redactArguments(a.Arguments, h.secrets)
 	b, err := json.Marshal(a)
 	if err != nil {
 		return
@@ -111,10 +111,12 @@ func (h *hooks) close() {
 	}
 }
 
-// redact returns args with the value of every member named in secrets (any depth,
-// case-insensitively) replaced by "[redacted]". Arguments that are not JSON are dropped
-// entirely rather than logged unredacted.
-func redact(args json.RawMessage, secrets map[string]bool) json.RawMessage {
+// redactArguments returns args with the value of every member named in secrets (any
+// depth, case-insensitively) replaced by "[redacted]". Arguments that are not JSON are
+// dropped entirely rather than logged unredacted. (The names are the config's
+// hooks.secret_fields; internal/redact is the rule for what toolshed prints of URLs
+// and upstream errors.)
+func redactArguments(args json.RawMessage, secrets map[string]bool) json.RawMessage {
 	if len(bytes.TrimSpace(args)) == 0 {
 		return nil
 	}

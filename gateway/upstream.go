@@ -19,6 +19,7 @@ import (
 
 	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/gateway/config"
+	"github.com/toolshed/toolshed/internal/redact"
 )
 
 // UpstreamProtocol is the MCP version toolshed speaks to upstream servers, the newest of
@@ -184,7 +185,9 @@ func (u *Upstream) failed(err error, retry time.Duration) {
 
 func (u *Upstream) setStateLocked(s State, err error) {
 	changed := u.status.State != s
-	u.status.State, u.status.Err = s, err
+	// The error is shown (the log, /readyz, start-up progress) and may quote the
+	// server's URL with a key in its query, or an answer that echoes the key sent.
+	u.status.State, u.status.Err = s, redact.Wrap(err)
 	if changed {
 		u.status.Since = time.Now()
 	}

@@ -114,6 +114,23 @@ func (s *Searcher) Index() *search.Index { return s.ix }
 // answer is BM25F's alone, and the failure is logged once until the endpoint answers
 // again. The errors are search's own (an empty or over-long query).
 func (s *Searcher) Search(ctx context.Context, query string, opts search.Options) ([]search.Result, error) {
+	return s.search(query, opts, func() ([]float32, error) {
+		qctx, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
+		defer cancel()
+		return s.client.Query(qctx, query)
+	})
+}
+
+// SearchVector is Search with the query's embedding qv already made by the caller
+// (with the Searcher's client), as toolshed search makes it before the tools', to know
+// at once whether the endpoint answers. A qv of another dimension than the tools' gives
+// words alone, as a failed embedding does.
+func (s *Searcher) SearchVector(query string, qv []float32, opts search.Options) ([]search.Result, error) {
+	return s.search(query, opts, func() ([]float32, error) { return qv, nil })
+}
+
+// search is Search with the query's embedding from embedQuery.
+func (s *Searcher) search(query string, opts search.Options, embedQuery func() ([]float32, error)) ([]search.Result, error) {
 	limit := opts.Limit
 	if limit <= 0 {
 		limit = search.DefaultLimit
@@ -125,9 +142,7 @@ func (s *Searcher) Search(ctx context.Context, query string, opts search.Options
 	if err != nil || s.vecs == nil || s.client == nil {
 		return cut(lexical, limit), err
 	}
-	qctx, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
-	qv, err := s.client.Query(qctx, query)
-	cancel()
+	qv, err := embedQuery()
 	if err == nil && len(qv) != s.vecs.Dim() {
 		err = fmt.Errorf("%w: the query's vector has %d dimensions, the tools' %d", embed.ErrBadResponse, len(qv), s.vecs.Dim())
 	}

@@ -2,6 +2,7 @@ package hybrid_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"strings"
@@ -255,5 +256,33 @@ func TestWithSharesTheWarning(t *testing.T) {
 	got, _ := other.Search(context.Background(), "grab a selfie", search.Options{})
 	if len(got) == 0 || got[0].Tool.Qualified != "camera__take_picture" {
 		t.Fatalf("With's searcher does not fuse: %v", names(got))
+	}
+}
+
+// TestSearchVector: a query vector made beforehand ranks as Search's own would, and one
+// of another dimension gives words alone, counted as a fallback with one warning.
+func TestSearchVector(t *testing.T) {
+	f := setup(t, "/v1/embeddings", hybrid.Options{})
+	const q = "grab a selfie"
+	c, err := embed.New(embed.Options{URL: f.srv.URL + "/v1/embeddings", Model: embedtest.Model})
+	if err != nil {
+		t.Fatal(err)
+	}
+	qv, err := c.Query(context.Background(), q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := f.hs.Search(context.Background(), q, search.Options{Limit: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.hs.SearchVector(q, qv, search.Options{Limit: 3})
+	if err != nil || fmt.Sprint(names(got)) != fmt.Sprint(names(want)) {
+		t.Fatalf("SearchVector = %v, %v; want Search's %v", names(got), err, names(want))
+	}
+	words, _ := f.ix.Search(q, search.Options{Limit: 3})
+	got, err = f.hs.SearchVector(q, qv[:len(qv)-1], search.Options{Limit: 3})
+	if err != nil || fmt.Sprint(names(got)) != fmt.Sprint(names(words)) || f.hs.Fallbacks() != 1 || f.log.count("WARN") != 1 {
+		t.Errorf("a vector of the wrong dimension: %v, %v, %d fallbacks, log %s; want words alone %v, one fallback and warning", names(got), err, f.hs.Fallbacks(), f.log.String(), names(words))
 	}
 }

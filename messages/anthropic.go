@@ -10,6 +10,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/toolshed/toolshed/internal/redact"
 )
 
 // DefaultAnthropicURL is the Anthropic API.
@@ -66,7 +68,7 @@ func (a *Anthropic) post(ctx context.Context, path, query string, b []byte, h ht
 	}
 	r, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(b))
 	if err != nil {
-		return nil, fmt.Errorf("the upstream URL %q is not usable: %w", a.BaseURL, err)
+		return nil, fmt.Errorf("the upstream URL %q is not usable: %w", redact.String(a.BaseURL), redact.Wrap(err))
 	}
 	for k, vs := range h {
 		r.Header[k] = append([]string(nil), vs...)
@@ -99,19 +101,7 @@ func upstreamUnreachable(err error) error {
 		return err
 	}
 	return &APIError{Status: http.StatusInternalServerError, Type: APIErrorType,
-		Message: fmt.Sprintf("could not reach the upstream model API: %v", redactURL(err))}
-}
-
-// redactURL drops the query of a *url.Error's URL, where some providers put keys.
-func redactURL(err error) string {
-	s := err.Error()
-	if i := strings.IndexByte(s, '?'); i >= 0 {
-		if j := strings.IndexByte(s[i:], '"'); j >= 0 {
-			return s[:i] + s[i+j:]
-		}
-		return s[:i]
-	}
-	return s
+		Message: "could not reach the upstream model API: " + redact.Error(err)}
 }
 
 // readAPIError reads an error response: the Messages API's error body when the upstream
@@ -125,7 +115,7 @@ func readAPIError(resp *http.Response) *APIError {
 		} `json:"error"`
 	}
 	if json.Unmarshal(body, &e) == nil && e.Error.Type != "" {
-		ae := ErrorFromType(e.Error.Type, e.Error.Message)
+		ae := ErrorFromType(e.Error.Type, redact.String(e.Error.Message))
 		if resp.StatusCode >= 400 {
 			ae.Status = resp.StatusCode
 		}
@@ -138,7 +128,7 @@ func readAPIError(resp *http.Response) *APIError {
 	if msg == "" {
 		msg = http.StatusText(resp.StatusCode)
 	}
-	return ErrorFromStatus(resp.StatusCode, "the upstream model API answered "+resp.Status+": "+msg)
+	return ErrorFromStatus(resp.StatusCode, "the upstream model API answered "+resp.Status+": "+redact.String(msg))
 }
 
 // send posts req, encoded with its members' bytes as they are, to /v1/messages.

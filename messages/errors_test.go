@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -153,6 +155,49 @@ func TestUpstreamErrors(t *testing.T) {
 			t.Errorf("the key leaked into the error: %s", body)
 		}
 	})
+	// An upstream (a gateway in front of the API, say) whose error quotes the key it
+	// was sent: the client and the proxy's log see the error without the key.
+	for _, tc := range []struct{ name, answer string }{
+		{"upstream echoes the key", `{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key sk-ant-api03-echoed-secret-0123"}}`},
+		{"upstream echoes the key, not JSON", `invalid x-api-key sk-ant-api03-echoed-secret-0123`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusUnauthorized)
+				io.WriteString(w, tc.answer)
+			}))
+			defer up.Close()
+			var log strings.Builder
+			p := &messages.Proxy{Upstream: &messages.Anthropic{BaseURL: up.URL, APIKey: "sk-ant-api03-echoed-secret-0123"}, Logger: slog.New(slog.NewTextHandler(&syncWriter{w: &log}, nil))}
+			srv := httptest.NewServer(p.Handler())
+			defer srv.Close()
+			resp, err := http.Post(srv.URL+"/v1/messages", "application/json", strings.NewReader(`{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 401 || !strings.Contains(string(body), "invalid x-api-key xxxxx") {
+				t.Errorf("got %d %s; want the upstream's 401 with the key as xxxxx", resp.StatusCode, body)
+			}
+			srv.Close() // the handler has returned: the log is complete
+			if strings.Contains(string(body), "echoed-secret") || strings.Contains(log.String(), "echoed-secret") {
+				t.Errorf("the key leaked: body %s, log %s", body, log.String())
+			}
+		})
+	}
+}
+
+// syncWriter serializes writes to w.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
 
 // TestSearchBudget checks that searches past MaxSearches answer too_many_requests.

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/toolshed/toolshed/internal/redact"
 	"github.com/toolshed/toolshed/tokens"
 )
 
@@ -272,10 +273,11 @@ func oaRejectsMaxTokens(status int, body []byte) bool {
 	return e.Param == "max_tokens" || (strings.Contains(e.Message, "max_tokens") && strings.Contains(e.Message, "max_completion_tokens"))
 }
 
-// redact removes the configured key from an error message, should an upstream echo it.
+// redact removes the configured key from an error message, should an upstream echo it
+// in a shape redact.String does not know.
 func (o *OpenAI) redact(e *APIError) *APIError {
 	if len(o.APIKey) >= 4 {
-		e.Message = strings.ReplaceAll(e.Message, o.APIKey, "[redacted]")
+		e.Message = strings.ReplaceAll(e.Message, o.APIKey, redact.Mask)
 	}
 	return e
 }

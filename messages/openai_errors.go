@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/toolshed/toolshed/internal/redact"
 )
 
 // The error answers of OpenAI-compatible servers, as Messages API errors.
@@ -67,17 +68,12 @@ func parseOpenAIError(body []byte) (oaErrorObject, bool) {
 	return oaErrorObject{}, false
 }
 
-var oaKeyPattern = regexp.MustCompile(`(?i)\b(?:sk|rk|pk)-[A-Za-z0-9_*.\-]{4,}|(?i)\bbearer\s+[^\s"',]+`)
-
-// oaRedactKeys hides anything in a message that looks like an API key, masked or not.
-func oaRedactKeys(s string) string { return oaKeyPattern.ReplaceAllString(s, "[redacted]") }
-
 // OpenAIError maps an upstream error answer to the Messages API error of its status
 // (ErrorFromStatus: 400 and 422 invalid_request_error, 401 authentication_error, 403
 // permission_error, 404 not_found_error, 429 rate_limit_error, 503 overloaded_error, other
 // 5xx api_error). The message is the upstream's own, from any of the error shapes
 // parseOpenAIError knows, else the body's text, else the status text, with anything that
-// looks like an API key (OpenAI's 401 quotes a masked key) replaced by [redacted].
+// looks like an API key (OpenAI's 401 quotes a masked key) hidden by redact.String.
 func OpenAIError(status int, body []byte) *APIError {
 	msg := ""
 	if e, ok := parseOpenAIError(body); ok {
@@ -94,7 +90,7 @@ func OpenAIError(status int, body []byte) *APIError {
 			msg = "upstream error " + strconv.Itoa(status)
 		}
 	}
-	return ErrorFromStatus(status, oaRedactKeys(msg))
+	return ErrorFromStatus(status, redact.String(msg))
 }
 
 // oaErrorInBody maps an error sent with a 200 status (in a body or mid-stream) to an
@@ -124,5 +120,5 @@ func oaErrorInBody(body []byte) *APIError {
 	if e.Message == "" {
 		e.Message = "the upstream model reported an error"
 	}
-	return ErrorFromStatus(status, oaRedactKeys(e.Message))
+	return ErrorFromStatus(status, redact.String(e.Message))
 }

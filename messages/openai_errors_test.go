@@ -14,7 +14,7 @@ func TestOpenAIError(t *testing.T) {
 	}{
 		{400, `{"error":{"message":"Invalid value for 'messages[1].role'.","type":"invalid_request_error","param":"messages[1].role","code":"invalid_value"}}`, 400, InvalidRequest, "Invalid value for 'messages[1].role'."},
 		{422, `{"detail":[{"type":"missing","loc":["body","messages"],"msg":"Field required","input":{}}]}`, 400, InvalidRequest, "body.messages: Field required"},
-		{401, `{"error":{"message":"Incorrect API key provided: sk-proj-********************************************Xy9Z. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`, 401, Authentication, "Incorrect API key provided: [redacted] You can find your API key at https://platform.openai.com/account/api-keys."},
+		{401, `{"error":{"message":"Incorrect API key provided: sk-proj-********************************************Xy9Z. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`, 401, Authentication, "Incorrect API key provided: xxxxx. You can find your API key at https://platform.openai.com/account/api-keys."},
 		{403, `{"error":{"message":"Project proj_abc does not have access to model gpt-5","type":"invalid_request_error","param":null,"code":"model_not_found"}}`, 403, Permission, "Project proj_abc does not have access to model gpt-5"},
 		{404, `{"error":{"message":"model \"llama9\" not found, try pulling it first","type":"api_error","param":null,"code":null}}`, 404, NotFound, `model "llama9" not found, try pulling it first`},
 		{404, `{"error":"model 'qwen' not found"}`, 404, NotFound, "model 'qwen' not found"},
@@ -22,7 +22,7 @@ func TestOpenAIError(t *testing.T) {
 		{500, `{"error":{"message":"The server had an error while processing your request. Sorry about that!","type":"server_error","param":null,"code":null}}`, 500, APIErrorType, "The server had an error while processing your request. Sorry about that!"},
 		{502, `<html><body>Bad Gateway</body></html>`, 500, APIErrorType, "Bad Gateway"},
 		{503, `{"object":"error","message":"The server is overloaded","type":"ServiceUnavailableError","param":null,"code":503}`, 529, Overloaded, "The server is overloaded"},
-		{500, `{"error":{"code":500,"message":"Bearer abc.def-123 rejected by the proxy","type":"server_error"}}`, 500, APIErrorType, "[redacted] rejected by the proxy"},
+		{500, `{"error":{"code":500,"message":"Bearer abc.def-123 rejected by the proxy","type":"server_error"}}`, 500, APIErrorType, "Bearer xxxxx rejected by the proxy"},
 		{400, `plain text error`, 400, InvalidRequest, "plain text error"},
 		{500, ``, 500, APIErrorType, "Internal Server Error"},
 	} {

@@ -315,10 +315,10 @@ func TestOpenAIUpstreamErrors(t *testing.T) {
 		want   string
 	}{
 		{401, `{"error":{"message":"Incorrect API key provided: sk-test-123. You can find your API key at https://platform.openai.com/account/api-keys.","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`,
-			"401 authentication_error: Incorrect API key provided: [redacted] You can find your API key at https://platform.openai.com/account/api-keys."},
+			"401 authentication_error: Incorrect API key provided: xxxxx. You can find your API key at https://platform.openai.com/account/api-keys."},
 		{429, `{"error":{"message":"Rate limit reached","type":"requests","param":null,"code":"rate_limit_exceeded"}}`, "429 rate_limit_error: Rate limit reached"},
 		{503, `upstream connect error`, "529 overloaded_error: upstream connect error"},
-		{500, `{"error":{"message":"key my-local-key-42 is wrong","type":"server_error"}}`, "500 api_error: key [redacted] is wrong"},
+		{500, `{"error":{"message":"key my-local-key-42 is wrong","type":"server_error"}}`, "500 api_error: key xxxxx is wrong"},
 	} {
 		srv := newOAServer(t, func(w http.ResponseWriter, body []byte, n int) {
 			w.Header().Set("Content-Type", "application/json")

@@ -6,7 +6,12 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/toolshed/toolshed/internal/redact"
 )
 
 // ErrBadDSN is wrapped by the error Open returns for a database name it cannot read.
@@ -37,7 +42,10 @@ type target struct {
 }
 
 // parseDSN reads a database name: "" for the default file, a path, "sqlite:PATH",
-// "file:PATH[?params]", or "postgres://..." / "postgresql://...".
+// "file:PATH[?params]", "postgres://..." / "postgresql://...", or a libpq
+// keyword=value string (host=... dbname=...). A name that holds a libpq keyword=value
+// pair anywhere is read as such a string and refused if it is not a valid one, never
+// taken as a file's path: its file would be named after the password it holds.
 func parseDSN(dsn string) (target, error) {
 	switch {
 	case dsn == "":
@@ -45,7 +53,12 @@ func parseDSN(dsn string) (target, error) {
 		return target{path: p}, err
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
 		if _, err := url.Parse(dsn); err != nil {
-			return target{}, fmt.Errorf("%w: %v", ErrBadDSN, redactErr(err))
+			return target{}, fmt.Errorf("%w: %s", ErrBadDSN, redact.Error(err))
+		}
+		return target{postgres: dsn}, nil
+	case keywordPair.MatchString(dsn):
+		if _, err := pgconn.ParseConfig(dsn); err != nil {
+			return target{}, fmt.Errorf("%w: %s reads as a PostgreSQL keyword=value string, but not a valid one (%s); write it as host=HOST port=PORT user=USER password=PASSWORD dbname=NAME (quote a value holding spaces in single quotes), or as a postgres:// URL", ErrBadDSN, redact.String(dsn), redact.Error(err))
 		}
 		return target{postgres: dsn}, nil
 	case strings.HasPrefix(dsn, "sqlite:"):
@@ -61,10 +74,10 @@ func parseDSN(dsn string) (target, error) {
 		path, query, _ := strings.Cut(rest, "?")
 		params, err := url.ParseQuery(query)
 		if err != nil {
-			return target{}, fmt.Errorf("%w: %q: %v", ErrBadDSN, dsn, err)
+			return target{}, fmt.Errorf("%w: %q: %s", ErrBadDSN, redact.String(dsn), redact.Error(err))
 		}
 		if path == "" || strings.HasPrefix(path, ":memory:") || params.Get("mode") == "memory" {
-			return target{}, fmt.Errorf("%w: %q names no file (an in-memory database would lose the log); name a file", ErrBadDSN, dsn)
+			return target{}, fmt.Errorf("%w: %q names no file (an in-memory database would lose the log); name a file", ErrBadDSN, redact.String(dsn))
 		}
 		path = strings.TrimPrefix(path, "//") // file:///abs/path
 		return target{path: path, params: params}, nil
@@ -86,11 +99,6 @@ func File(dsn string) (path string, isFile bool, err error) {
 	return t.path, true, nil
 }
 
-// redactErr drops what a URL parse error quotes: the URL, password included.
-func redactErr(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err
-	}
-	return err
-}
+// keywordPair finds a libpq keyword=value pair (libpq's connection keywords, "Parameter
+// Key Words" in its manual) at the start of a name or after a space.
+var keywordPair = regexp.MustCompile(`(^|\s)(host|hostaddr|port|dbname|user|password|passfile|require_auth|channel_binding|connect_timeout|client_encoding|options|application_name|fallback_application_name|keepalives|keepalives_idle|keepalives_interval|keepalives_count|tcp_user_timeout|replication|gssencmode|sslmode|requiressl|sslnegotiation|sslcompression|sslcert|sslkey|sslpassword|sslcertmode|sslrootcert|sslcrl|sslcrldir|sslsni|requirepeer|ssl_min_protocol_version|ssl_max_protocol_version|krbsrvname|gsslib|gssdelegation|service|target_session_attrs|load_balance_hosts)\s*=`)

@@ -164,7 +164,8 @@ type record struct {
 
 // Open opens (creating and migrating) the log named by dsn: "" for the default SQLite
 // file (see DefaultPath), a path, "sqlite:PATH" or "file:PATH[?_pragma=...]" for a
-// SQLite file, "postgres://..." or "postgresql://..." for PostgreSQL. It fails for a
+// SQLite file, "postgres://...", "postgresql://..." or a libpq keyword=value string
+// (host=... dbname=...) for PostgreSQL. It fails for a
 // database it cannot open or one a newer toolshed migrated (ErrNewerSchema). Close the
 // Log to write what it still holds.
 func Open(ctx context.Context, dsn string, opts Options) (*Log, error) {

@@ -3,13 +3,14 @@ package searchlog
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/toolshed/toolshed/internal/redact"
 )
 
 // pgStore is a log in PostgreSQL, which several gateway replicas can share.
@@ -40,10 +41,10 @@ const (
 // be reached is returned all the same, waiting (see check); a dsn pgx cannot read fails
 // either way.
 func openPostgres(ctx context.Context, dsn string, later bool) (*pgStore, error) {
-	name := redactedURL(dsn)
+	name := redact.String(dsn) // see Log.Where
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrBadDSN, name, err)
+		return nil, fmt.Errorf("%w: %s: %v", ErrBadDSN, name, redact.Error(err)) // pgx quotes what it cannot parse
 	}
 	cfg.MaxConns = 4
 	if cfg.ConnConfig.ConnectTimeout == 0 {
@@ -51,7 +52,7 @@ func openPostgres(ctx context.Context, dsn string, later bool) (*pgStore, error)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("searchlog: cannot connect to %s: %w", name, err)
+		return nil, fmt.Errorf("searchlog: cannot connect to %s: %w", name, redact.Wrap(err))
 	}
 	s := &pgStore{pool: pool, name: name}
 	if err := pool.Ping(ctx); err != nil {
@@ -59,7 +60,7 @@ func openPostgres(ctx context.Context, dsn string, later bool) (*pgStore, error)
 			pool.Close()
 			return nil, fmt.Errorf("searchlog: cannot connect to %s: %w", name, err)
 		}
-		s.wait(fmt.Errorf("cannot connect to %s: %w", name, err))
+		s.wait(fmt.Errorf("cannot connect to %s: %w", name, redact.Wrap(err)))
 	}
 	return s, nil
 }
@@ -82,38 +83,15 @@ func (s *pgStore) check(ctx context.Context) (bool, error) {
 		return false, s.waiting
 	}
 	if err := s.pool.Ping(ctx); err != nil {
-		s.wait(fmt.Errorf("cannot connect to %s: %w", s.name, err))
+		s.wait(fmt.Errorf("cannot connect to %s: %w", s.name, redact.Wrap(err)))
 		return false, s.waiting
 	}
 	if err := migrate(ctx, s, SchemaVersion); err != nil {
-		s.wait(fmt.Errorf("%s: %w", s.name, err))
+		s.wait(fmt.Errorf("%s: %w", s.name, redact.Wrap(err)))
 		return false, s.waiting
 	}
 	s.waiting = nil
 	return false, nil
-}
-
-// redactedURL is a PostgreSQL URL fit to be shown (see Log.Where): its password
-// replaced by xxxxx, in the user:password@ form and in a query parameter (password=,
-// sslpassword=), both of which pgx reads. A URL that cannot be parsed is not shown.
-func redactedURL(dsn string) string {
-	u, err := url.Parse(dsn)
-	if err != nil {
-		return "a PostgreSQL URL that cannot be read"
-	}
-	if q := u.Query(); len(q) > 0 {
-		redacted := false
-		for k := range q {
-			if strings.Contains(strings.ToLower(k), "password") {
-				q.Set(k, "xxxxx")
-				redacted = true
-			}
-		}
-		if redacted {
-			u.RawQuery = q.Encode()
-		}
-	}
-	return u.Redacted()
 }
 
 func (s *pgStore) where() string       { return s.name }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -97,6 +98,23 @@ func (f *embedFlags) searcher(ix *search.Index, stderr io.Writer) (*hybrid.Searc
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	return hybrid.New(ix, vecs, c, hybrid.Options{QueryTimeout: *f.queryTimeout, Logger: logger}), stats, nil
+}
+
+// query embeds one query within --embed-query-timeout: a person's search asks for it
+// before the tools' vectors, so that an endpoint that does not answer in that time is
+// known at once.
+func (f *embedFlags) query(q string) ([]float32, error) {
+	c, err := f.client()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *f.queryTimeout)
+	defer cancel()
+	v, err := c.Query(ctx, q)
+	if errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil && errors.Is(err, embed.ErrTimeout) {
+		return nil, fmt.Errorf("%w: %s did not embed the query within --embed-query-timeout %v", embed.ErrTimeout, c.Endpoint(), *f.queryTimeout)
+	}
+	return v, err
 }
 
 // gateway sets the gateway's embedding options when hybrid search was asked for.

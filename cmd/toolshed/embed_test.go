@@ -73,6 +73,44 @@ func TestSearchEmbedDown(t *testing.T) {
 	}
 }
 
+// TestSearchEmbedSlow: an endpoint that does not answer costs a search no more than
+// --embed-query-timeout (10 s by default, as docs/embeddings.md says) before words
+// answer, however many tools there are to embed: the query is asked for first. Each of
+// the tools' requests would otherwise wait the client's own timeout (60 s). The
+// endpoint here never answers; the test allows 45 s, past the timeout given and short
+// of one request's 60 s.
+func TestSearchEmbedSlow(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	srv := embedtest.Start()
+	defer srv.Close()
+	srv.SetMode(embedtest.Slow, time.Hour) // answers when the client gives up
+	type result struct {
+		code        int
+		out, errOut string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, out, errOut := runArgs("search", "--catalog", "testdata/small.json", "--embed-url", srv.URL+"/v1/embeddings", "--embed-model", embedtest.Model, "--embed-query-timeout", "2s", "weather forecast")
+		done <- result{code, out, errOut}
+	}()
+	select {
+	case r := <-done:
+		if r.code != 0 || !strings.Contains(r.out, "weather__get_forecast") {
+			t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.out, r.errOut)
+		}
+		if !strings.Contains(r.errOut, "did not embed the query within --embed-query-timeout 2s); searching with words alone") {
+			t.Errorf("stderr should say the endpoint did not answer in time and words answered: %q", r.errOut)
+		}
+		for _, req := range srv.Requests() {
+			if len(req.Input) != 1 || req.Input[0] != "weather forecast" {
+				t.Errorf("the endpoint was sent %q; want the query alone", req.Input)
+			}
+		}
+	case <-time.After(45 * time.Second):
+		t.Fatal("toolshed search waited more than 45 s for an endpoint that does not answer, with --embed-query-timeout 2s")
+	}
+}
+
 func TestEvalEmbed(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	srv := embedtest.Start()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/toolshed/toolshed/gateway"
 	"github.com/toolshed/toolshed/hybrid"
+	"github.com/toolshed/toolshed/internal/redact"
 	"github.com/toolshed/toolshed/messages"
 )
 
@@ -75,7 +76,7 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 	if err := emb.proxy(p, stderr); err != nil {
 		return err
 	}
-	target := redactURL(*upstreamURL) // its password, if any, is a key
+	target := redact.String(*upstreamURL) // its password or a key= parameter is a key
 	if target == "" {
 		target = "the default " + *kind + " API"
 	}
@@ -110,7 +111,7 @@ func keyWarning(keyVar string, hasKey bool, upstreamURL, defaultURL string) stri
 	if onThisMachine(upstreamURL) {
 		return ""
 	}
-	return fmt.Sprintf("toolshed: warning: $%s is empty, so requests reach %s with no API key; %s. If the upstream needs a key, set %s in the environment toolshed proxy runs in", keyVar, redactURL(upstreamURL), notForwarded, keyVar)
+	return fmt.Sprintf("toolshed: warning: $%s is empty, so requests reach %s with no API key; %s. If the upstream needs a key, set %s in the environment toolshed proxy runs in", keyVar, redact.String(upstreamURL), notForwarded, keyVar)
 }
 
 // onThisMachine reports whether a URL's host is a loopback address or localhost.
@@ -125,14 +126,4 @@ func onThisMachine(rawURL string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
-}
-
-// redactURL is a URL as a message may show it: without a password it may carry. An
-// unparsable one is not shown, as where its password is cannot be told.
-func redactURL(rawURL string) string {
-	u, err := neturl.Parse(rawURL)
-	if err != nil {
-		return "the upstream URL (--upstream-url)"
-	}
-	return u.Redacted()
 }

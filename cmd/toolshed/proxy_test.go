@@ -116,6 +116,8 @@ func TestProxyKeyWarning(t *testing.T) {
 			"toolshed: warning: $OPENAI_API_KEY is empty, so requests reach https://api.openai.com/v1 with no API key and it will refuse them; a client's own key (x-api-key or Authorization) is not forwarded. Set OPENAI_API_KEY in the environment toolshed proxy runs in"},
 		{"remote server, no key", []string{"OPENAI_API_KEY="}, []string{"--upstream-kind", "openai", "--upstream-url", "https://user:pw-secret@llm.example.com/v1"},
 			"toolshed: warning: $OPENAI_API_KEY is empty, so requests reach https://user:xxxxx@llm.example.com/v1 with no API key; a client's own key (x-api-key or Authorization) is not forwarded. If the upstream needs a key, set OPENAI_API_KEY in the environment toolshed proxy runs in"},
+		{"remote server, key in the query, no key", []string{"OPENAI_API_KEY="}, []string{"--upstream-kind", "openai", "--upstream-url", "https://llm.example.com/v1?api-key=az-secret"},
+			"toolshed: warning: $OPENAI_API_KEY is empty, so requests reach https://llm.example.com/v1?api-key=xxxxx with no API key; a client's own key (x-api-key or Authorization) is not forwarded. If the upstream needs a key, set OPENAI_API_KEY in the environment toolshed proxy runs in"},
 		{"ollama, no key", []string{"OPENAI_API_KEY="}, []string{"--upstream-kind", "openai", "--upstream-url", "http://127.0.0.1:11434/v1"}, ""},
 		{"local anthropic-compatible server, no key", []string{"ANTHROPIC_API_KEY="}, []string{"--upstream-url", "http://localhost:4000"}, ""},
 		{"anthropic, key", []string{"ANTHROPIC_API_KEY=sk-ant-secret-key"}, nil, ""},
@@ -129,7 +131,7 @@ func TestProxyKeyWarning(t *testing.T) {
 			if tc.want == "" && strings.Contains(log, "warning") {
 				t.Errorf("a warning:\n%s", log)
 			}
-			for _, secret := range []string{"sk-ant-secret-key", "sk-ant-other", "pw-secret"} {
+			for _, secret := range []string{"sk-ant-secret-key", "sk-ant-other", "pw-secret", "az-secret"} {
 				if strings.Contains(log, secret) {
 					t.Errorf("stderr shows %s:\n%s", secret, log)
 				}

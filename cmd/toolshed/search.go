@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -10,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/toolshed/toolshed/bridge"
+	"github.com/toolshed/toolshed/hybrid"
 	"github.com/toolshed/toolshed/search"
 )
 
@@ -74,8 +74,16 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 		mode = "regex"
 		results, err = ix.Regex(query, opts)
 	} else if hybridOn {
-		// An endpoint that is down costs the vectors, never the search: say so, use words.
-		hs, _, herr := emb.searcher(ix, stderr)
+		// An endpoint that is down or slow costs the vectors, never the search: the
+		// query's vector is asked for first, within --embed-query-timeout, so that an
+		// endpoint that does not answer costs no more than that before words answer; the
+		// tools' embedding, which may take long and shows its progress, starts only once
+		// the endpoint has answered.
+		var hs *hybrid.Searcher
+		qv, herr := emb.query(query)
+		if herr == nil {
+			hs, _, herr = emb.searcher(ix, stderr)
+		}
 		if herr != nil && !errors.Is(herr, errUsage) {
 			fmt.Fprintf(stderr, "toolshed: no embeddings (%v); searching with words alone\n", herr)
 			results, err = ix.Search(query, opts)
@@ -83,7 +91,7 @@ func runSearch(args []string, stdout, stderr io.Writer) error {
 			return herr
 		} else {
 			mode = "hybrid"
-			results, err = hs.Search(context.Background(), query, opts)
+			results, err = hs.SearchVector(query, qv, opts)
 		}
 	} else {
 		results, err = ix.Search(query, opts)

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -57,7 +59,10 @@ func TestServeSaysWhereSearchLogIs(t *testing.T) {
 }
 
 // The start-up line of a PostgreSQL search log names the database without its
-// password, whether the URL carries it as user:password@ or as a parameter.
+// password, wherever the name carries it: as user:password@, as a parameter (also one
+// Go's URL parser skips: after a semicolon, or with a bad escape, which pgx skips too
+// and a message still shows), or in a libpq keyword=value string, which is read as
+// PostgreSQL and not as a file named after the password.
 func TestServeSearchLogLineHidesPassword(t *testing.T) {
 	dsn := pgtest.Start(t).Database(t)
 	const secret = "s3cret-in-url"
@@ -70,13 +75,32 @@ func TestServeSearchLogLineHidesPassword(t *testing.T) {
 	q := withParam.Query()
 	q.Set("password", secret)
 	withParam.RawQuery = q.Encode()
-	for _, tc := range []struct {
-		where string
-		url   *url.URL
-	}{{"user:password@", withUser}, {"a password= parameter", withParam}} {
-		line := openLogLine(t, config.SearchLog{}, tc.url.String(), "")
-		if strings.Contains(line, secret) || !strings.Contains(line, "xxxxx") || !strings.HasPrefix(line, "toolshed: search log: postgres://") {
-			t.Errorf("with the password in %s, serve printed %q; want the URL with xxxxx for the password", tc.where, line)
+	bare, _ := url.Parse(dsn)
+	bare.RawQuery = ""
+	keywords := fmt.Sprintf("host=%s port=%s user=%s dbname=%s password=%s", bare.Hostname(), bare.Port(), bare.User.Username(), strings.TrimPrefix(bare.Path, "/"), secret)
+	t.Chdir(t.TempDir())
+	for _, tc := range []struct{ where, dsn, prefix string }{
+		{"user:password@", withUser.String(), "postgres://"},
+		{"a password= parameter", withParam.String(), "postgres://"},
+		{"a parameter after a semicolon", bare.String() + "?sslmode=disable;password=" + secret, "postgres://"},
+		{"a parameter with a bad escape", bare.String() + "?password=" + secret + "%ZZ", "postgres://"},
+		{"a libpq keyword=value string", keywords, "host="},
+	} {
+		var stderr bytes.Buffer
+		db, queries := tc.dsn, ""
+		log, err := openServeLog(config.SearchLog{}, searchLogFlags{db: &db, queries: &queries}, &stderr)
+		if err != nil { // pgx refuses some of these: its message must not show the password either
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("with the password in %s, serve failed with %q", tc.where, err)
+			}
+			continue
 		}
+		log.Close(context.Background())
+		if line := stderr.String(); strings.Contains(line, secret) || !strings.Contains(line, "xxxxx") || !strings.HasPrefix(line, "toolshed: search log: "+tc.prefix) {
+			t.Errorf("with the password in %s, serve printed %q; want the database with xxxxx for the password", tc.where, stderr.String())
+		}
+	}
+	if entries, _ := os.ReadDir("."); len(entries) > 0 {
+		t.Errorf("opening the search log created %s in the working directory", entries[0].Name())
 	}
 }

@@ -78,8 +78,8 @@ func (l *loader) embedSection(n *yaml.Node, key string) (Embed, error) {
 			e.DocumentPrefix, _ = text()
 		case "dimensions":
 			i, ok := intOf(p.val)
-			if !ok || i < 0 || i > 1<<16 {
-				bad(k, "%s is not a whole number of dimensions from 0 (the model's own) to 65536; write such as 768", describe(p.val))
+			if !ok || i < 0 || i > embed.MaxDimensions {
+				bad(k, "%s is not a whole number of dimensions from 0 (the model's own) to %d, the most toolshed keeps; write such as 768", describe(p.val), embed.MaxDimensions)
 				continue
 			}
 			e.Dimensions = i

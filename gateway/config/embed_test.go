@@ -41,6 +41,8 @@ func TestEmbed(t *testing.T) {
 		{"settings without url", `{dimensions: 256}`, []string{"no url and model", "remove the section"}},
 		{"not http", `{url: "localhost:11434", model: m}`, []string{"embed.url:"}},
 		{"bad dimensions", `{url: "http://x/api/embed", model: m, dimensions: -3}`, []string{"embed.dimensions", "from 0"}},
+		{"too many dimensions", `{url: "http://x/api/embed", model: m, dimensions: 131072}`, []string{"embed.dimensions", "to 8192, the most toolshed keeps"}},
+		{"key in the url shown hidden", `{url: "ftp://x/api/embed?key=s3cret-k", model: m}`, []string{"embed.url", "key=xxxxx"}},
 		{"bad timeout", `{url: "http://x/api/embed", model: m, query_timeout: soon}`, []string{"embed.query_timeout", "such as 300ms"}},
 		{"zero timeout", `{url: "http://x/api/embed", model: m, query_timeout: 0s}`, []string{"embed.query_timeout", "not positive"}},
 		{"bad env name", `{url: "http://x/api/embed", model: m, api_key_env: "sk-123"}`, []string{"embed.api_key_env", "not the name of an environment variable"}},

@@ -451,6 +451,8 @@ func TestServerErrors(t *testing.T) {
 		{"url without host", `{url: "https://"}`, ".url", []string{"is not an http:// or https:// address"}},
 		{"url password redacted", `{url: "ftp://me:s3cret@example.com"}`, ".url", []string{`"ftp://me:xxxxx@example.com" is not`}},
 		{"url unparseable", `{url: "http://[::1"}`, ".url", []string{"is not an http:// or https:// address"}},
+		{"url key redacted", `{url: "ftp://example.com/mcp?api_key=s3cret"}`, ".url", []string{`"ftp://example.com/mcp?api_key=xxxxx" is not`}},
+		{"url unparseable, password redacted", `{url: "http://me:s3cret@[::1/mcp"}`, ".url", []string{`"http://me:xxxxx@[::1/mcp" is not`}},
 		{"url not a string", `{url: [a]}`, ".url", []string{"is a list, not a string"}},
 		{"bad type", `{type: websocket, url: "wss://x"}`, ".type", []string{`"websocket" is not a transport`, "stdio", "http", "sse"}},
 		{"type not a string", `{type: {a: 1}, command: x}`, ".type", []string{"write stdio, http or sse"}},

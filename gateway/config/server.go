@@ -13,6 +13,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/internal/redact"
 	"github.com/toolshed/toolshed/policy"
 )
 
@@ -235,11 +236,7 @@ func (l *loader) server(name string, n *yaml.Node, path string) (Server, *server
 		s.URL = url
 		u, err := neturl.Parse(url)
 		if err != nil || u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-			shown := url
-			if err == nil {
-				shown = u.Redacted() // no password in messages
-			}
-			return fail(at("url"), "%q is not an http:// or https:// address; fix it (a local server takes command instead of url)", shown)
+			return fail(at("url"), "%q is not an http:// or https:// address; fix it (a local server takes command instead of url)", redact.String(url))
 		}
 		var bad *serverErr
 		if s.Headers, bad = l.stringMap(fields["headers"], at("headers"), true); bad != nil {
