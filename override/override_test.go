@@ -34,7 +34,7 @@ func TestCheck(t *testing.T) {
 		{"changes nothing", override.Rule{Tools: []string{"a__*"}}, "changes nothing"},
 		{"show alone", override.Rule{Tools: []string{"a__*"}, Keywords: []string{"k"}, Show: true}, "nothing to show"},
 		{"hide with keywords", override.Rule{Tools: []string{"a__*"}, Keywords: []string{"k"}, Hide: ptr(true)}, "keep hide alone"},
-		{"words at the bound", override.Rule{Tools: []string{"a__*"}, Keywords: words(override.MaxWords-1), Aliases: []string{"x"}}, ""},
+		{"words at the bound", override.Rule{Tools: []string{"a__*"}, Keywords: words(override.MaxWords - 1), Aliases: []string{"x"}}, ""},
 		{"too many words", override.Rule{Tools: []string{"a__*"}, Keywords: words(override.MaxWords), Aliases: []string{"x"}}, "has 1001 keywords and aliases, more than the 1000"},
 		{"a million keywords", override.Rule{Tools: []string{"a__*"}, Keywords: words(1_000_000)}, "has 1000000 keywords"},
 		{"word too long", override.Rule{Tools: []string{"a__*"}, Keywords: []string{strings.Repeat("w", override.MaxWordLen+1)}}, "is 257 bytes long"},
