@@ -78,3 +78,7 @@ func (g *Gateway) Up(name string) bool {
 	defer u.mu.Unlock()
 	return u.status.State == Ready
 }
+
+// OpenWaits is how many times, in this process, a directly served client's connection
+// waited for fewer requests open before reading on (see MaxOpenRequests).
+func OpenWaits() int64 { return openWaits.Load() }

@@ -201,3 +201,167 @@ func errText(m rpcMessage) string {
 	}
 	return fmt.Sprintf("error %d %s", m.Error.Code, m.Error.Message)
 }
+
+// serveInput runs `toolshed serve args...` with input as its whole stdin, until it exits
+// by itself (it must, at the end of its input), and returns the messages it wrote.
+func serveInput(t *testing.T, input string, args ...string) []rpcMessage {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, toolshedBinary(t), append([]string{"serve", "--db", "off"}, args...)...)
+	testupstream.OwnGraceful(t, cmd)
+	cmd.WaitDelay = 5 * time.Second
+	cmd.Stdin = strings.NewReader(input)
+	stderr := &testupstream.SyncBuffer{}
+	cmd.Stderr = stderr
+	out, err := cmd.Output()
+	if err != nil || ctx.Err() != nil {
+		t.Fatalf("toolshed serve with %q on stdin: %v (it must exit 0 at the end of its input)\n%s", input, err, stderr)
+	}
+	var msgs []rpcMessage
+	for line := range strings.Lines(string(out)) {
+		var m rpcMessage
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("serve wrote %q, not a JSON-RPC message: %v", line, err)
+		}
+		msgs = append(msgs, m)
+	}
+	return msgs
+}
+
+// answered returns the responses among msgs, by id.
+func answered(msgs []rpcMessage) map[string]rpcMessage {
+	out := map[string]rpcMessage{}
+	for _, m := range msgs {
+		if m.Method == "" {
+			out[string(m.ID)] = m
+		}
+	}
+	return out
+}
+
+// Every request read before the end of serve's input is answered, then serve exits:
+// `printf '<initialize>\n' | toolshed serve` answered nothing ("initialized before
+// initialize"), and a last line without a newline is answered whatever its method
+// (ping was not).
+func TestServeStdioAnswersBeforeEOF(t *testing.T) {
+	const initialized = `{"jsonrpc":"2.0","method":"notifications/initialized"}`
+	for _, tc := range []struct {
+		name, input string
+		ids         []string
+	}{
+		{"initialize alone", initializeLine + "\n", []string{"0"}},
+		{"ping last, no newline", initializeLine + "\n" + initialized + "\n" + `{"jsonrpc":"2.0","id":1,"method":"ping"}`, []string{"0", "1"}},
+		{"tools/list last, no newline", initializeLine + "\n" + initialized + "\n" + `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, []string{"0", "1"}},
+		{"tools/call last", initializeLine + "\n" + initialized + "\n" + `{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"memory__read_graph","arguments":{}}}` + "\n", []string{"0", `"c"`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := answered(serveInput(t, tc.input, "--tool-search", "off"))
+			for _, id := range tc.ids {
+				if m, ok := got[id]; !ok || m.Error != nil || len(m.Result) == 0 {
+					t.Errorf("request %s: got %+v %s, want its result", id, m, errText(m))
+				}
+			}
+			if len(got) != len(tc.ids) {
+				t.Errorf("%d answers, want %d: %v", len(got), len(tc.ids), got)
+			}
+		})
+	}
+}
+
+// A JSON-RPC batch is answered with an array, in the batch's order, where the
+// session's protocol version has batches (2025-03-26 and before); from 2025-06-18, which
+// removed them, each of its requests gets an error saying so, under its own id. Either
+// way the messages after it are served, and nothing hangs.
+func TestServeStdioBatches(t *testing.T) {
+	const batch = `[{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"memory__read_graph","arguments":{}}},{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}},{"jsonrpc":"2.0","id":1,"method":"ping"}]`
+	for _, version := range []string{"2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"} {
+		t.Run(version, func(t *testing.T) {
+			init := strings.Replace(initializeLine, "2025-06-18", version, 1)
+			input := init + "\n" + `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n" + batch + "\n" + `{"jsonrpc":"2.0","id":2,"method":"ping"}` + "\n"
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, toolshedBinary(t), "serve", "--db", "off", "--tool-search", "off")
+			testupstream.OwnGraceful(t, cmd)
+			cmd.WaitDelay = 5 * time.Second
+			cmd.Stdin = strings.NewReader(input)
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("serve: %v", err)
+			}
+			var array []rpcMessage
+			singles := map[string]rpcMessage{}
+			for line := range strings.Lines(string(out)) {
+				if strings.HasPrefix(line, "[") {
+					if array != nil || json.Unmarshal([]byte(line), &array) != nil {
+						t.Fatalf("a second array, or not one: %s", line)
+					}
+					continue
+				}
+				var m rpcMessage
+				if err := json.Unmarshal([]byte(line), &m); err != nil {
+					t.Fatalf("serve wrote %q: %v", line, err)
+				}
+				if m.Method == "" {
+					singles[string(m.ID)] = m
+				}
+			}
+			if _, ok := singles["2"]; !ok {
+				t.Errorf("the ping after the batch was not answered")
+			}
+			if version < "2025-06-18" {
+				if len(array) != 2 || string(array[0].ID) != `"b"` || string(array[1].ID) != "1" || array[0].Error != nil || array[1].Error != nil {
+					t.Errorf("the batch was answered with %+v, want an array of the results of \"b\" and 1, in order:\n%s", array, out)
+				}
+				if _, ok := singles["1"]; ok {
+					t.Errorf("a request of the batch was also answered on its own:\n%s", out)
+				}
+				return
+			}
+			if array != nil {
+				t.Errorf("a %s session got an array: %+v", version, array)
+			}
+			for _, id := range []string{`"b"`, "1"} {
+				m, ok := singles[id]
+				if !ok || m.Error == nil || m.Error.Code != -32600 || !strings.Contains(m.Error.Message, "batches are not part of MCP 2025-06-18") || !strings.Contains(m.Error.Message, version) {
+					t.Errorf("request %s of the batch got %+v %s, want an invalid-request error saying batches are gone in %s", id, m, errText(m), version)
+				}
+			}
+		})
+	}
+}
+
+// A client that pipes requests far faster than they are answered has them all
+// answered, in bounded memory: toolshed stops reading while MaxOpenRequests are open
+// (TestStdioBackpressure in package gateway checks the bound itself).
+func TestServeStdioPipelined(t *testing.T) {
+	const n = 20000
+	p := startPiped(t, "--db", "off", "--tool-search", "off")
+	var input strings.Builder
+	input.WriteString(initializeLine + "\n" + `{"jsonrpc":"2.0","method":"notifications/initialized"}` + "\n")
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&input, `{"jsonrpc":"2.0","id":%d,"method":"ping"}`+"\n", i)
+	}
+	written := make(chan error, 1)
+	go func() {
+		_, err := io.WriteString(p.in, input.String())
+		written <- err
+	}()
+	seen := map[string]bool{}
+	for len(seen) < n+1 {
+		var m rpcMessage
+		line := p.readLine()
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("serve wrote %q: %v", line, err)
+		}
+		if m.Method == "" {
+			if m.Error != nil {
+				t.Fatalf("request %s: %s", m.ID, errText(m))
+			}
+			seen[string(m.ID)] = true
+		}
+	}
+	if err := <-written; err != nil {
+		t.Fatal(err)
+	}
+}
