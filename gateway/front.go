@@ -100,6 +100,8 @@ type stdioConn struct {
 	// fewer, when not nil, is closed (and cleared) when a request is answered: what
 	// waits for fewer requests open (see waitOpen) waits for it.
 	fewer chan struct{}
+	// writing counts the answers being written (see answered).
+	writing int
 	// version is the protocol version the client asked for in its initialize (see
 	// batching).
 	version string
@@ -116,11 +118,12 @@ const MaxOpenRequests = 1024
 // tests that check it stops reading).
 var openWaits atomic.Int64
 
-// waitOpen waits until fewer than n of the client's requests are open (n = 1: none), and
-// reports false when the connection closed first, or expired (nil: never) did.
+// waitOpen waits until fewer than n of the client's requests are open, their answers
+// written included (n = 1: none), and reports false when the connection closed first,
+// or expired (nil: never) did.
 func (c *stdioConn) waitOpen(n int, expired <-chan time.Time) bool {
 	c.mu.Lock()
-	for len(c.open) >= n {
+	for len(c.open)+c.writing >= n {
 		if c.fewer == nil {
 			c.fewer = make(chan struct{})
 		}
@@ -268,12 +271,17 @@ func (c *stdioConn) Close() error {
 }
 
 func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	if resp, ok := msg.(*jsonrpc.Response); ok && c.answered(resp.ID) {
+	resp, ok := msg.(*jsonrpc.Response)
+	if !ok {
+		return c.Connection.Write(ctx, msg)
+	}
+	if c.answered(resp.ID) {
 		if c.lc != nil {
 			return c.lc.answer(resp.ID, nil) // dropped from its batch, if it has one
 		}
 		return nil
 	}
+	defer c.written()
 	return c.Connection.Write(ctx, msg)
 }
 
@@ -297,17 +305,36 @@ func (c *stdioConn) batching() (bool, string) {
 }
 
 // answered forgets request id, answered now, and reports whether its answer is to be
-// dropped (the client cancelled it).
+// dropped (the client cancelled it). The id is free again at once: a client may reuse
+// it as soon as it reads the answer. An answer to be written counts as open until
+// written (see written): a client that does not read its answers holds up their
+// writes, and so, past MaxOpenRequests, the reading of its next requests.
 func (c *stdioConn) answered(id jsonrpc.ID) (drop bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	drop = c.open[id]
 	delete(c.open, id)
+	if !drop {
+		c.writing++
+	}
+	c.fewerNow()
+	return drop
+}
+
+// written records that an answer counted by answered is written (or failed).
+func (c *stdioConn) written() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.writing--
+	c.fewerNow()
+}
+
+// fewerNow wakes what waits for fewer requests open; c.mu is held.
+func (c *stdioConn) fewerNow() {
 	if c.fewer != nil {
 		close(c.fewer)
 		c.fewer = nil
 	}
-	return drop
 }
 
 // writeFast writes the fast path's response to a request, as Write would.
@@ -319,6 +346,7 @@ func (c *stdioConn) writeFast(resp *jsonrpc.Response) error {
 		}
 		return nil
 	}
+	defer c.written()
 	if !ok {
 		return c.Connection.Write(context.Background(), resp)
 	}
