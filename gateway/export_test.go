@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"io"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -53,3 +54,31 @@ func (g *Gateway) ClientCounts() (joined, stateless int) {
 
 // CallsRunning counts the calls running upstream (what Drain waits for).
 func (g *Gateway) CallsRunning() int { return g.calls.running() }
+
+// HoldReassembly makes the gateway's reassembly loop wait, before each reassembly, until
+// the returned function is called (once), as a loaded machine may make it wait.
+func (g *Gateway) HoldReassembly() (release func()) {
+	held := make(chan struct{})
+	hook := func() { <-held }
+	g.reassembleHook.Store(&hook)
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			g.reassembleHook.Store(nil)
+			close(held)
+		})
+	}
+}
+
+// Up reports whether the upstream named name is connected with its tools listed,
+// whether or not the catalog has them yet (Status reports it ready only then).
+func (g *Gateway) Up(name string) bool {
+	u := g.byName[name]
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.status.State == Ready
+}
+
+// OpenWaits is how many times, in this process, a directly served client's connection
+// waited for fewer requests open before reading on (see MaxOpenRequests).
+func OpenWaits() int64 { return openWaits.Load() }

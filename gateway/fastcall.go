@@ -33,11 +33,11 @@ import (
 //
 // Anything out of the ordinary goes to the SDK as before: a session not initialized
 // and joined yet (a stateless POST's session, which never joins, is served as one
-// that has), upstreams not settled, a protocol version with multi round-trip
-// requests or per-request metadata, params with members other than name, arguments
-// and a _meta holding only a progress token, a tool not listed (hidden, restarting,
-// unknown), a gateway with approval rules (the SDK's middleware asks the user and
-// calls again). fastCallsOff turns the fast path off (tests compare both paths).
+// that has), upstreams not settled or up but not in the catalog yet, a protocol
+// version with multi round-trip requests or per-request metadata, params with
+// members other than name, arguments and a _meta holding only a progress token, a
+// tool not listed (hidden, restarting, unknown), a gateway with approval rules (the
+// SDK's middleware asks the user and calls again). fastCallsOff turns the fast path off (tests compare both paths).
 
 // fastCallsOff, set by tests, sends every tools/call to the SDK;
 // fastCallsServed counts the calls the fast path served (for the tests that check it
@@ -75,7 +75,8 @@ func (g *Gateway) fastCallOf(profile string, ss *mcp.ServerSession, msg *jsonrpc
 	}
 	ps := g.profileServer(profile)
 	h := ps.tools.handler(params.Name)
-	if now := time.Now(); h == nil || g.holding(g.upstreamsFor("tools/call", params.Name), now, g.clients.patienceOf(ss), now) {
+	ups := g.upstreamsFor("tools/call", params.Name)
+	if now := time.Now(); h == nil || g.holding(ups, now, g.clients.patienceOf(ss), now) || unassembled(ups) {
 		return nil, false
 	}
 	extra, _ := msg.Extra.(*mcp.RequestExtra)

@@ -61,6 +61,12 @@ type lineSession struct {
 
 func newLineSession(t *testing.T, h *harness) *lineSession {
 	t.Helper()
+	return newLineSessionVersion(t, h, "2025-11-25")
+}
+
+// newLineSessionVersion is newLineSession for a client of protocol version.
+func newLineSessionVersion(t *testing.T, h *harness, version string) *lineSession {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	if _, err := h.g.Connect(context.Background(), gateway.LineTransport(inR, outW, func() error {
@@ -71,7 +77,7 @@ func newLineSession(t *testing.T, h *harness) *lineSession {
 	}
 	s := &lineSession{in: inW, out: bufio.NewReader(outR), outR: outR}
 	t.Cleanup(s.close)
-	s.send(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	s.send(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+version+`","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
 	s.until(t, "1")
 	s.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return s

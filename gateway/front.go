@@ -3,9 +3,12 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -24,8 +27,10 @@ import (
 //     one regardless (modelcontextprotocol/go-sdk#1235, #1259).
 //
 // The wrapped connection no longer gets the SDK's session updates, whose only use on
-// stdio is refusing JSON-RPC batches from protocol 2025-06-18 on; such batches are
-// now served.
+// stdio is refusing JSON-RPC batches from protocol 2025-06-18 on by ending the
+// connection: toolshed's own line connection answers a batch with an array where the
+// session's protocol version has batches, and refuses each of its requests with an
+// error otherwise (see lineConn.readBatch).
 type directFront struct {
 	mcp.Transport
 	// conn is the connection Connect made, for serve.
@@ -41,6 +46,8 @@ func (t *directFront) Connect(ctx context.Context) (mcp.Connection, error) {
 	t.conn = &stdioConn{Connection: conn, open: map[jsonrpc.ID]bool{}, fast: map[jsonrpc.ID]context.CancelFunc{}, life: life, end: end}
 	if lc, ok := conn.(*lineConn); ok && lc.route == nil {
 		lc.route, t.conn.lc = t.conn.observe, lc
+		lc.pace = func() bool { return t.conn.waitOpen(MaxOpenRequests, nil) }
+		lc.batching = t.conn.batching
 	}
 	return t.conn, nil
 }
@@ -90,6 +97,50 @@ type stdioConn struct {
 	// lc, when set, is the wrapped connection, which calls observe as it reads (see
 	// lineConn.route).
 	lc *lineConn
+	// fewer, when not nil, is closed (and cleared) when a request is answered: what
+	// waits for fewer requests open (see waitOpen) waits for it.
+	fewer chan struct{}
+	// writing counts the answers being written (see answered).
+	writing int
+	// version is the protocol version the client asked for in its initialize (see
+	// batching).
+	version string
+}
+
+// MaxOpenRequests bounds the requests a client served directly (over stdio, or in
+// process) may have open, read and not answered yet: past it toolshed stops reading
+// until one is answered. A client that pipes requests faster than they are answered
+// (100,000 at once took toolshed to 1.14 GB) then waits in its own writes, as the
+// pipe fills, rather than toolshed holding them all.
+const MaxOpenRequests = 1024
+
+// openWaits counts the times a connection waited for fewer requests open (for the
+// tests that check it stops reading).
+var openWaits atomic.Int64
+
+// waitOpen waits until fewer than n of the client's requests are open, their answers
+// written included (n = 1: none), and reports false when the connection closed first,
+// or expired (nil: never) did.
+func (c *stdioConn) waitOpen(n int, expired <-chan time.Time) bool {
+	c.mu.Lock()
+	for len(c.open)+c.writing >= n {
+		if c.fewer == nil {
+			c.fewer = make(chan struct{})
+		}
+		fewer := c.fewer
+		c.mu.Unlock()
+		openWaits.Add(1)
+		select {
+		case <-fewer:
+		case <-c.life.Done():
+			return false
+		case <-expired:
+			return false
+		}
+		c.mu.Lock()
+	}
+	c.mu.Unlock()
+	return true
 }
 
 // fastSession is what a connection needs to serve tools/call itself: the session's
@@ -106,10 +157,28 @@ func (c *stdioConn) serveFast(g *Gateway, profile string, ss *mcp.ServerSession)
 	c.fastCalls.Store(&fastSession{g: g, profile: profile, ss: ss})
 }
 
+// Read reads the client's next message. When a stdio client has closed its end (EOF),
+// the requests it sent before are answered first: the SDK writes nothing once its
+// reading has ended, so `printf '<initialize>\n' | toolshed serve` would otherwise
+// answer nothing at all. They are given up to Options.DrainTimeout (--drain-timeout),
+// as a drain gives the calls in flight; what is still open then is cancelled, as the
+// SDK cancels it: MCP's stdio shutdown is the client closing stdin, then waiting for
+// the server to exit before it sends SIGTERM (which stops toolshed at once, see
+// ServeStdio), and a client that has gone must not keep a call running until its
+// call timeout. An in-process client that closes is gone: its requests are cancelled
+// at once.
 func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
+		if c.lc == nil && !c.waitOpen(MaxOpenRequests, nil) {
+			return nil, mcp.ErrConnectionClosed
+		}
 		msg, err := c.Connection.Read(ctx)
 		if err != nil {
+			if fs := c.fastCalls.Load(); fs != nil && c.lc != nil && errors.Is(err, io.EOF) {
+				grace := time.NewTimer(fs.g.opts.drainTimeout())
+				c.waitOpen(1, grace.C)
+				grace.Stop()
+			}
 			c.end()
 			return msg, err
 		}
@@ -141,6 +210,16 @@ func (c *stdioConn) observe(msg jsonrpc.Message) bool {
 			c.mu.Unlock()
 		}
 	case req.IsCall():
+		if req.Method == "initialize" {
+			var p struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			}
+			if json.Unmarshal(req.Params, &p) == nil {
+				c.mu.Lock()
+				c.version = p.ProtocolVersion
+				c.mu.Unlock()
+			}
+		}
 		if c.tryFast(req) {
 			return true
 		}
@@ -192,28 +271,82 @@ func (c *stdioConn) Close() error {
 }
 
 func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	if resp, ok := msg.(*jsonrpc.Response); ok && c.answered(resp.ID) {
+	resp, ok := msg.(*jsonrpc.Response)
+	if !ok {
+		return c.Connection.Write(ctx, msg)
+	}
+	if c.answered(resp.ID) {
+		if c.lc != nil {
+			return c.lc.answer(resp.ID, nil) // dropped from its batch, if it has one
+		}
 		return nil
 	}
+	defer c.written()
 	return c.Connection.Write(ctx, msg)
 }
 
+// batching reports whether the client's session speaks a protocol version with JSON-RPC
+// batches (before 2025-06-18), and which: the one it asked for in its initialize, when
+// toolshed serves it, else the newest, which toolshed answers with. It is read from the
+// initialize as it is read, not as the SDK has handled it: a client may send a batch
+// right behind its initialize. Before initialize, batches are taken, as the SDK takes
+// them.
+func (c *stdioConn) batching() (bool, string) {
+	c.mu.Lock()
+	v := c.version
+	c.mu.Unlock()
+	switch {
+	case v == "":
+		return true, ""
+	case !slices.Contains(protocolVersions, v):
+		v = protocolVersions[0]
+	}
+	return v < "2025-06-18", v
+}
+
 // answered forgets request id, answered now, and reports whether its answer is to be
-// dropped (the client cancelled it).
+// dropped (the client cancelled it). The id is free again at once: a client may reuse
+// it as soon as it reads the answer. An answer to be written counts as open until
+// written (see written): a client that does not read its answers holds up their
+// writes, and so, past MaxOpenRequests, the reading of its next requests.
 func (c *stdioConn) answered(id jsonrpc.ID) (drop bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	drop = c.open[id]
 	delete(c.open, id)
+	if !drop {
+		c.writing++
+	}
+	c.fewerNow()
 	return drop
+}
+
+// written records that an answer counted by answered is written (or failed).
+func (c *stdioConn) written() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.writing--
+	c.fewerNow()
+}
+
+// fewerNow wakes what waits for fewer requests open; c.mu is held.
+func (c *stdioConn) fewerNow() {
+	if c.fewer != nil {
+		close(c.fewer)
+		c.fewer = nil
+	}
 }
 
 // writeFast writes the fast path's response to a request, as Write would.
 func (c *stdioConn) writeFast(resp *jsonrpc.Response) error {
+	lc, ok := c.Connection.(*lineConn)
 	if c.answered(resp.ID) {
+		if ok {
+			return lc.answer(resp.ID, nil) // dropped from its batch, if it has one
+		}
 		return nil
 	}
-	lc, ok := c.Connection.(*lineConn)
+	defer c.written()
 	if !ok {
 		return c.Connection.Write(context.Background(), resp)
 	}
@@ -226,7 +359,7 @@ func (c *stdioConn) writeFast(resp *jsonrpc.Response) error {
 	if err != nil {
 		return err
 	}
-	return lc.writeLine(data)
+	return lc.answer(resp.ID, data)
 }
 
 // cancelledRequest returns the id of the request a notifications/cancelled names,

@@ -196,6 +196,10 @@ type Gateway struct {
 	servers   map[string]*profileServer
 
 	changes chan struct{} // an upstream changed: reassemble
+	// reassembleHook, set by tests, runs before each reassembly of the loop: a test
+	// holds it to see what a request finds before the loop gets to an upstream's
+	// change.
+	reassembleHook atomic.Pointer[func()]
 	// draining is set by Drain; posts counts the Streamable HTTP POSTs being served,
 	// which Drain waits for.
 	draining atomic.Bool
@@ -411,6 +415,9 @@ func (g *Gateway) reassembleLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-g.changes:
+			if h := g.reassembleHook.Load(); h != nil {
+				(*h)()
+			}
 			g.reassemble()
 		case <-sweep.C:
 			g.sweepSubscriptions(ctx)

@@ -143,14 +143,15 @@ func TestHTTPInlineCallGatewayStops(t *testing.T) {
 // line: the others are answered, the cancelled one is not, and the connection reads on.
 func TestStdioCallsAtOnceOneCancelled(t *testing.T) {
 	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
-	s := newLineSession(t, h)
+	s := newLineSessionVersion(t, h, "2025-03-26") // a version with batches
 	before := gateway.FastCallsServed()
 	s.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"alpha__hang","arguments":{}}}`)
 	s.send(t, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"alpha__hang","arguments":{}}}`)
 	s.send(t, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"four"}}}`)
 	got := strings.Join(s.until(t, "4"), "")
 	s.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}`)
-	// A batch whose call is cancelled in the same line.
+	// A batch whose call is cancelled in the same line: its array would hold only
+	// that call's answer, and so is not written.
 	s.send(t, `[{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"alpha__hang","arguments":{}}},{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}]`)
 	s.send(t, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}`)
 	s.send(t, `{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"six"}}}`)
@@ -230,10 +231,11 @@ func TestHTTPInlineCallProgressBeforeAnswer(t *testing.T) {
 }
 
 // A stdio client that closes its input while calls run on the goroutines that read
-// them (one of them parked as the spare reader before): the calls end, and so do the
-// connection's goroutines.
+// them (one of them parked as the spare reader before): once the drain time given to
+// what it asked before it closed runs out, the calls end, and so do the connection's
+// goroutines.
 func TestStdioClientGoneMidCall(t *testing.T) {
-	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
+	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off, DrainTimeout: 500 * time.Millisecond})
 	base := runtime.NumGoroutine()
 	s := newLineSession(t, h)
 	before := gateway.FastCallsServed()

@@ -31,14 +31,26 @@ import (
 const maxLineLength = mcp.DefaultMaxLineLength
 
 // lineConn is an mcp.Connection over newline-delimited JSON-RPC (MCP's stdio transport).
-// Batches are read (their messages one by one) but answered message by message; MCP
-// dropped batches in 2025-06-18.
+// Batches are read, their messages one by one; on the connection to toolshed's own
+// client they are answered with an array, or refused, as the session's protocol
+// version says (see batching; MCP dropped batches in 2025-06-18).
 type lineConn struct {
 	w       io.Writer
 	closeIO func() error
 	// route, when set before the first Read, sees each message first, on the reading
 	// goroutine; what it handles (reports true for) is not returned by Read.
 	route func(jsonrpc.Message) bool
+	// pace, when set before the first Read, is called before each line is read, and
+	// waits until there is room for another message (see stdioConn.waitOpen); false
+	// ends reading, the connection having closed.
+	pace func() bool
+	// batching, when set before the first Read (on the connection to toolshed's own
+	// client), reports whether the client's session speaks a protocol version with
+	// JSON-RPC batches, and which version it speaks: a batch is then answered with an
+	// array, and otherwise refused (see readBatch).
+	batching func() (ok bool, version string)
+	batchMu  sync.Mutex
+	batches  map[jsonrpc.ID]*batch // by the id of each request of a batch not answered yet
 	// answerBad, set before the first Read on the connection to toolshed's own client,
 	// answers a line that is not a JSON-RPC message with a JSON-RPC error (see
 	// answerBadLine) and reads on. Otherwise such a line ends the connection, as it
@@ -78,6 +90,9 @@ func newLineConn(r io.Reader, w io.Writer, closeIO func() error) *lineConn {
 // stdin) does not end when closed; the SDK does the same.
 func (c *lineConn) readLoop() {
 	for {
+		if c.pace != nil && !c.pace() {
+			return
+		}
 		line, err := readLine(c.r, c.answerBad)
 		var res readResult
 		switch {
@@ -92,6 +107,9 @@ func (c *lineConn) readLoop() {
 			res.msgs, res.err = decodeMessages(line)
 			if res.err != nil && c.answerBad {
 				c.answerBadLine(line, res.err)
+				continue
+			}
+			if res.err == nil && c.batching != nil && isBatch(line) && !c.readBatch(res.msgs) {
 				continue
 			}
 		}
@@ -242,12 +260,17 @@ func (c *lineConn) answerBadLine(line []byte, err error) {
 			id = env.ID
 		}
 	}
-	data, merr := json.Marshal(struct {
+	c.writeError(id, code, msg)
+}
+
+// writeError writes a JSON-RPC error with id (none when nil).
+func (c *lineConn) writeError(id json.RawMessage, code int64, msg string) {
+	data, err := json.Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id,omitempty"`
 		Error   jsonrpc.Error   `json:"error"`
 	}{"2.0", id, jsonrpc.Error{Code: code, Message: msg}})
-	if merr != nil {
+	if err != nil {
 		return
 	}
 	c.writeMu.Lock()
@@ -266,6 +289,114 @@ func isID(raw json.RawMessage) bool {
 		return true
 	}
 	return false
+}
+
+// isBatch reports whether a valid JSON line is a batch (an array).
+func isBatch(line []byte) bool {
+	i := jsonscan.SkipSpace(line, 0)
+	return i < len(line) && line[i] == '['
+}
+
+// batch is a JSON-RPC batch of the client's whose requests are not all answered:
+// their answers, in the batch's order, are written together, as one array, once the
+// last is in (JSON-RPC 2.0; MCP 2025-03-26 requires a server to take batches).
+type batch struct {
+	index   map[jsonrpc.ID]int // the place of each request's answer
+	answers [][]byte           // nil for a request not answered yet, or whose answer is dropped
+	left    int
+}
+
+// readBatch takes a batch of the client's, msgs, and reports whether its messages are
+// to be served: when the session speaks a protocol version with batches, their
+// answers are collected (see answer); otherwise every request of it is refused with a
+// JSON-RPC error that says why, under its own id, so that no client waits for an
+// answer that never comes.
+func (c *lineConn) readBatch(msgs []jsonrpc.Message) bool {
+	ok, version := c.batching()
+	var ids []jsonrpc.ID
+	for _, m := range msgs {
+		if r, isReq := m.(*jsonrpc.Request); isReq && r.IsCall() {
+			ids = append(ids, r.ID)
+		}
+	}
+	why := ""
+	switch {
+	case !ok:
+		why = fmt.Sprintf("JSON-RPC batches are not part of MCP 2025-06-18 and later, and this session speaks %s; send each message on a line of its own", version)
+	case len(ids) == 0:
+		return true // notifications and responses: nothing to answer
+	default:
+		c.batchMu.Lock()
+		b := &batch{index: make(map[jsonrpc.ID]int, len(ids)), answers: make([][]byte, len(ids)), left: len(ids)}
+		for i, id := range ids {
+			if _, dup := b.index[id]; dup || c.batches[id] != nil {
+				why = fmt.Sprintf("the batch has a request id (%v) that another request of it, or of a batch still running, has; give each request an id of its own", id.Raw())
+				break
+			}
+			b.index[id] = i
+		}
+		if why == "" {
+			if c.batches == nil {
+				c.batches = map[jsonrpc.ID]*batch{}
+			}
+			for _, id := range ids {
+				c.batches[id] = b
+			}
+		}
+		c.batchMu.Unlock()
+		if why == "" {
+			return true
+		}
+		ids = nil // the ids are ambiguous: one error, without an id
+	}
+	msg := "Invalid Request: " + why
+	if len(ids) == 0 {
+		c.writeError(nil, jsonrpc.CodeInvalidRequest, msg)
+	}
+	for _, id := range ids {
+		raw, _ := json.Marshal(id.Raw())
+		c.writeError(raw, jsonrpc.CodeInvalidRequest, msg)
+	}
+	return false
+}
+
+// answer writes the answer (encoded) to the client's request id: as a line of its own,
+// or, for a request of a batch, into the batch's array, written once the batch's last
+// answer is in. data nil drops the answer (a cancelled request's) from its batch.
+func (c *lineConn) answer(id jsonrpc.ID, data []byte) error {
+	c.batchMu.Lock()
+	b := c.batches[id]
+	if b == nil {
+		c.batchMu.Unlock()
+		if data == nil {
+			return nil
+		}
+		return c.writeLine(data)
+	}
+	delete(c.batches, id)
+	b.answers[b.index[id]] = data
+	b.left--
+	done := b.left == 0
+	c.batchMu.Unlock()
+	if !done {
+		return nil
+	}
+	var out []byte
+	for _, a := range b.answers {
+		if a == nil {
+			continue
+		}
+		if out == nil {
+			out = append(out, '[')
+		} else {
+			out = append(out, ',')
+		}
+		out = append(out, a...)
+	}
+	if out == nil {
+		return nil // every answer dropped: JSON-RPC writes nothing then
+	}
+	return c.writeLine(append(out, ']'))
 }
 
 // decodeMessages decodes one line: a message or a batch.
@@ -378,6 +509,9 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	data, err := jsonrpc.EncodeMessage(msg)
 	if err != nil {
 		return err
+	}
+	if resp, ok := msg.(*jsonrpc.Response); ok && c.batching != nil {
+		return c.answer(resp.ID, data)
 	}
 	return c.writeLine(data)
 }

@@ -157,6 +157,12 @@ func (l *link) count(next mcp.MethodHandler) mcp.MethodHandler {
 // install makes l the connection new requests go to, with its tools and features.
 func (u *Upstream) install(l *link, tools []json.RawMessage, f features) {
 	u.mu.Lock()
+	u.installLocked(l, tools, f)
+	u.mu.Unlock()
+}
+
+// installLocked is install with u.mu held.
+func (u *Upstream) installLocked(l *link, tools []json.RawMessage, f features) {
 	u.session, u.link, u.tools, u.features = l.cs, l, tools, f
 	u.everUp = true
 	u.featuresVersion++
@@ -164,7 +170,6 @@ func (u *Upstream) install(l *link, tools []json.RawMessage, f features) {
 	if l.gen+1 > u.settledGen {
 		u.settledGen = l.gen + 1
 	}
-	u.mu.Unlock()
 }
 
 // resubscribe subscribes again, on a new connection, to the resources clients are

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 
@@ -47,16 +48,33 @@ func (u *unmatchedOverrides) report(g *Gateway, selected []int) {
 		}
 		u.reported[i] = true
 		r := g.cfg.Overrides[i]
-		g.logf("warning: overrides[%d] (servers %s, tools %s) selects no tool of the servers that are up, so it changes nothing; check its globs against the qualified names (server__tool) that toolshed search lists",
-			i, patterns(r.Servers), patterns(r.Tools))
+		name := r.Name
+		if name == "" {
+			name = fmt.Sprintf("overrides[%d]", i)
+		}
+		g.logf("warning: %s (servers %s, tools %s) selects no tool of the servers that are up, so it changes nothing; check its globs against the qualified names (server__tool) that toolshed search lists",
+			name, patterns(r.Servers), patterns(r.Tools))
 	}
 }
 
+// patternsShown bounds how many of a rule's patterns a warning shows.
+const patternsShown = 10
+
+// patterns shows a rule's globs in a warning, each quoted and cut short (see
+// override.Quote), and at most patternsShown of them.
 func patterns(list []string) string {
 	if len(list) == 0 {
 		return "none"
 	}
-	return "[" + strings.Join(list, ", ") + "]"
+	shown := make([]string, 0, min(len(list), patternsShown))
+	for _, p := range list[:min(len(list), patternsShown)] {
+		shown = append(shown, override.Quote(p))
+	}
+	more := ""
+	if len(list) > patternsShown {
+		more = fmt.Sprintf(", and %d more", len(list)-patternsShown)
+	}
+	return "[" + strings.Join(shown, ", ") + more + "]"
 }
 
 // hiddenTool finds, among the hidden tools profile's scope could see, the one name

@@ -147,3 +147,31 @@ func sameDefinition(listed, own *mcp.Tool) bool {
 	jb, _ := json.Marshal(b)
 	return string(ja) == string(jb)
 }
+
+// An override that selects nothing is named in the warning by its place in the config
+// as written, not among the rules kept once those with problems are left out (two
+// different rules were both called overrides[1]), and its globs are shown quoted and cut
+// short: a NUL byte escaped, a long glob not flooding the log.
+func TestUnmatchedOverrideNamedAsWritten(t *testing.T) {
+	long := "nothing__\\0" + strings.Repeat("x", 500)
+	cfg, _, err := config.Parse([]byte(`
+overrides:
+  - {tools: "alpha__[", hide: true}
+  - {tools: alpha__echo, keywords: [say]}
+  - {tools: "`+long+`", keywords: [never]}
+`), "toolshed.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Servers = []config.Server{testServer("alpha", "basic")}
+	h := startGateway(t, cfg, gateway.Options{Mode: policy.Off})
+	waitLog(t, h, "selects no tool")
+	log := h.log.String()
+	want := `warning: overrides[2] (servers none, tools ["nothing__\x00` + strings.Repeat("x", 70) + `"… (510 bytes)]) selects no tool`
+	if !strings.Contains(log, want) || strings.Count(log, "selects no tool") != 1 {
+		t.Errorf("the log does not say, once, %q:\n%.2000s", want, log)
+	}
+	if strings.ContainsRune(log, 0) || strings.Contains(log, strings.Repeat("x", 100)) {
+		t.Errorf("the log has the glob raw:\n%.2000s", log)
+	}
+}

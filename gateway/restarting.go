@@ -91,19 +91,53 @@ func (a *assembly) restartingTool(profile, name string) *catalog.Tool {
 
 // callRestarting runs a call of a tool of a restarting upstream as any call is run
 // (hooks, argument validation, the activity log): the upstream has no connection, so the
-// call ends unavailable, unless the server came back meanwhile, when it simply runs.
-// It returns nil when the name is no such tool.
+// call ends unavailable, unless the server came back meanwhile, when it simply runs. A
+// call of a server that has never been up is unavailable too (see notStarted). It
+// returns nil when the name is no such tool.
 func (ps *profileServer) callRestarting(ctx context.Context, req *mcp.CallToolRequest, name string, args json.RawMessage, via string) (*mcp.CallToolResult, error) {
 	t := ps.g.current.Load().restartingTool(ps.profile, name)
 	if t == nil {
-		return nil, nil
+		return ps.notStarted(name, "called"), nil
 	}
 	return ps.g.calls.run(ctx, callSpec{req: req, profile: ps.profile, tool: t, args: args, via: via})
 }
 
-// describeRestarting answers tool_describe of a tool whose server is restarting:
-// unavailable, as a call of it is, rather than "no tool named". It returns nil when the
-// name is a tool of the catalog or of no restarting server the profile may use.
+// notStarted answers a call or tool_describe (what is done to the tool) of a name
+// that names, by its qualified name, a tool of a server profile may use that has never
+// been up: still in its first start, or failed in it and restarting. Its tools are
+// unknown until it is up, so the tool may well be one of them: it is unavailable, as a
+// tool of a restarting server is, rather than "no tool named", which tells the model
+// the tool does not exist and sends it looking for another. It returns nil for any
+// other name.
+func (ps *profileServer) notStarted(name, done string) *mcp.CallToolResult {
+	name = strings.TrimSpace(name)
+	server, tool, ok := strings.Cut(name, catalog.Separator)
+	u := ps.g.byName[server]
+	if !ok || tool == "" || u == nil || !ps.g.cfg.Profiles[ps.profile].Scope.Allows(&catalog.Tool{Server: server, Name: tool, Qualified: name}) {
+		return nil
+	}
+	u.mu.Lock()
+	st, everUp := u.status, u.everUp
+	u.mu.Unlock()
+	switch {
+	case everUp:
+		return nil // its tools are known: restartingTool found none of that name
+	case st.State == Connecting && st.Restarts == 0:
+		return errorResult(search.Unavailable, "the server %s is still starting, and %s can be %s once it is up; retry with backoff in a few seconds", server, name, done)
+	case st.State == Connecting || st.State == Failed:
+		why := ""
+		if st.Err != nil {
+			why = " (" + st.Err.Error() + ")"
+		}
+		return errorResult(search.Unavailable, "the server %s has not started yet%s, and %s can be %s once it is up; toolshed restarts it automatically, retry with backoff in a few seconds", server, why, name, done)
+	}
+	return nil
+}
+
+// describeRestarting answers tool_describe of a tool whose server is restarting or has
+// never been up (see notStarted): unavailable, as a call of it is, rather than "no tool
+// named". It returns nil when the name is a tool of the catalog or of no such server
+// the profile may use.
 func (ps *profileServer) describeRestarting(plan *policy.Plan, args json.RawMessage) *mcp.CallToolResult {
 	name, _, ok := toolCallTarget(args) // tool_describe's "name" is tool_call's
 	if !ok || !isUnknown(plan, name) {
@@ -111,7 +145,7 @@ func (ps *profileServer) describeRestarting(plan *policy.Plan, args json.RawMess
 	}
 	t := ps.g.current.Load().restartingTool(ps.profile, name)
 	if t == nil {
-		return nil
+		return ps.notStarted(name, "described")
 	}
 	return errorResult(search.Unavailable, "the server %s is restarting, and its tool %s is described once it is back; toolshed restarts it automatically, retry with backoff in a few seconds", t.Server, t.Qualified)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -119,6 +120,63 @@ func TestRestartingServerCallsGetUnavailable(t *testing.T) {
 			waitFor(t, "alpha to be back", func() bool { return status(h, "alpha").State == gateway.Ready })
 			if res := callEcho(cs, "alpha__echo"); resultText(res) != "hi" {
 				t.Errorf("after the restart: %s (%s)", resultText(res), errorCode(t, res))
+			}
+		})
+	}
+}
+
+// A tool of a server that has never been up (its first start failed and it keeps
+// failing, or it is still in its first start past the start-up wait) is unavailable,
+// as a tool of a restarting server is, not "no tool named": directly, through
+// tool_call and tool_describe. A profile that may not use the server is told what it
+// would be told of any unknown name.
+func TestNeverStartedServerCallsGetUnavailable(t *testing.T) {
+	for _, mode := range []policy.Mode{policy.Off, policy.On} {
+		t.Run(string(mode), func(t *testing.T) {
+			cfg := &config.Config{
+				Servers:  []config.Server{testServer("alpha", "basic"), testServer("dead", "exit"), testServer("slow", "hang")},
+				Profiles: map[string]config.Profile{"alphaonly": {Scope: policy.Scope{Servers: []string{"alpha"}}}},
+			}
+			h := startGateway(t, cfg, gateway.Options{Mode: mode, StartWait: 200 * time.Millisecond, WaitForClient: true})
+			cs := h.client("", nil)
+			waitFor(t, "dead to fail and alpha to be up", func() bool {
+				return status(h, "dead").Restarts > 0 && status(h, "alpha").State == gateway.Ready
+			})
+			callTool := func(cs *mcp.ClientSession, name string) (*mcp.CallToolResult, error) {
+				args := map[string]any{"text": "hi"}
+				if mode == policy.On {
+					return cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "tool_call", Arguments: map[string]any{"name": name, "arguments": args}})
+				}
+				return cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: args})
+			}
+			for _, tc := range []struct{ tool, says string }{
+				{"dead__echo", "has not started yet"},
+				{"slow__echo", "is still starting"},
+			} {
+				res, err := callTool(cs, tc.tool)
+				if err != nil {
+					t.Errorf("calling %s: %v; want unavailable", tc.tool, err)
+					continue
+				}
+				if code := errorCode(t, res); code != string(search.Unavailable) || !strings.Contains(resultText(res), tc.says) || !strings.Contains(resultText(res), "retry") {
+					t.Errorf("calling %s gave %s: %s; want unavailable, saying the server %s and to retry", tc.tool, code, resultText(res), tc.says)
+				}
+				if mode == policy.On {
+					res := call(t, cs, "tool_describe", map[string]any{"name": tc.tool})
+					if code := errorCode(t, res); code != string(search.Unavailable) || !strings.Contains(resultText(res), tc.says) {
+						t.Errorf("tool_describe of %s gave %s: %s; want unavailable", tc.tool, code, resultText(res))
+					}
+				}
+			}
+			// A server that is up still has unknown tools, and an unknown server none.
+			for _, name := range []string{"alpha__nosuch", "nosuch__echo"} {
+				if res, err := callTool(cs, name); err == nil && errorCode(t, res) != string(search.InvalidToolInput) {
+					t.Errorf("calling %s gave %s: %s; want no such tool", name, errorCode(t, res), resultText(res))
+				}
+			}
+			other := h.client("alphaonly", nil)
+			if res, err := callTool(other, "dead__echo"); err == nil && (errorCode(t, res) != string(search.InvalidToolInput) || strings.Contains(resultText(res), "start")) {
+				t.Errorf("a profile without dead was told %s: %s", errorCode(t, res), resultText(res))
 			}
 		})
 	}

@@ -148,12 +148,33 @@ func (g *Gateway) holding(ups []*Upstream, start, by, now time.Time) bool {
 // settle holds a request of method of session ss while the upstreams ups hold it (see
 // holding), lets the reassembly that follows land, and reports on stderr a request
 // answered while some of them are still in their first start.
+//
+// An upstream that is up has settled, but its tools are in the catalog only once the
+// reassembly its start set off has run (see reassembleLoop): a request that came in
+// between (a client that calls a tool from a cached list right after initialize, with
+// no tools/list before) would find no such tool. So the request reassembles itself
+// when one of ups is up and not in the catalog yet.
 func (g *Gateway) settle(ctx context.Context, ss *mcp.ServerSession, method string, ups ...*Upstream) {
 	start, by := time.Now(), g.clients.patienceOf(ss)
-	if g.holding(ups, start, by, start) && poll(ctx, 0, func() bool { return !g.holding(ups, start, by, time.Now()) }) {
+	held := g.holding(ups, start, by, start) && poll(ctx, 0, func() bool { return !g.holding(ups, start, by, time.Now()) })
+	if held || unassembled(ups) {
 		g.reassemble()
 	}
 	g.reportEarly(method, ups)
+}
+
+// unassembled reports whether one of ups is ready and its tools are not in the catalog
+// yet (see Upstream.markAssembled).
+func unassembled(ups []*Upstream) bool {
+	for _, u := range ups {
+		u.mu.Lock()
+		pending := u.status.State == Ready && !u.assembled
+		u.mu.Unlock()
+		if pending {
+			return true
+		}
+	}
+	return false
 }
 
 // reportEarly says on stderr that a request of method is answered while some of ups

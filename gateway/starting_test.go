@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -122,5 +123,43 @@ func TestImpatientClientAnsweredInTime(t *testing.T) {
 	}
 	if !has(names, "alpha__echo") || has(names, "memory__read_graph") {
 		t.Errorf("Codex's first tools/list has %v, want alpha's tools and not memory's", names)
+	}
+}
+
+// A client that calls a tool from a list it cached, right after initialize and with no
+// tools/list before, finds the tool: its server came up, but the reassembly loop,
+// held here as a loaded machine may hold it, has not put its tools in the catalog
+// yet. The call waits for that server as a list does, then runs: directly, through
+// tool_call, on the SDK's path and on the connections' own (fastcall.go).
+func TestCallRightAfterStartFindsTool(t *testing.T) {
+	for _, mode := range []policy.Mode{policy.Off, policy.On} {
+		for _, fast := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/fast=%v", mode, fast), func(t *testing.T) {
+				defer gateway.SetFastCalls(fast)()
+				cfg := &config.Config{Servers: []config.Server{testServer("echo", "basic")}}
+				h := startGateway(t, cfg, gateway.Options{Mode: mode, WaitForClient: true})
+				release := h.g.HoldReassembly()
+				defer release()
+				cs := h.client("", nil)
+				waitFor(t, "echo to be up", func() bool { return h.g.Up("echo") })
+				if st := status(h, "echo"); st.State != gateway.Connecting {
+					t.Fatalf("echo is %s before the catalog has its tools; the test holds nothing", st.State)
+				}
+				args := map[string]any{"text": "hi"}
+				var res *mcp.CallToolResult
+				var err error
+				if mode == policy.On {
+					res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: bridge.CallTool, Arguments: map[string]any{"name": "echo__echo", "arguments": args}})
+				} else {
+					res, err = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo__echo", Arguments: args})
+				}
+				if err != nil {
+					t.Fatalf("a call right after start-up: %v", err)
+				}
+				if resultText(res) != "hi" {
+					t.Errorf("a call right after start-up gave %s: %s, want hi", errorCode(t, res), resultText(res))
+				}
+			})
+		}
 	}
 }

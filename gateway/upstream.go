@@ -253,8 +253,14 @@ func (u *Upstream) connectAndServe(ctx context.Context) error {
 		return err
 	}
 	defer func() { l.close() }()
-	u.install(l, tools, f)
-	u.setState(Ready, nil)
+	// Installed and ready at once: a request that finds the upstream settled on its
+	// connection must find it ready too, or it would go on without its tools (see
+	// Gateway.settle).
+	u.mu.Lock()
+	u.installLocked(l, tools, f)
+	u.setStateLocked(Ready, nil)
+	u.mu.Unlock()
+	u.g.upstreamChanged(u)
 	u.resubscribe(ctx, l)
 
 	done := waitLink(l)

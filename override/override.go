@@ -15,7 +15,10 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/internal/jsonscan"
@@ -28,6 +31,11 @@ var ErrRule = errors.New("invalid override")
 // apply in order: keywords and aliases add up, and for title, description and hide the
 // last rule that sets one wins, so a broad rule can be refined by a later, narrower one.
 type Rule struct {
+	// Name is how messages name the rule: where it is in the config as written
+	// ("overrides[7]"), which its place among the rules applied is not once rules with
+	// problems are left out. Empty: messages name it by that place.
+	Name string
+
 	// Servers and Tools select the tools: a tool is selected when its server's name
 	// matches one of Servers or its qualified name (server__tool) one of Tools. Both
 	// are path.Match globs ("github", "github__*_issue*").
@@ -50,28 +58,62 @@ type Rule struct {
 	Hide *bool
 }
 
+// Bounds of one rule, which Check enforces: every rule is matched against every tool at
+// each assembly, and its words are indexed for every tool it selects, so a rule past
+// them (a generated list of a million keywords, a 100 KB glob) would hold up the
+// gateway's start for minutes rather than help search. Real rules are far below them.
+const (
+	// MaxPatterns bounds a rule's servers and tools together.
+	MaxPatterns = 1000
+	// MaxPatternLen bounds one glob, in bytes.
+	MaxPatternLen = 512
+	// MaxWords bounds a rule's keywords and aliases together.
+	MaxWords = 1000
+	// MaxWordLen bounds one keyword or alias, in bytes.
+	MaxWordLen = 256
+	// MaxTextLen bounds a rule's title and description, in bytes each.
+	MaxTextLen = 16 << 10
+)
+
 // Check reports what is wrong with r, or nil: it selects nothing, a glob is
-// malformed, it changes nothing, or its settings contradict each other. The error wraps
-// ErrRule and says how to fix it.
+// malformed, it changes nothing, its settings contradict each other, or it is over one
+// of the bounds above. The error wraps ErrRule and says how to fix it.
 func (r Rule) Check() error {
 	if len(r.Servers) == 0 && len(r.Tools) == 0 {
 		return fmt.Errorf("%w: it selects no tools; give servers (server names such as \"github\") or tools (globs over qualified names such as \"github__*_issue*\")", ErrRule)
+	}
+	if n := len(r.Servers) + len(r.Tools); n > MaxPatterns {
+		return fmt.Errorf("%w: it has %d servers and tools patterns, more than the %d a rule may have; use broader globs, or split it into several rules", ErrRule, n, MaxPatterns)
 	}
 	for _, list := range [][]string{r.Servers, r.Tools} {
 		for _, g := range list {
 			if strings.TrimSpace(g) == "" {
 				return fmt.Errorf("%w: an empty pattern selects nothing; remove it or write a glob such as \"github__*\"", ErrRule)
 			}
+			if len(g) > MaxPatternLen {
+				return fmt.Errorf("%w: the pattern %s is %d bytes long, more than the %d a pattern may have; write a shorter glob", ErrRule, Quote(g), len(g), MaxPatternLen)
+			}
 			if _, err := path.Match(g, ""); err != nil {
-				return fmt.Errorf("%w: %q is not a valid glob (use *, ? and [a-z]): %v", ErrRule, g, err)
+				return fmt.Errorf("%w: %s is not a valid glob (use *, ? and [a-z]): %v", ErrRule, Quote(g), err)
 			}
 		}
+	}
+	if n := len(r.Keywords) + len(r.Aliases); n > MaxWords {
+		return fmt.Errorf("%w: it has %d keywords and aliases, more than the %d a rule may have; keep the words people search with, or split the tools over several rules", ErrRule, n, MaxWords)
 	}
 	for _, list := range [][]string{r.Keywords, r.Aliases} {
 		for _, w := range list {
 			if strings.TrimSpace(w) == "" {
 				return fmt.Errorf("%w: keywords and aliases cannot be empty; remove the empty one", ErrRule)
 			}
+			if len(w) > MaxWordLen {
+				return fmt.Errorf("%w: the keyword or alias %s is %d bytes long, more than the %d one may have; use shorter words", ErrRule, Quote(w), len(w), MaxWordLen)
+			}
+		}
+	}
+	for _, f := range []struct{ key, text string }{{"title", r.Title}, {"description", r.Description}} {
+		if len(f.text) > MaxTextLen {
+			return fmt.Errorf("%w: its %s is %d bytes long, more than the %d it may have; shorten it", ErrRule, f.key, len(f.text), MaxTextLen)
 		}
 	}
 	hide := r.Hide != nil && *r.Hide
@@ -123,6 +165,11 @@ func Apply(rules []Rule, sources []catalog.Source) Result {
 		res.Sources = sources
 		return res
 	}
+	// Each rule's words without repeats, once, rather than for every tool it selects.
+	words := make([]ruleWords, len(rules))
+	for i, r := range rules {
+		words[i] = ruleWords{keywords: distinct(r.Keywords), aliases: distinct(r.Aliases)}
+	}
 	for _, src := range sources {
 		server, err := catalog.ServerName(src.Server)
 		if err != nil {
@@ -138,7 +185,7 @@ func Apply(rules []Rule, sources []catalog.Source) Result {
 				out.Tools = append(out.Tools, raw) // Build reports it
 				continue
 			}
-			e := effectOf(rules, server, catalog.Qualify(server, name), res.Selected)
+			e := effectOf(rules, words, server, catalog.Qualify(server, name), res.Selected)
 			if e.hide {
 				hidden.Tools = append(hidden.Tools, raw)
 				continue
@@ -170,15 +217,18 @@ type effect struct {
 	hide                bool
 }
 
-func effectOf(rules []Rule, server, qualified string, selected []int) effect {
+// ruleWords are a rule's keywords and aliases, each without repeats.
+type ruleWords struct{ keywords, aliases []string }
+
+func effectOf(rules []Rule, words []ruleWords, server, qualified string, selected []int) effect {
 	var e effect
 	for i, r := range rules {
 		if !r.Selects(server, qualified) {
 			continue
 		}
 		selected[i]++
-		e.search.Keywords = appendNew(e.search.Keywords, r.Keywords)
-		e.search.Aliases = appendNew(e.search.Aliases, r.Aliases)
+		e.search.Keywords = merge(e.search.Keywords, words[i].keywords)
+		e.search.Aliases = merge(e.search.Aliases, words[i].aliases)
 		if r.Title != "" {
 			e.search.Title, e.showTitle = r.Title, ""
 			if r.Show {
@@ -214,21 +264,46 @@ func (e effect) rewrite(raw json.RawMessage) json.RawMessage {
 	return jsonscan.SetMembers(raw, set...)
 }
 
-// appendNew appends the words of add that list does not have yet.
-func appendNew(list, add []string) []string {
-	for _, w := range add {
-		found := false
-		for _, have := range list {
-			if have == w {
-				found = true
-				break
-			}
-		}
-		if !found {
-			list = append(list, w)
+// distinct returns the words of list without repeats, in the order they first come,
+// in time linear in their number.
+func distinct(list []string) []string {
+	if len(list) == 0 {
+		return nil
+	}
+	seen := make(map[string]bool, len(list))
+	out := make([]string, 0, len(list))
+	for _, w := range list {
+		if !seen[w] {
+			seen[w] = true
+			out = append(out, w)
 		}
 	}
-	return list
+	return out
+}
+
+// merge returns list (words without repeats) followed by the words of add (the same)
+// that list does not have, in time linear in their numbers. It shares add when list is
+// empty, the common case of a tool one rule selects: the result is never appended to
+// in place (see slices.Clip).
+func merge(list, add []string) []string {
+	switch {
+	case len(add) == 0:
+		return list
+	case len(list) == 0:
+		return slices.Clip(add)
+	}
+	seen := make(map[string]bool, len(list))
+	for _, w := range list {
+		seen[w] = true
+	}
+	out := slices.Clip(list)
+	for _, w := range add {
+		if !seen[w] {
+			seen[w] = true
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // toolName reads the "name" of a tool definition, when it is a valid object with a
@@ -255,4 +330,23 @@ func quote(s string) json.RawMessage {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s)
 	return json.RawMessage(strings.TrimSuffix(b.String(), "\n"))
+}
+
+// quoteMax bounds, in bytes, what Quote shows of a string.
+const quoteMax = 80
+
+// Quote is how a message shows a string from a config (a glob, a keyword, a setting's
+// name): quoted, with control characters and invalid UTF-8 escaped, so that a NUL byte or
+// a terminal escape is seen rather than sent to the terminal, and, past quoteMax bytes,
+// cut at a character's start and followed by its length, so that a 100 KB glob does not
+// flood the log.
+func Quote(s string) string {
+	if len(s) <= quoteMax {
+		return strconv.Quote(s)
+	}
+	n := quoteMax
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(s[:n]), len(s))
 }

@@ -37,6 +37,7 @@ func (l *loader) overrides(n *yaml.Node) []override.Rule {
 			l.warn(key, "%s. This override is left out, so it changes nothing until it is fixed", problem)
 			continue
 		}
+		r.Name = key // its place as written, which the rules left out do not shift
 		out = append(out, r)
 	}
 	return out
@@ -94,7 +95,7 @@ func (l *loader) overrideRule(n *yaml.Node, key string) (override.Rule, string) 
 			case "server", "tool", "keyword", "alias", "hidden":
 				hint = fmt.Sprintf(" (did you mean %s?)", map[string]string{"server": "servers", "tool": "tools", "keyword": "keywords", "alias": "aliases", "hidden": "hide"}[p.key])
 			}
-			return r, fmt.Sprintf("unknown setting %q%s; an override takes %s", p.key, hint, overrideKeys)
+			return r, fmt.Sprintf("unknown setting %s%s; an override takes %s", override.Quote(p.key), hint, overrideKeys)
 		}
 	}
 	return r, ""
