@@ -569,8 +569,8 @@ type prefixWriter struct {
 	buf    []byte
 }
 
-// maxStderrLine is the longest line of a child's stderr held before it is written out
-// as it is: a line without an end must not grow without bound. The redaction rule is
+// maxStderrLine is the longest line of a child's stderr held before what it has so far
+// is written out as a line: a line without an end must not grow without bound. The redaction rule is
 // linear in a line's length (see internal/redact's BenchmarkString).
 const maxStderrLine = 64 << 10
 
@@ -588,7 +588,7 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 		}
 		p.buf = p.buf[i+1:]
 	}
-	if len(p.buf) > maxStderrLine { // a very long line without newline: flush it as is
+	if len(p.buf) > maxStderrLine { // a very long line without newline: flush it, redacted
 		p.line(append(p.buf, '\n'))
 		p.buf = p.buf[:0]
 	}
