@@ -156,8 +156,11 @@ func TestFaultExitAtStart(t *testing.T) {
 	if st.State == gateway.Ready || st.Err == nil || !strings.Contains(st.Err.Error(), "could not start") {
 		t.Errorf("bad upstream status %+v", st)
 	}
-	if !strings.Contains(h.log.String(), "[bad] test upstream: refusing to start") {
-		t.Errorf("the child's stderr is not in the log with its server's prefix:\n%s", h.log.String())
+	if !strings.Contains(h.log.String(), "[bad] test upstream: refusing to start (exit mode): cannot connect to postgres://app:xxxxx@db/app\n") {
+		t.Errorf("the child's stderr is not in the log with its server's prefix, redacted:\n%s", h.log.String())
+	}
+	if strings.Contains(h.log.String(), "s3cret") {
+		t.Errorf("the child's password is in the log:\n%s", h.log.String())
 	}
 	if names := toolNames(t, cs); has(names, "bad__echo") || !has(names, "good__echo") {
 		t.Errorf("tools %v", names)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/gateway/config"
+	"github.com/toolshed/toolshed/internal/redact"
 )
 
 // hooks apply the config's rules to every call of a real tool, whichever way it came.
@@ -112,10 +113,12 @@ func (h *hooks) close() {
 }
 
 // redactArguments returns args with the value of every member named in secrets (any
-// depth, case-insensitively) replaced by "[redacted]". Arguments that are not JSON are
+// depth, case-insensitively) replaced by redact.Mask, so that a hidden value reads the
+// same here as in every other line toolshed prints. Arguments that are not JSON are
 // dropped entirely rather than logged unredacted. (The names are the config's
-// hooks.secret_fields; internal/redact is the rule for what toolshed prints of URLs
-// and upstream errors.)
+// hooks.secret_fields and nothing else: internal/redact's rule for names is for what
+// toolshed prints of URLs and upstream errors, and a tool's argument named key or
+// token need not be a secret.)
 func redactArguments(args json.RawMessage, secrets map[string]bool) json.RawMessage {
 	if len(bytes.TrimSpace(args)) == 0 {
 		return nil
@@ -135,7 +138,7 @@ func redactArguments(args json.RawMessage, secrets map[string]bool) json.RawMess
 		case map[string]any:
 			for k, val := range x {
 				if secrets[strings.ToLower(k)] {
-					x[k] = "[redacted]"
+					x[k] = redact.Mask
 				} else {
 					x[k] = walk(val)
 				}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/toolshed/toolshed/gateway"
 	"github.com/toolshed/toolshed/gateway/config"
+	"github.com/toolshed/toolshed/internal/redact"
 	"github.com/toolshed/toolshed/policy"
 )
 
@@ -165,8 +166,8 @@ func testApproval(t *testing.T, version string) {
 		if e.Server != "alpha" || e.Via != "direct" || e.DurationMS == nil || e.Session == "" {
 			t.Errorf("activity line %q", line)
 		}
-		if e.Tool == "alpha__delete_everything" && e.Arguments["password"] != "[redacted]" {
-			t.Errorf("password not redacted: %q", line)
+		if e.Tool == "alpha__delete_everything" && e.Arguments["password"] != redact.Mask {
+			t.Errorf("password not masked as %s: %q", redact.Mask, line)
 		}
 		outcomes = append(outcomes, e.Tool+":"+e.Outcome)
 	}

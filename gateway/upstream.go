@@ -565,13 +565,20 @@ func (u *Upstream) captureTransport(t mcp.Transport, l *link) mcp.Transport {
 }
 
 // prefixWriter writes each line written to it to w with a prefix, so that the stderr of
-// every child process lands in toolshed's log marked with its server's name.
+// every child process lands in toolshed's log marked with its server's name. Each line
+// goes through the one redaction rule, as toolshed's own lines do: a server that fails
+// may print its DSN, URL or key.
 type prefixWriter struct {
 	prefix string
 	w      io.Writer
 	mu     sync.Mutex
 	buf    []byte
 }
+
+// maxStderrLine is the longest line of a child's stderr held before what it has so far
+// is written out as a line: a line without an end must not grow without bound. The redaction rule is
+// linear in a line's length (see internal/redact's BenchmarkString).
+const maxStderrLine = 64 << 10
 
 func (p *prefixWriter) Write(b []byte) (int, error) {
 	p.mu.Lock()
@@ -582,15 +589,20 @@ func (p *prefixWriter) Write(b []byte) (int, error) {
 		if i < 0 {
 			break
 		}
-		line := p.buf[:i+1]
-		if _, err := fmt.Fprintf(p.w, "%s%s", p.prefix, line); err != nil {
+		if err := p.line(p.buf[:i+1]); err != nil {
 			return len(b), nil // a broken log must not break the child
 		}
 		p.buf = p.buf[i+1:]
 	}
-	if len(p.buf) > 64*1024 { // a very long line without newline: flush it as is
-		fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf)
+	if len(p.buf) > maxStderrLine { // a very long line without newline: flush it, redacted
+		p.line(append(p.buf, '\n'))
 		p.buf = p.buf[:0]
 	}
 	return len(b), nil
+}
+
+// line writes one line, redacted, with the prefix, in one write.
+func (p *prefixWriter) line(l []byte) error {
+	_, err := io.WriteString(p.w, p.prefix+redact.String(string(l)))
+	return err
 }

@@ -46,7 +46,7 @@ func upstreamCommand(mode string) (string, []string, map[string]string) {
 //	         gateway), grow (adds a tool and
 //	         sends list_changed), args (returns the raw arguments it received), crash
 //	         (exits mid-call), hang (never answers)
-//	exit     writes to stderr and exits at once
+//	exit     writes to stderr (a URL with a password) and exits at once
 //	hang     never answers initialize
 //	garbage  writes lines that are not JSON-RPC
 //	many:N   N tools named tool_00001...
@@ -67,7 +67,8 @@ func serveTestUpstream(mode string) int {
 	case mode == "features" || strings.HasPrefix(mode, "features:"):
 		return serveFeatures(strings.TrimPrefix(strings.TrimPrefix(mode, "features"), ":"))
 	case mode == "exit":
-		fmt.Fprintln(os.Stderr, "test upstream: refusing to start (exit mode)")
+		// A server that fails prints what it could not reach, its password with it.
+		fmt.Fprintln(os.Stderr, "test upstream: refusing to start (exit mode): cannot connect to postgres://app:s3cret@db/app")
 		return 3
 	case mode == "hang":
 		time.Sleep(time.Hour)

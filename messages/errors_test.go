@@ -188,6 +188,52 @@ func TestUpstreamErrors(t *testing.T) {
 	}
 }
 
+// TestStreamErrorEventRedacted checks that an Anthropic upstream's stream whose error
+// event quotes the key it was sent reaches neither the client nor the proxy's log with
+// the key: before message_start the error is the answer's status and body, after it
+// the stream's error event.
+func TestStreamErrorEventRedacted(t *testing.T) {
+	const key = "sk-ant-api03-echoed-secret-0123"
+	errorEvent := "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"authentication_error\",\"message\":\"invalid x-api-key " + key + "\"}}\n\n"
+	start := "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"stop_reason\":null,\"usage\":{\"input_tokens\":1,\"output_tokens\":0}}}\n\n"
+	for _, tc := range []struct {
+		name, answer string
+		status       int
+		want         string // in the client's body
+	}{
+		{"error event first", errorEvent, 401, `"message":"invalid x-api-key xxxxx"`},
+		{"error event after message_start", start + errorEvent, 200, "event: error\ndata: {\"error\":{\"message\":\"invalid x-api-key xxxxx\",\"type\":\"authentication_error\"},\"type\":\"error\"}"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				io.WriteString(w, tc.answer)
+			}))
+			defer up.Close()
+			var log strings.Builder
+			p := &messages.Proxy{Upstream: &messages.Anthropic{BaseURL: up.URL, APIKey: key}, Logger: slog.New(slog.NewTextHandler(&syncWriter{w: &log}, nil))}
+			srv := httptest.NewServer(p.Handler())
+			defer srv.Close()
+			resp, err := http.Post(srv.URL+"/v1/messages", "application/json", strings.NewReader(`{"model":"m","max_tokens":5,"stream":true,"messages":[{"role":"user","content":"hi"}]}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status || !strings.Contains(string(body), tc.want) {
+				t.Errorf("got %d %s\nwant %d with %s", resp.StatusCode, body, tc.status, tc.want)
+			}
+			srv.Close() // the handler has returned: the log is complete
+			if !strings.Contains(log.String(), "invalid x-api-key xxxxx") {
+				t.Errorf("the log does not have the upstream's error: %s", log.String())
+			}
+			if strings.Contains(string(body), "echoed-secret") || strings.Contains(log.String(), "echoed-secret") {
+				t.Errorf("the key leaked: body %s, log %s", body, log.String())
+			}
+		})
+	}
+}
+
 // syncWriter serializes writes to w.
 type syncWriter struct {
 	mu sync.Mutex

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"strings"
+
+	"github.com/toolshed/toolshed/internal/redact"
 )
 
 // Stream answers a request as server-sent events, calling emit for each. The client
@@ -330,11 +332,15 @@ func (s *streamer) call(ctx context.Context, h http.Header) (string, error) {
 		case "error":
 			ae := &APIError{Status: http.StatusInternalServerError, Type: APIErrorType, Message: "the upstream stream failed"}
 			if e.Error != nil {
-				ae = ErrorFromType(e.Error.Type, e.Error.Message)
+				// Its message may echo the key that was sent, as an error answer's may
+				// (see readAPIError).
+				ae = ErrorFromType(e.Error.Type, redact.String(e.Error.Message))
 			}
 			if s.started {
+				// The event is rebuilt from what was read, not passed on as it came,
+				// so that the client sees the error as the log does.
 				ae.emitted = true
-				if err := s.emit(ev); err != nil {
+				if err := s.emit(errorEvent(ae)); err != nil {
 					return "", err
 				}
 			}

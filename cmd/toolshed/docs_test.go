@@ -297,6 +297,22 @@ func TestDocsFigures(t *testing.T) {
 	}
 }
 
+// TestDocsLimits checks that the Limits table of docs/http.md has a row for each flag
+// that bounds what the HTTP servers hold or read, of serve and of proxy.
+func TestDocsLimits(t *testing.T) {
+	doc := readDoc(t, "docs/http.md")
+	_, table, ok := strings.Cut(doc, "\n## Limits\n")
+	if !ok {
+		t.Fatal("docs/http.md has no ## Limits section")
+	}
+	table, _, _ = strings.Cut(strings.TrimLeft(table, "\n"), "\n\n")
+	for _, flag := range []string{"--max-connections", "--max-connections-per-client", "--body-timeout", "--max-answer-mib", "--tool-cache-mib", "--probe-addr"} {
+		if !strings.Contains(table, "| `"+flag+" ") {
+			t.Errorf("the Limits table of docs/http.md has no row for %s:\n%s", flag, table)
+		}
+	}
+}
+
 // mdLink is a Markdown link or image target: [text](target) or ![alt](target).
 var mdLink = regexp.MustCompile(`\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
 
