@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -90,41 +89,7 @@ func startProxy(bin, upstream string, extra []string) (*gatewayProc, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Env = append(os.Environ(), "TOOLSHED_TOKEN=")
-	p := &gatewayProc{cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
-	pr, pw := io.Pipe()
-	cmd.Stderr = pw
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %v", bin, err)
-	}
-	go func() {
-		cmd.Wait()
-		pw.Close()
-		close(p.done)
-	}()
-	found := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(nil, 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			p.stderr.WriteString(line + "\n")
-			if m := proxyLine.FindStringSubmatch(line); m != nil {
-				select {
-				case found <- m[1]:
-				default:
-				}
-			}
-		}
-	}()
-	select {
-	case p.endpoint = <-found:
-		return p, nil
-	case <-p.done:
-		return nil, fmt.Errorf("toolshed proxy exited before listening:\n%s", p.stderr.String())
-	case <-time.After(2 * time.Minute):
-		p.stop()
-		return nil, fmt.Errorf("toolshed proxy did not listen within 2 minutes:\n%s", p.stderr.String())
-	}
+	return launch(cmd, proxyLine, "toolshed proxy")
 }
 
 // rssSampler samples a process's RSS every 250 ms and keeps the largest.

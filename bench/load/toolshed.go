@@ -147,11 +147,18 @@ func startGatewayIn(dataDir, bin, config, token string, extra []string) (*gatewa
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// The search log goes beside the config, in the run's directory, not in the user's.
 	cmd.Env = append(os.Environ(), "XDG_DATA_HOME="+filepath.Join(dataDir, "data"))
+	return launch(cmd, servingLine, "toolshed")
+}
+
+// launch starts cmd, a toolshed, copies its stderr into the returned gatewayProc's, and
+// returns once a line of it matches listening, whose first group is the endpoint; what
+// names the command in errors.
+func launch(cmd *exec.Cmd, listening *regexp.Regexp, what string) (*gatewayProc, error) {
 	p := &gatewayProc{cmd: cmd, stderr: &syncBuffer{}, done: make(chan struct{})}
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %v", bin, err)
+		return nil, fmt.Errorf("starting %s: %v", cmd.Path, err)
 	}
 	go func() {
 		cmd.Wait()
@@ -161,25 +168,27 @@ func startGatewayIn(dataDir, bin, config, token string, extra []string) (*gatewa
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(pr)
+		sc.Buffer(nil, 1<<20)
 		for sc.Scan() {
 			line := sc.Text()
 			p.stderr.WriteString(line + "\n")
-			if m := servingLine.FindStringSubmatch(line); m != nil {
+			if m := listening.FindStringSubmatch(line); m != nil {
 				select {
 				case found <- m[1]:
 				default:
 				}
 			}
 		}
+		io.Copy(io.Discard, pr) // a line past the buffer: keep toolshed's stderr flowing
 	}()
 	select {
 	case p.endpoint = <-found:
 		return p, nil
 	case <-p.done:
-		return nil, fmt.Errorf("toolshed exited before listening:\n%s", p.stderr.String())
+		return nil, fmt.Errorf("%s exited before listening:\n%s", what, p.stderr.String())
 	case <-time.After(2 * time.Minute):
 		p.stop()
-		return nil, fmt.Errorf("toolshed did not listen within 2 minutes:\n%s", p.stderr.String())
+		return nil, fmt.Errorf("%s did not listen within 2 minutes:\n%s", what, p.stderr.String())
 	}
 }
 
