@@ -9,47 +9,42 @@ package tokens
 import (
 	"crypto/sha256"
 	"sync"
-
-	"github.com/tiktoken-go/tokenizer"
+	"unicode/utf8"
 )
 
 // Encoding names the vocabulary every count uses.
 const Encoding = "o200k_base"
 
-var (
-	codecOnce sync.Once
-	codec     tokenizer.Codec
-
-	// memo remembers counts by content hash: tool definitions repeat across every
-	// catalog assembly, and re-encoding them is the most expensive part of a rebuild.
-	memo sync.Map // [32]byte -> int
-)
-
-func load() tokenizer.Codec {
-	codecOnce.Do(func() {
-		c, err := tokenizer.Get(tokenizer.O200kBase)
-		if err != nil {
-			// The vocabulary is compiled in; failing to load it is a build defect, not input.
-			panic("tokens: o200k_base vocabulary missing: " + err.Error())
-		}
-		codec = c
-	})
-	return codec
-}
+// memo remembers counts by content hash: tool definitions repeat across every catalog
+// assembly, and re-encoding them is the most expensive part of a rebuild.
+var memo sync.Map // [32]byte -> int
 
 // Count returns the number of o200k_base tokens in s. Invalid UTF-8 is counted as the
-// replacement characters a client would send instead.
+// replacement characters a client would send instead, one for each invalid byte.
 func Count(s string) int {
 	key := sha256.Sum256([]byte(s))
 	if n, ok := memo.Load(key); ok {
 		return n.(int)
 	}
-	n, err := load().Count(s)
-	if err != nil {
-		// Count only fails on invalid UTF-8 in strict mode; fall back to a byte estimate
-		// rather than reporting zero cost.
-		n = (len(s) + 3) / 4
-	}
+	n := count(s)
 	memo.Store(key, n)
+	return n
+}
+
+// count splits s as o200k_base's pre-tokenizer does and adds up the tokens byte-pair
+// encoding makes of each piece.
+func count(s string) int {
+	if !utf8.ValidString(s) {
+		s = string([]rune(s))
+	}
+	v := loadVocab()
+	n := 0
+	for i := 0; i < len(s); {
+		e, skip := nextPiece(s, i)
+		if !skip {
+			n += v.countPiece(s[i:e])
+		}
+		i = e
+	}
 	return n
 }
