@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"encoding/binary"
 	"hash/maphash"
+	"strings"
 	"sync"
 )
 
@@ -39,19 +40,19 @@ func loadVocab() *vocab {
 // build defect that TestVocabFile catches; parsing stops at the first bad length rather
 // than reading past the end.
 func parseVocab(file string) *vocab {
-	v := &vocab{seed: maphash.MakeSeed()}
-	var data []byte
-	v.off = append(v.off, 0)
+	v := &vocab{seed: maphash.MakeSeed(), off: make([]uint32, 1, 200_001)}
+	var data strings.Builder // one allocation, kept as v.data without a copy
+	data.Grow(len(file))
 	for rest := []byte(file); len(rest) > 0; {
 		n, k := binary.Uvarint(rest)
 		if k <= 0 || uint64(len(rest)-k) < n {
 			break
 		}
-		data = append(data, rest[k:k+int(n)]...)
-		v.off = append(v.off, uint32(len(data)))
+		data.Write(rest[k : k+int(n)])
+		v.off = append(v.off, uint32(data.Len()))
 		rest = rest[k+int(n):]
 	}
-	v.data = string(data)
+	v.data = data.String()
 	size := 1
 	for size < 2*len(v.off) {
 		size <<= 1
