@@ -53,3 +53,7 @@ func (g *Gateway) ClientCounts() (joined, stateless int) {
 
 // CallsRunning counts the calls running upstream (what Drain waits for).
 func (g *Gateway) CallsRunning() int { return g.calls.running() }
+
+// SchemasChecked reports whether the catalog warnings' schema checks, which run after
+// each assembly, have all been made and printed.
+func (g *Gateway) SchemasChecked() bool { return g.warnings.schemasChecked() }
