@@ -17,7 +17,7 @@ import (
 // These tests hold toolshed's tokenizer to the library it replaced: the same vocabulary,
 // the same pieces and the same counts.
 
-var update = flag.Bool("update", false, "rewrite testdata/o200k_base.bin from the tokenizer library")
+var update = flag.Bool("update", false, "rewrite o200k_base.bin from the tokenizer library")
 
 // o200kPattern is the library's pre-tokenizer regexp for o200k_base.
 const o200kPattern = `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
@@ -46,13 +46,13 @@ func TestVocabFile(t *testing.T) {
 		file.WriteString(tok)
 	}
 	if *update {
-		if err := os.WriteFile("testdata/o200k_base.bin", file.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile("o200k_base.bin", file.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
 	if o200kFile != file.String() {
-		t.Fatalf("testdata/o200k_base.bin differs from the library's vocabulary; run go test ./tokens -run TestVocabFile -update")
+		t.Fatalf("o200k_base.bin differs from the library's vocabulary; run go test ./tokens -run TestVocabFile -update")
 	}
 	v := loadVocab()
 	used := 0

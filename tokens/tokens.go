@@ -1,7 +1,9 @@
 // Package tokens counts the tokens a model pays for a piece of text.
 //
-// Counts come from a real byte-pair-encoding tokenizer (OpenAI's o200k_base, compiled into
-// the binary, so nothing is downloaded at run time). Claude's own tokenizer is not public;
+// Counts come from a real byte-pair-encoding tokenizer (OpenAI's o200k_base, its
+// vocabulary compiled into the binary, so nothing is downloaded at run time): its
+// pre-tokenizer written out by hand (split.go) and its merges over a compact table
+// (vocab.go, bpe.go), tested to count exactly as the tiktoken-go library does. Claude's own tokenizer is not public;
 // o200k_base is the closest widely used vocabulary and is the figure toolshed reports
 // everywhere, so numbers stay comparable between commands, fronts and releases.
 package tokens

@@ -13,7 +13,7 @@ import (
 // the tokenizer library toolshed used before (go test ./tokens -run TestVocabFile
 // -update), and TestVocabFile checks every rank against that library.
 //
-//go:embed testdata/o200k_base.bin
+//go:embed o200k_base.bin
 var o200kFile string
 
 // vocab is o200k_base as a rank lookup: a token's bytes are data[off[r]:off[r+1]], found
