@@ -411,7 +411,9 @@ func (g *Gateway) reassembleLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-g.changes:
-			g.reassemble()
+			if !g.catalogStarting() {
+				g.reassemble()
+			}
 		case <-sweep.C:
 			g.sweepSubscriptions(ctx)
 		}
@@ -423,9 +425,6 @@ func (g *Gateway) reassembleLoop(ctx context.Context) {
 func (g *Gateway) reassemble() {
 	g.serversMu.Lock()
 	defer g.serversMu.Unlock()
-	if g.catalogStarting() {
-		return
-	}
 	a := g.assemble()
 	old := g.current.Load()
 	changed := old == nil || old.snap.Hash() != a.snap.Hash() || old.hidden.Hash() != a.hidden.Hash() || old.upHash != a.upHash || old.restarting.Hash() != a.restarting.Hash() || !slices.Equal(old.starting, a.starting)
@@ -453,7 +452,9 @@ func (g *Gateway) reassemble() {
 // upstreams are answered in process and are all ready within moments of each other,
 // while each assembly rebuilds the whole catalog: assembling at each of them (435 at
 // 10,000 tools) cost half a second of the start. The last one's change assembles them
-// all at once; one that fails leaves its first start, so none is waited for long.
+// all at once; one that fails leaves its first start, so none is waited for long. Only
+// the reassembly a change wakes defers: a request that waited for the servers to settle
+// reassembles at once (see settle).
 func (g *Gateway) catalogStarting() bool {
 	for _, u := range g.upstreams {
 		if u.catalogTools != nil && u.firstStarting() {

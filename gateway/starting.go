@@ -150,10 +150,26 @@ func (g *Gateway) holding(ups []*Upstream, start, by, now time.Time) bool {
 // answered while some of them are still in their first start.
 func (g *Gateway) settle(ctx context.Context, ss *mcp.ServerSession, method string, ups ...*Upstream) {
 	start, by := time.Now(), g.clients.patienceOf(ss)
-	if g.holding(ups, start, by, start) && poll(ctx, 0, func() bool { return !g.holding(ups, start, by, time.Now()) }) {
+	held := g.holding(ups, start, by, start) && poll(ctx, 0, func() bool { return !g.holding(ups, start, by, time.Now()) })
+	if held || unassembled(ups) {
 		g.reassemble()
 	}
 	g.reportEarly(method, ups)
+}
+
+// unassembled reports whether one of ups is ready but its tools are not yet in the
+// catalog: the assembly its change asked for may be deferred while catalog servers
+// start (see Gateway.catalogStarting), and a request for it must not miss its tools.
+func unassembled(ups []*Upstream) bool {
+	for _, u := range ups {
+		u.mu.Lock()
+		waiting := u.status.State == Ready && !u.assembled
+		u.mu.Unlock()
+		if waiting {
+			return true
+		}
+	}
+	return false
 }
 
 // reportEarly says on stderr that a request of method is answered while some of ups
