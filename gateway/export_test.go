@@ -82,3 +82,7 @@ func (g *Gateway) Up(name string) bool {
 // OpenWaits is how many times, in this process, a directly served client's connection
 // waited for fewer requests open before reading on (see MaxOpenRequests).
 func OpenWaits() int64 { return openWaits.Load() }
+
+// SchemasChecked reports whether the catalog warnings' schema checks, which run after
+// each assembly, have all been made and printed.
+func (g *Gateway) SchemasChecked() bool { return g.warnings.schemasChecked() }

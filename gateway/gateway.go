@@ -418,7 +418,9 @@ func (g *Gateway) reassembleLoop(ctx context.Context) {
 			if h := g.reassembleHook.Load(); h != nil {
 				(*h)()
 			}
-			g.reassemble()
+			if !g.catalogStarting() {
+				g.reassemble()
+			}
 		case <-sweep.C:
 			g.sweepSubscriptions(ctx)
 		}
@@ -451,6 +453,22 @@ func (g *Gateway) reassemble() {
 		sum := g.summary(a)
 		g.emit(Event{Assembled: &sum})
 	}
+}
+
+// catalogStarting reports whether a catalog upstream is in its first start. Catalog
+// upstreams are answered in process and are all ready within moments of each other,
+// while each assembly rebuilds the whole catalog: assembling at each of them (435 at
+// 10,000 tools) cost half a second of the start. The last one's change assembles them
+// all at once; one that fails leaves its first start, so none is waited for long. Only
+// the reassembly a change wakes defers: a request that waited for the servers to settle
+// reassembles at once (see settle).
+func (g *Gateway) catalogStarting() bool {
+	for _, u := range g.upstreams {
+		if u.catalogTools != nil && u.firstStarting() {
+			return true
+		}
+	}
+	return false
 }
 
 // assemble builds the catalog of the upstreams that are ready, in config order.

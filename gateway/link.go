@@ -251,7 +251,9 @@ func (u *Upstream) settledLocked(gen uint64) bool {
 	case u.status.Restarts > 0 && u.status.State != Ready:
 		return true // a server that keeps failing must not hold clients up
 	case u.catalogTools != nil:
-		return u.settledGen > 0
+		// Ready, not only listed: install records the list a moment before the state
+		// changes, and an assembly in between would leave the server's tools out.
+		return u.settledGen > 0 && u.status.State == Ready
 	}
 	return u.settledGen > gen
 }

@@ -163,14 +163,16 @@ func (g *Gateway) settle(ctx context.Context, ss *mcp.ServerSession, method stri
 	g.reportEarly(method, ups)
 }
 
-// unassembled reports whether one of ups is ready and its tools are not in the catalog
-// yet (see Upstream.markAssembled).
+// unassembled reports whether one of ups is ready but its tools are not yet in the
+// catalog: the assembly its change asked for may not have run yet (see reassembleLoop),
+// or be deferred while catalog servers start (see Gateway.catalogStarting), and a
+// request for it must not miss its tools.
 func unassembled(ups []*Upstream) bool {
 	for _, u := range ups {
 		u.mu.Lock()
-		pending := u.status.State == Ready && !u.assembled
+		waiting := u.status.State == Ready && !u.assembled
 		u.mu.Unlock()
-		if pending {
+		if waiting {
 			return true
 		}
 	}

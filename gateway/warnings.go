@@ -19,6 +19,20 @@ type catalogWarnings struct {
 	// printed holds, by origin (see catalog.Source.Origin), the content key of the
 	// tools whose problems were printed last.
 	printed map[string][32]byte
+
+	// Checking a schema means compiling it (half a second for the distinct schemas of
+	// 10,000 tools), which the first tools/list has no need to wait for: report queues
+	// the tools in pending, in the order of the assemblies, and one goroutine, started
+	// while checking is false, drains it and prints what it finds.
+	checkMu  sync.Mutex
+	pending  []schemaCheck
+	checking bool
+}
+
+// schemaCheck is a tool whose input schema is still to be checked for report.
+type schemaCheck struct {
+	origin string
+	tool   *catalog.Tool
 }
 
 // report prints the problems of snap, built from sources with problems, of each origin
@@ -60,13 +74,51 @@ func (w *catalogWarnings) report(g *Gateway, sources []catalog.Source, snap *cat
 			g.logf("catalog: %v", p)
 		}
 	}
+	var checks []schemaCheck
 	for _, t := range snap.Tools() {
-		origin, ok := origins[t.Server]
-		if !ok {
-			continue
-		}
-		if err := bridge.SchemaProblem(t); err != nil {
-			g.logf("catalog: %v", catalog.Problem{Origin: origin, Server: t.Server, Tool: strconv.Quote(t.Name), Err: err})
+		if origin, ok := origins[t.Server]; ok {
+			checks = append(checks, schemaCheck{origin, t})
 		}
 	}
+	if len(checks) == 0 {
+		return
+	}
+	w.checkMu.Lock()
+	w.pending = append(w.pending, checks...)
+	start := !w.checking
+	w.checking = true
+	w.checkMu.Unlock()
+	if start {
+		go w.check(g)
+	}
+}
+
+// check prints the schema problems of the queued tools until none is left. The schemas
+// it compiles are kept (see bridge.SchemaProblem), so calls find them compiled.
+func (w *catalogWarnings) check(g *Gateway) {
+	for {
+		w.checkMu.Lock()
+		batch := w.pending
+		w.pending = nil
+		if len(batch) == 0 {
+			w.checking = false
+		}
+		w.checkMu.Unlock()
+		if len(batch) == 0 {
+			return
+		}
+		for _, c := range batch {
+			if err := bridge.SchemaProblem(c.tool); err != nil {
+				g.logf("catalog: %v", catalog.Problem{Origin: c.origin, Server: c.tool.Server, Tool: strconv.Quote(c.tool.Name), Err: err})
+			}
+		}
+	}
+}
+
+// schemasChecked reports whether every queued schema has been checked (and its
+// problem printed).
+func (w *catalogWarnings) schemasChecked() bool {
+	w.checkMu.Lock()
+	defer w.checkMu.Unlock()
+	return !w.checking
 }

@@ -23,6 +23,7 @@ func TestCatalogWarningsOncePerChange(t *testing.T) {
 	}
 	check := func(when string, want int) {
 		t.Helper()
+		waitFor(t, "the schema checks", h.g.SchemasChecked)
 		for _, w := range warnings {
 			if got := strings.Count(h.log.String(), w); got != want {
 				t.Errorf("%s: %q printed %d times, want %d", when, w, got, want)

@@ -1,7 +1,9 @@
 // Package tokens counts the tokens a model pays for a piece of text.
 //
-// Counts come from a real byte-pair-encoding tokenizer (OpenAI's o200k_base, compiled into
-// the binary, so nothing is downloaded at run time). Claude's own tokenizer is not public;
+// Counts come from a real byte-pair-encoding tokenizer (OpenAI's o200k_base, its
+// vocabulary compiled into the binary, so nothing is downloaded at run time): its
+// pre-tokenizer written out by hand (split.go) and its merges over a compact table
+// (vocab.go, bpe.go), tested to count exactly as the tiktoken-go library does. Claude's own tokenizer is not public;
 // o200k_base is the closest widely used vocabulary and is the figure toolshed reports
 // everywhere, so numbers stay comparable between commands, fronts and releases.
 package tokens
@@ -9,47 +11,42 @@ package tokens
 import (
 	"crypto/sha256"
 	"sync"
-
-	"github.com/tiktoken-go/tokenizer"
+	"unicode/utf8"
 )
 
 // Encoding names the vocabulary every count uses.
 const Encoding = "o200k_base"
 
-var (
-	codecOnce sync.Once
-	codec     tokenizer.Codec
-
-	// memo remembers counts by content hash: tool definitions repeat across every
-	// catalog assembly, and re-encoding them is the most expensive part of a rebuild.
-	memo sync.Map // [32]byte -> int
-)
-
-func load() tokenizer.Codec {
-	codecOnce.Do(func() {
-		c, err := tokenizer.Get(tokenizer.O200kBase)
-		if err != nil {
-			// The vocabulary is compiled in; failing to load it is a build defect, not input.
-			panic("tokens: o200k_base vocabulary missing: " + err.Error())
-		}
-		codec = c
-	})
-	return codec
-}
+// memo remembers counts by content hash: tool definitions repeat across every catalog
+// assembly, and re-encoding them is the most expensive part of a rebuild.
+var memo sync.Map // [32]byte -> int
 
 // Count returns the number of o200k_base tokens in s. Invalid UTF-8 is counted as the
-// replacement characters a client would send instead.
+// replacement characters a client would send instead, one for each invalid byte.
 func Count(s string) int {
 	key := sha256.Sum256([]byte(s))
 	if n, ok := memo.Load(key); ok {
 		return n.(int)
 	}
-	n, err := load().Count(s)
-	if err != nil {
-		// Count only fails on invalid UTF-8 in strict mode; fall back to a byte estimate
-		// rather than reporting zero cost.
-		n = (len(s) + 3) / 4
-	}
+	n := count(s)
 	memo.Store(key, n)
+	return n
+}
+
+// count splits s as o200k_base's pre-tokenizer does and adds up the tokens byte-pair
+// encoding makes of each piece.
+func count(s string) int {
+	if !utf8.ValidString(s) {
+		s = string([]rune(s))
+	}
+	v := loadVocab()
+	n := 0
+	for i := 0; i < len(s); {
+		e, skip := nextPiece(s, i)
+		if !skip {
+			n += v.countPiece(s[i:e])
+		}
+		i = e
+	}
 	return n
 }
