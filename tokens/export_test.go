@@ -2,3 +2,13 @@ package tokens
 
 // CountUncached is count, for benchmarks that must not hit the memo.
 var CountUncached = count
+
+// MaxMemo is maxMemo, the most counts the memo keeps.
+const MaxMemo = maxMemo
+
+// MemoLen counts the counts the memo holds now.
+func MemoLen() int {
+	n := 0
+	memo.Range(func(any, any) bool { n++; return true })
+	return n
+}

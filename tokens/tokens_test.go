@@ -2,6 +2,7 @@ package tokens_test
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -92,4 +93,25 @@ func TestCountConcurrent(t *testing.T) {
 func ExampleCount() {
 	fmt.Println(tokens.Count("hello world"))
 	// Output: 2
+}
+
+// TestMemoBounded counts more distinct texts than the memo keeps, as a proxy that
+// counts every request does: the memo never holds more than its bound, and counts stay
+// right across its emptying.
+func TestMemoBounded(t *testing.T) {
+	want := tokens.Count("the memo empties when full")
+	for i := range tokens.MaxMemo + 1000 {
+		tokens.Count("request " + strconv.Itoa(i))
+		if i%4096 == 0 {
+			if n := tokens.MemoLen(); n > tokens.MaxMemo {
+				t.Fatalf("after %d distinct texts the memo holds %d counts, over its bound of %d", i+1, n, tokens.MaxMemo)
+			}
+		}
+	}
+	if n := tokens.MemoLen(); n > tokens.MaxMemo {
+		t.Fatalf("the memo holds %d counts, over its bound of %d", n, tokens.MaxMemo)
+	}
+	if got := tokens.Count("the memo empties when full"); got != want {
+		t.Errorf("count after the memo emptied = %d, want %d", got, want)
+	}
 }
