@@ -48,10 +48,13 @@ type callRegistry struct {
 	// used holds, per server, when each principal's last call on it ended: a server may
 	// send a request about a call after answering it (see cause).
 	used map[string]map[principal]time.Time
+	// gone holds the sessions whose client went away with calls in flight (see
+	// sessionGone): a call of one that registers afterwards is cancelled at once.
+	gone map[*mcp.ServerSession]bool
 }
 
 func newCallRegistry(g *Gateway) *callRegistry {
-	return &callRegistry{g: g, byToken: map[string]*call{}, inflight: map[string][]*call{}, pending: map[string]*call{}, used: map[string]map[principal]time.Time{}}
+	return &callRegistry{g: g, byToken: map[string]*call{}, inflight: map[string][]*call{}, pending: map[string]*call{}, used: map[string]map[principal]time.Time{}, gone: map[*mcp.ServerSession]bool{}}
 }
 
 // call is one call of a real tool in flight.
@@ -238,7 +241,11 @@ func (r *callRegistry) start(ctx context.Context, spec callSpec, u *Upstream) *c
 		meta = nil
 	}
 	r.inflight[c.server] = append(r.inflight[c.server], c)
+	gone := r.gone[c.session]
 	r.mu.Unlock()
+	if gone {
+		cancel(nil) // its client went away before it registered (see sessionGone)
+	}
 
 	u.startCall(callCtx, spec.tool.Name, spec.args, meta, func(raw json.RawMessage, err error) {
 		c.done <- outcome{raw, err}

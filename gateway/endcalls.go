@@ -3,6 +3,8 @@ package gateway
 import (
 	"context"
 	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // What ends a client's calls before their upstreams answer: the client cancelling one
@@ -15,6 +17,25 @@ import (
 // (notifications/cancelled) and the client's request ends at once; a call suspended
 // for the client's input (multi round-trip) is dropped.
 func (r *callRegistry) cancelWhere(match func(*call) bool) { r.cancelFor(match, nil) }
+
+// sessionGone cancels the calls of ss, whose client went away, and those of ss that
+// register from now on, until forgetSession: a call still on its way (checking its
+// arguments, or not yet handed to its handler by the SDK, which then misses the
+// notifications/cancelled the client's leaving sends) would otherwise run on until the
+// upstream answers or the call timeout ends it.
+func (r *callRegistry) sessionGone(ss *mcp.ServerSession) {
+	r.mu.Lock()
+	r.gone[ss] = true
+	r.mu.Unlock()
+	r.cancelWhere(func(c *call) bool { return c.session == ss })
+}
+
+// forgetSession forgets that ss's client went away (see sessionGone), once ss ended.
+func (r *callRegistry) forgetSession(ss *mcp.ServerSession) {
+	r.mu.Lock()
+	delete(r.gone, ss)
+	r.mu.Unlock()
+}
 
 // errStopping is why the calls in flight end when the gateway stops.
 var errStopping = fmt.Errorf("%w: toolshed is shutting down", context.Canceled)

@@ -77,6 +77,7 @@ func (h *streamableFront) serveStateless(w http.ResponseWriter, r *http.Request,
 	defer func() {
 		end := func() {
 			ss.Close()
+			h.g.calls.forgetSession(ss)
 			h.g.clients.endStateless(ss)
 			statelessEnded.Add(1)
 		}
@@ -86,7 +87,7 @@ func (h *streamableFront) serveStateless(w http.ResponseWriter, r *http.Request,
 		}
 		// The client went away with requests in flight: the calls are cancelled, and
 		// the session ends once the SDK has their answers, which it waits for.
-		h.g.calls.cancelWhere(func(c *call) bool { return c.session == ss })
+		h.g.calls.sessionGone(ss)
 		go func() {
 			conn.clientGone()
 			end()

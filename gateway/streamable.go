@@ -600,8 +600,9 @@ func (h *streamableFront) serveDELETE(w http.ResponseWriter, r *http.Request, ow
 	}
 	// The SDK ends a session only once its requests in flight are answered: a client
 	// that ends its session would wait for every call it gave up on.
-	h.g.calls.cancelWhere(func(c *call) bool { return c.session == sess.ss })
+	h.g.calls.sessionGone(sess.ss)
 	sess.ss.Close()
+	h.g.calls.forgetSession(sess.ss)
 	h.sessions.forget(sess.conn.id) // at once: the slot is free for the client's next session
 	w.WriteHeader(http.StatusNoContent)
 }
