@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -40,16 +39,8 @@ func TestSavingsAgree(t *testing.T) {
 	}
 	out := &testupstream.SyncBuffer{}
 	g.OnEvent(newProgress(out, len(g.Statuses()), false).event)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		g.Run(ctx)
-		close(done)
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	_, stop := runGateway(g)
+	defer stop()
 	all := fmt.Sprintf("toolshed: %d of %d servers ready, ", tok.Servers, tok.Servers)
 	deadline := time.Now().Add(time.Minute)
 	for !strings.Contains(out.String(), all) {

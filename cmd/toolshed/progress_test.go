@@ -30,16 +30,8 @@ func serveStderr(t *testing.T, mode policy.Mode, window int) string {
 	}
 	out := &testupstream.SyncBuffer{}
 	g.OnEvent(newProgress(out, len(g.Statuses()), true).event)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		g.Run(ctx)
-		close(done)
-	}()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	ctx, stop := runGateway(g)
+	defer stop()
 	ct, st := mcp.NewInMemoryTransports()
 	if _, err := g.Connect(ctx, st, ""); err != nil {
 		t.Fatal(err)
@@ -137,4 +129,19 @@ func TestStdinHint(t *testing.T) {
 		t.Errorf("stdin is not a terminal, hint %q", got)
 	}
 	golden.Check(t, "testdata/serve-stdin-hint.golden", []byte(stdinHint(true)+"\n"))
+}
+
+// runGateway runs g until stop is called, which cancels ctx, g's context, and waits for
+// g to end.
+func runGateway(g *gateway.Gateway) (ctx context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		g.Run(ctx)
+		close(done)
+	}()
+	return ctx, func() {
+		cancel()
+		<-done
+	}
 }
