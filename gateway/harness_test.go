@@ -3,7 +3,10 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -185,4 +188,21 @@ func errorCode(t *testing.T, res *mcp.CallToolResult) string {
 	}
 	json.Unmarshal(b, &s)
 	return s.Error
+}
+
+// killServer SIGKILLs the upstream server whose process id is in pidFile, as a server
+// that dies does.
+func killServer(t *testing.T, pidFile string) {
+	t.Helper()
+	pid, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(pid)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(n, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -5,9 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -122,17 +120,7 @@ func TestMetricsCountWhatClientsSaw(t *testing.T) {
 	})
 
 	// The everything server dies and toolshed restarts it.
-	pid, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(string(pid)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Kill(n, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	killServer(t, pidFile)
 	waitFor(t, "everything to restart", func() bool {
 		st := status(h, "everything")
 		return st.Restarts == 1 && st.State == gateway.Ready

@@ -3,11 +3,8 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -183,17 +180,7 @@ func TestScopedAnswersAreThoseOfItsTools(t *testing.T) {
 	scoped, unscoped := full.client("scoped", nil), only.client("", nil)
 	sameAnswers(t, "memory up", scoped, unscoped)
 
-	pid, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(string(pid)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Kill(n, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	killServer(t, pidFile)
 	waitFor(t, "memory to be down", func() bool { return status(full, "memory").State == gateway.Failed })
 	sameAnswers(t, "memory down", scoped, unscoped)
 }

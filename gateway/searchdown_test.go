@@ -2,11 +2,8 @@ package gateway_test
 
 import (
 	"encoding/json"
-	"os"
 	"reflect"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -64,17 +61,7 @@ func TestSearchSaysServerIsDown(t *testing.T) {
 		t.Fatalf("with memory up, the search gave %+v", res)
 	}
 
-	pid, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(string(pid)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Kill(n, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
+	killServer(t, pidFile)
 	waitFor(t, "memory to be down", func() bool { return status(h, "memory").State == gateway.Failed })
 
 	res := searchFor(t, cs, query)
