@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-
-	"github.com/toolshed/toolshed/tokens"
 )
 
 // Source is the tool list of one server as it arrived: from a catalog file, or from a live
@@ -41,12 +39,11 @@ type Snapshot struct {
 	byName  map[string]*Tool
 	byBare  map[string][]*Tool
 	servers []ServerSummary
-	hash    string
 
-	// parent and from, for a Subset: the snapshot it was taken from and, for each of
-	// its tools, that tool's index there, whose token count it shares.
-	parent *Snapshot
-	from   []int
+	// hash is worked out when first asked for: most snapshots (a server's own, to
+	// count its tokens) are never compared.
+	hashOnce sync.Once
+	hash     string
 
 	tokensOnce sync.Once
 	tokens     int
@@ -62,8 +59,15 @@ type ServerSummary struct {
 // Build assembles a Snapshot from sources. A tool that cannot be used (no name, a
 // collision, a schema that is not an object, wrong field types) is left out and reported
 // as a Problem; everything else still loads. Build never fails as a whole.
-func Build(sources []Source) (*Snapshot, []Problem) {
-	s := &Snapshot{byName: map[string]*Tool{}, byBare: map[string][]*Tool{}}
+func Build(sources []Source) (*Snapshot, []Problem) { return build(sources, nil) }
+
+// build is Build, through the cache c when it is not nil.
+func build(sources []Source, c *Cache) (*Snapshot, []Problem) {
+	n := 0
+	for _, src := range sources {
+		n += len(src.Tools)
+	}
+	s := &Snapshot{byName: make(map[string]*Tool, n), byBare: make(map[string][]*Tool, n)}
 	var problems []Problem
 
 	// Decode every tool first, grouped by server (sources naming one server merge), so
@@ -73,6 +77,7 @@ func Build(sources []Source) (*Snapshot, []Problem) {
 		raw       json.RawMessage
 		origin    string
 		sanitized bool
+		cached    *cacheEntry
 	}
 	var order []string
 	byServer := map[string][]decoded{}
@@ -87,7 +92,7 @@ func Build(sources []Source) (*Snapshot, []Problem) {
 			byServer[server] = []decoded{}
 		}
 		for i, raw := range src.Tools {
-			t, err := decodeTool(server, raw)
+			t, cached, err := c.decode(server, raw)
 			if err != nil {
 				problems = append(problems, Problem{Origin: src.Origin, Server: server, Tool: toolLabel(t, i), Err: err})
 				continue
@@ -98,17 +103,16 @@ func Build(sources []Source) (*Snapshot, []Problem) {
 			}
 			var changed bool
 			t.Qualified, changed = qualify(server, t.Name)
-			byServer[server] = append(byServer[server], decoded{t, raw, src.Origin, changed})
+			byServer[server] = append(byServer[server], decoded{t, raw, src.Origin, changed, cached})
 		}
 	}
 
-	h := sha256.New()
 	for _, server := range order {
 		tools := byServer[server]
 		summary := ServerSummary{Name: server}
 		// A tool whose name is already valid keeps its plain qualified name; a tool
 		// whose sanitized name ("a.b" -> "a_b") would take it gets a hash suffix.
-		claimed := map[string]*Tool{}
+		claimed := make(map[string]*Tool, len(tools))
 		for _, d := range tools {
 			if _, taken := claimed[d.tool.Qualified]; !d.sanitized && !taken {
 				claimed[d.tool.Qualified] = d.tool
@@ -129,22 +133,29 @@ func Build(sources []Source) (*Snapshot, []Problem) {
 			}
 			claimed[t.Qualified] = t
 			t.Index = len(s.tools)
+			if d.cached != nil {
+				c.keep(d.cached, t)
+			} else {
+				t.cost = &cost{}
+			}
 			s.tools = append(s.tools, t)
 			s.byName[t.Qualified] = t
 			s.byBare[t.Name] = append(s.byBare[t.Name], t)
 			summary.Tools++
-			hashTool(h, t)
 		}
 		s.servers = append(s.servers, summary)
 	}
-	s.hash = hex.EncodeToString(h.Sum(nil))
 	return s, problems
 }
 
 // hashTool adds t to a snapshot's content hash: its server, pinning, definition as
 // received and what an override makes search index.
 func hashTool(h hash.Hash, t *Tool) {
-	fmt.Fprintf(h, "%s\x00%t\x00%d\x00", t.Server, t.Pinned, len(t.Raw))
+	var buf [64]byte
+	b := append(append(buf[:0], t.Server...), 0)
+	b = append(strconv.AppendBool(b, t.Pinned), 0)
+	b = append(strconv.AppendInt(b, int64(len(t.Raw)), 10), 0)
+	h.Write(b)
 	h.Write(t.Raw)
 	if !t.Search.IsZero() {
 		// What search indexes is part of the content: an index cached by the hash
@@ -162,7 +173,7 @@ func hashTool(h hash.Hash, t *Tool) {
 // definitions, so that an index cached by hash is shared with any catalog of the same
 // tools, and a subset whose tools did not change is not indexed again when the rest of
 // s did. Only the servers of kept tools are listed. Tokens are counted once, in s, and
-// shared. When keep admits every tool, Subset returns s itself.
+// shared with s. When keep admits every tool, Subset returns s itself.
 func (s *Snapshot) Subset(keep func(*Tool) bool) *Snapshot {
 	var from []int
 	for i, t := range s.tools {
@@ -173,41 +184,28 @@ func (s *Snapshot) Subset(keep func(*Tool) bool) *Snapshot {
 	if len(from) == len(s.tools) {
 		return s
 	}
-	sub := &Snapshot{byName: make(map[string]*Tool, len(from)), byBare: map[string][]*Tool{}, parent: s, from: from}
-	h := sha256.New()
+	sub := &Snapshot{byName: make(map[string]*Tool, len(from)), byBare: map[string][]*Tool{}}
 	for _, i := range from {
 		o := s.tools[i]
-		// Field by field rather than *o: the token count may be being written by s's
-		// countTokens, and is taken from s once counted.
-		t := &Tool{Server: o.Server, Name: o.Name, Qualified: o.Qualified, Title: o.Title, Description: o.Description,
-			Params: o.Params, Required: o.Required, InputSchema: o.InputSchema, OutputSchema: o.OutputSchema,
-			Annotations: o.Annotations, Meta: o.Meta, Raw: o.Raw, Search: o.Search, Pinned: o.Pinned, Index: len(sub.tools)}
-		sub.tools = append(sub.tools, t)
-		sub.byName[t.Qualified] = t
-		sub.byBare[t.Name] = append(sub.byBare[t.Name], t)
+		t := *o
+		t.Index = len(sub.tools)
+		sub.tools = append(sub.tools, &t)
+		sub.byName[t.Qualified] = &t
+		sub.byBare[t.Name] = append(sub.byBare[t.Name], &t)
 		if n := len(sub.servers); n == 0 || sub.servers[n-1].Name != t.Server {
 			sub.servers = append(sub.servers, ServerSummary{Name: t.Server})
 		}
 		sub.servers[len(sub.servers)-1].Tools++
-		hashTool(h, t)
 	}
-	sub.hash = hex.EncodeToString(h.Sum(nil))
 	return sub
 }
 
-// countTokens fills in every tool's token cost, once. Counting is the costliest part of
-// a build and most readers (a search, a call) never need it, so it waits until asked.
+// countTokens counts every tool's tokens, once. Counting is the costliest part of a
+// build and most readers (a search, a call) never need it, so it waits until asked; a
+// tool whose count another snapshot already has (a subset's, or one a Cache carried
+// over) is not counted again.
 func (s *Snapshot) countTokens() {
 	s.tokensOnce.Do(func() {
-		if s.parent != nil {
-			s.parent.countTokens()
-			for i, t := range s.tools {
-				t.tokens = s.parent.tools[s.from[i]].tokens
-			}
-			s.parent, s.from = nil, nil // counted: the subset no longer keeps s alive
-			s.sumTokens()
-			return
-		}
 		var wg sync.WaitGroup
 		workers := min(runtime.GOMAXPROCS(0), 8)
 		for w := range workers {
@@ -215,8 +213,7 @@ func (s *Snapshot) countTokens() {
 			go func() {
 				defer wg.Done()
 				for i := w; i < len(s.tools); i += workers {
-					t := s.tools[i]
-					t.tokens = tokens.Count(string(t.Definition()))
+					s.tools[i].tokens()
 				}
 			}()
 		}
@@ -232,8 +229,9 @@ func (s *Snapshot) sumTokens() {
 		si[s.servers[i].Name] = i
 	}
 	for _, t := range s.tools {
-		s.servers[si[t.Server]].Tokens += t.tokens
-		s.tokens += t.tokens
+		n := t.tokens()
+		s.servers[si[t.Server]].Tokens += n
+		s.tokens += n
 	}
 }
 
@@ -246,7 +244,16 @@ func toolLabel(t *Tool, i int) string {
 
 // Hash is the hex SHA-256 of the snapshot's content: servers, pinning and every
 // definition. Equal hashes mean the same catalog, so indexes can be cached by it.
-func (s *Snapshot) Hash() string { return s.hash }
+func (s *Snapshot) Hash() string {
+	s.hashOnce.Do(func() {
+		h := sha256.New()
+		for _, t := range s.tools {
+			hashTool(h, t)
+		}
+		s.hash = hex.EncodeToString(h.Sum(nil))
+	})
+	return s.hash
+}
 
 // Len is the number of tools.
 func (s *Snapshot) Len() int { return len(s.tools) }
@@ -272,7 +279,7 @@ func (s *Snapshot) Tokens() int {
 // ToolTokens is the token cost of one of the snapshot's tools (see Tool.Definition).
 func (s *Snapshot) ToolTokens(t *Tool) int {
 	s.countTokens()
-	return t.tokens
+	return t.tokens()
 }
 
 // Lookup finds a tool by qualified name, or by its bare name when exactly one server has a

@@ -7,6 +7,9 @@ package catalog
 import (
 	"bytes"
 	"encoding/json"
+	"sync"
+
+	"github.com/toolshed/toolshed/tokens"
 )
 
 // Separator joins a server name and a tool name into a qualified name.
@@ -55,9 +58,10 @@ type Tool struct {
 	// Pinned reports that the tool must never be deferred: its server is marked
 	// alwaysLoad, or its _meta carries "anthropic/alwaysLoad": true.
 	Pinned bool
-	// tokens is the o200k_base token count of Definition, filled in lazily by the
-	// snapshot (see Snapshot.ToolTokens).
-	tokens int
+	// cost is the o200k_base token count of Definition, counted when first asked for
+	// (see Snapshot.ToolTokens) and shared by the copies of the tool that other
+	// snapshots hold (see Snapshot.Subset and Cache).
+	cost *cost
 	// Index is the tool's position in its Snapshot.
 	Index int
 }
@@ -161,4 +165,30 @@ func (t *Tool) hint(key string, def bool) bool {
 		return v
 	}
 	return def
+}
+
+// cost is a tool's token count, counted once.
+type cost struct {
+	once sync.Once
+	n    int
+	// kept marks the count of a tool a Cache keeps: the cache is its memo, so tokens'
+	// own (which remembers counts for builds without a cache, such as a proxy's of each
+	// request) is not used.
+	kept bool
+}
+
+// tokens returns the token count of t's Definition, counting it on first use.
+func (t *Tool) tokens() int {
+	c := t.cost
+	if c == nil {
+		return tokens.Count(string(t.Definition())) // a Tool made outside a build
+	}
+	c.once.Do(func() {
+		if c.kept {
+			c.n = tokens.CountUncached(string(t.Definition()))
+		} else {
+			c.n = tokens.Count(string(t.Definition()))
+		}
+	})
+	return c.n
 }

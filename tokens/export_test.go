@@ -1,8 +1,5 @@
 package tokens
 
-// CountUncached is count, for benchmarks that must not hit the memo.
-var CountUncached = count
-
 // MaxMemo is maxMemo, the most counts the memo keeps.
 const MaxMemo = maxMemo
 

@@ -49,6 +49,11 @@ func Count(s string) int {
 	return n
 }
 
+// CountUncached is Count without the memo, for a caller that keeps each count itself
+// (a catalog.Cache counts each definition once for as long as its server lists it):
+// the memo would only hold the same counts a second time.
+func CountUncached(s string) int { return count(s) }
+
 // count splits s as o200k_base's pre-tokenizer does and adds up the tokens byte-pair
 // encoding makes of each piece.
 func count(s string) int {
