@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/internal/jsonscan"
 )
 
 // A catalog upstream is an MCP server inside toolshed that lists the tools of a catalog
@@ -38,29 +39,49 @@ type catalogServer struct {
 	// listed are the listed definitions, by name, as an mcp.Server with these tools
 	// lists them (see listedDefinition), compacted.
 	listed []json.RawMessage
-	// qualified maps each listed tool's own name to its qualified name, for the
-	// answer to a call.
-	qualified map[string]string
+	// cache holds the listed definitions decoded (see newCatalogServer); a call, which
+	// is rare, finds its tool's qualified name there.
+	cache *catalog.Cache
 }
 
 // newCatalogServer works out what the catalog server of server name lists: the tools
 // a catalog accepts (see catalog.Build) that the SDK's server takes too, each as
-// listedDefinition writes it, sorted by name as the SDK lists them.
-func newCatalogServer(name string, tools []json.RawMessage) *catalogServer {
-	s := &catalogServer{name: name, qualified: map[string]string{}}
-	snap, _ := catalog.Build([]catalog.Source{{Server: name, Tools: tools}})
-	var names []string
-	raw := map[string]json.RawMessage{}
-	var probe *mcp.Server
-	for _, t := range snap.Tools() {
-		// Compacted, as the SDK's server writes what it lists, into a buffer that
-		// holds the whole definition from the start: compacting never lengthens, so
-		// it is kept at its size, not with the slack of a grown buffer.
-		src := listedDefinition(t.Raw, t.Name)
+// listedDefinition writes it, sorted by name as the SDK lists them. The definitions
+// are decoded once, as listed, through cache: the upstream's own count of its tokens
+// and every assembly of the gateway's catalog find them there (see catalog.Cache).
+func newCatalogServer(name string, tools []json.RawMessage, cache *catalog.Cache) *catalogServer {
+	s := &catalogServer{name: name, cache: cache}
+	// What the SDK's server would list of each tool, compacted as it writes it, into a
+	// buffer that holds the whole definition from the start (compacting never
+	// lengthens, so it is kept at its size, not with the slack of a grown buffer). A
+	// catalog accepts a listed definition exactly when it accepts the tool as the file
+	// has it: the name is the same, a schema gains only the "type" a catalog assumes,
+	// and a schema that is no object does not compact. A tool without a string name is
+	// one no catalog accepts.
+	listed := make([]json.RawMessage, 0, len(tools))
+	for _, raw := range tools {
+		var toolName []byte
+		jsonscan.Members(raw, func(key string, val []byte) bool {
+			if key == "name" {
+				toolName = val // the last, as a catalog reads it
+			}
+			return true
+		})
+		if len(toolName) == 0 || toolName[0] != '"' {
+			continue
+		}
+		src := listedDefinition(raw, jsonscan.Unquote(toolName))
 		def := bytes.NewBuffer(make([]byte, 0, len(src)))
 		if json.Compact(def, src) != nil {
 			continue
 		}
+		listed = append(listed, def.Bytes())
+	}
+	snap, _ := cache.Build([]catalog.Source{{Server: name, Tools: listed}})
+	var names []string
+	byName := map[string]json.RawMessage{}
+	var probe *mcp.Server
+	for _, t := range snap.Tools() {
 		if !plainSchema(t.InputSchema) {
 			// The few definitions the SDK's server might refuse (an input schema whose
 			// type is not "object", x-mcp-header annotations) go through its own
@@ -68,19 +89,16 @@ func newCatalogServer(name string, tools []json.RawMessage) *catalogServer {
 			if probe == nil {
 				probe = mcp.NewServer(&mcp.Implementation{Name: name}, nil)
 			}
-			if addTool(probe, &mcp.Tool{Name: t.Name, InputSchema: json.RawMessage(objectSchema(t.InputSchema))}, nil) != nil {
+			if addTool(probe, &mcp.Tool{Name: t.Name, InputSchema: json.RawMessage(t.InputSchema)}, nil) != nil {
 				continue
 			}
 		}
-		if _, dup := raw[t.Name]; !dup {
-			names = append(names, t.Name)
-		}
-		raw[t.Name] = def.Bytes()
-		s.qualified[t.Name] = t.Qualified
+		names = append(names, t.Name) // a catalog has no two tools of one name
+		byName[t.Name] = t.Raw
 	}
 	slices.Sort(names)
 	for _, n := range names {
-		s.listed = append(s.listed, raw[n])
+		s.listed = append(s.listed, byName[n])
 	}
 	s.listed = slices.Clip(s.listed) // shared with the upstream's tools: never appended to
 	return s
@@ -187,11 +205,13 @@ func (s *catalogServer) answer(method string, params json.RawMessage) (json.RawM
 			Name string `json:"name"`
 		}
 		_ = json.Unmarshal(params, &p)
-		q, ok := s.qualified[p.Name]
-		if !ok {
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown tool " + strconvQuote(p.Name)}
+		snap, _ := s.cache.Build([]catalog.Source{{Server: s.name, Tools: s.listed}})
+		for _, t := range snap.Tools() {
+			if t.Name == p.Name {
+				return marshal(catalogEntryResult(s.name, t.Qualified))
+			}
 		}
-		return marshal(catalogEntryResult(s.name, q))
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown tool " + strconvQuote(p.Name)}
 	}
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found: " + method}
 }

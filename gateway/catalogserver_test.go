@@ -128,7 +128,7 @@ func TestCatalogServerAsSDK(t *testing.T) {
 		}
 		calls = append(calls, "no_such_tool")
 		want := exchange(t, sdkCatalogTransport(t, src.Server, src.Tools), calls)
-		got := exchange(t, catalogTransport(newCatalogServer(src.Server, src.Tools)), calls)
+		got := exchange(t, catalogTransport(newCatalogServer(src.Server, src.Tools, nil)), calls)
 		if len(got) != len(want) {
 			t.Errorf("%s: %d answers, want %d:\n got %.2000s\nwant %.2000s", src.Server, len(got), len(want), got, want)
 			continue

@@ -2,10 +2,12 @@ package gateway_test
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"testing"
 	"time"
 
+	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/gateway"
 	"github.com/toolshed/toolshed/gateway/config"
 	"github.com/toolshed/toolshed/internal/scale"
@@ -22,7 +24,12 @@ func BenchmarkCatalogStart(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sources := scale.Catalog(real, 2000)
+	for _, n := range []int{2000, 10000} {
+		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) { benchmarkCatalogStart(b, scale.Catalog(real, n), n) })
+	}
+}
+
+func benchmarkCatalogStart(b *testing.B, sources []catalog.Source, n int) {
 	b.ReportAllocs()
 	var retained uint64
 	for b.Loop() {
@@ -39,8 +46,8 @@ func BenchmarkCatalogStart(b *testing.B) {
 		readyCtx, cancelReady := context.WithTimeout(ctx, 2*time.Minute)
 		g.WaitReady(readyCtx)
 		cancelReady()
-		if got := g.Catalog().Len(); got != 2000 {
-			b.Fatalf("the catalog has %d tools once ready, want 2000", got)
+		if got := g.Catalog().Len(); got != n {
+			b.Fatalf("the catalog has %d tools once ready, want %d", got, n)
 		}
 		b.StopTimer()
 		runtime.GC()

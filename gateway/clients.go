@@ -330,7 +330,7 @@ func (g *Gateway) redeclare(joined *mcp.Implementation) {
 		ev.Joined = strings.TrimSpace(joined.Name + " " + joined.Version)
 	}
 	for _, u := range g.upstreams {
-		if u.catalogTools == nil && !u.cfg.Disabled {
+		if !u.catalog && !u.cfg.Disabled {
 			ev.Servers++
 			signal(u.redeclared)
 		}

@@ -7,7 +7,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -177,16 +176,20 @@ type Gateway struct {
 	opts      Options
 	upstreams []*Upstream
 	byName    map[string]*Upstream
-	cache     search.Cache
-	calls     *callRegistry
-	procs     processes // the upstream servers' processes (see Kill)
-	clients   *clients
-	hooks     *hooks
-	rec       *recorder
-	learn     *learner // nil: search does not learn
-	vectors   *vectors // nil: search uses words alone
-	limits    *rateLimits
-	logMu     sync.Mutex
+	// decoded keeps the upstreams' decoded tools from one assembly to the next (and
+	// from an upstream's own count of its tokens to the assembly that follows), so a
+	// reassembly decodes only the lists that changed.
+	decoded catalog.Cache
+	cache   search.Cache
+	calls   *callRegistry
+	procs   processes // the upstream servers' processes (see Kill)
+	clients *clients
+	hooks   *hooks
+	rec     *recorder
+	learn   *learner // nil: search does not learn
+	vectors *vectors // nil: search uses words alone
+	limits  *rateLimits
+	logMu   sync.Mutex
 
 	current atomic.Pointer[assembly]
 	// servers holds one MCP server per profile ("" is the default profile); every
@@ -285,13 +288,11 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 			return nil, fmt.Errorf("catalog server %q has the name of a configured server; rename one", src.Server)
 		}
 		u := newUpstream(config.Server{Name: src.Server, AlwaysLoad: src.AlwaysLoad}, g)
-		u.catalogTools = src.Tools
-		if u.catalogTools == nil {
-			u.catalogTools = []json.RawMessage{}
-		}
+		u.catalog, u.catalogTools = true, src.Tools
 		g.upstreams = append(g.upstreams, u)
 		g.byName[src.Server] = u
 	}
+	g.opts.Catalogs = nil // the upstreams have them: let the file go with their use
 	for name, p := range cfg.Profiles {
 		if err := p.Scope.Check(); err != nil {
 			return nil, fmt.Errorf("profile %q: %w", name, err)
@@ -464,7 +465,7 @@ func (g *Gateway) reassemble() {
 // reassembles at once (see settle).
 func (g *Gateway) catalogStarting() bool {
 	for _, u := range g.upstreams {
-		if u.catalogTools != nil && u.firstStarting() {
+		if u.catalog && u.firstStarting() {
 			return true
 		}
 	}
@@ -492,10 +493,12 @@ func (g *Gateway) assemble() *assembly {
 		}
 	}
 	applied := g.applyOverrides(sources, g.settled(g.upstreams))
-	snap, problems := catalog.Build(applied.Sources)
+	snap, problems := g.decoded.Build(applied.Sources)
 	g.warnings.report(g, applied.Sources, snap, problems)
-	hidden, _ := catalog.Build(applied.Hidden)
-	return &assembly{g: g, snap: snap, hidden: hidden, restarting: g.restartingTools(), starting: starting, upHash: up, features: feats, included: included, plans: map[string]*policy.Plan{}}
+	hidden, _ := g.decoded.Build(applied.Hidden)
+	restarting := g.restartingTools()
+	g.decoded.Prune()
+	return &assembly{g: g, snap: snap, hidden: hidden, restarting: restarting, starting: starting, upHash: up, features: feats, included: included, plans: map[string]*policy.Plan{}}
 }
 
 func (g *Gateway) summary(a *assembly) Summary {

@@ -62,7 +62,7 @@ func (u *Upstream) connectTimeout() time.Duration {
 func (u *Upstream) startTimeout() (timeout time.Duration, installing bool) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	command := u.catalogTools == nil && u.cfg.Type != config.HTTP && u.cfg.Type != config.SSE // see transport
+	command := !u.catalog && u.cfg.Type != config.HTTP && u.cfg.Type != config.SSE // see transport
 	if u.cfg.ConnectTimeout <= 0 && command && !u.everUp {
 		return u.g.opts.firstStartTimeout(), true
 	}
@@ -81,7 +81,7 @@ func boundNote(installing bool) string {
 // server's tools and features on it.
 func (u *Upstream) dial(ctx context.Context) (*link, []json.RawMessage, features, error) {
 	support, gen := u.g.declared()
-	if u.catalogTools != nil {
+	if u.catalog {
 		support = clientSupport{} // toolshed's own catalog server asks clients nothing
 	}
 	timeout, installing := u.startTimeout()
@@ -192,7 +192,7 @@ func (u *Upstream) resubscribe(ctx context.Context, l *link) {
 // failure is logged).
 func (u *Upstream) swap(ctx context.Context, l *link) *link {
 	support, gen := u.g.declared()
-	if u.catalogTools != nil || support == l.support {
+	if u.catalog || support == l.support {
 		u.settle(gen)
 		return nil
 	}
@@ -250,7 +250,7 @@ func (u *Upstream) settledLocked(gen uint64) bool {
 		return true
 	case u.status.Restarts > 0 && u.status.State != Ready:
 		return true // a server that keeps failing must not hold clients up
-	case u.catalogTools != nil:
+	case u.catalog:
 		// Ready, not only listed: install records the list a moment before the state
 		// changes, and an assembly in between would leave the server's tools out.
 		return u.settledGen > 0 && u.status.State == Ready

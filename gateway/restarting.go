@@ -56,7 +56,7 @@ func (g *Gateway) restartingTools() *catalog.Snapshot {
 		}
 	}
 	// Tools an override hides stay hidden while their server restarts.
-	snap, _ := catalog.Build(override.Apply(g.cfg.Overrides, sources).Sources) // their problems were reported while they were up
+	snap, _ := g.decoded.Build(override.Apply(g.cfg.Overrides, sources).Sources) // their problems were reported while they were up
 	return snap
 }
 

@@ -68,8 +68,11 @@ type Status struct {
 // touches another.
 type Upstream struct {
 	cfg config.Server
-	// catalogTools, when set, makes this a catalog upstream (see catalogTransport);
-	// catalogServer answers for it, made once, on the first connection.
+	// catalog makes this a catalog upstream (see catalogTransport): catalogServer
+	// answers for it, made once from catalogTools on the first connection, which are
+	// then let go (the catalog file they are read from is not kept: the server keeps
+	// its own compacted copy of what it lists).
+	catalog      bool
 	catalogTools []json.RawMessage
 	catalogOnce  sync.Once
 	catalogSrv   *catalogServer
@@ -312,16 +315,19 @@ func (u *Upstream) relist(ctx context.Context, l *link) {
 
 // tokens is the token cost of listing tools as this upstream's.
 func (u *Upstream) tokens(tools []json.RawMessage) int {
-	snap, _ := catalog.Build([]catalog.Source{{Server: u.cfg.Name, Tools: tools}})
+	snap, _ := u.g.decoded.Build([]catalog.Source{{Server: u.cfg.Name, Tools: tools}})
 	return snap.Tokens()
 }
 
 // catalogServer returns the server of a catalog upstream, nil for any other.
 func (u *Upstream) catalogServer() *catalogServer {
-	if u.catalogTools == nil {
+	if !u.catalog {
 		return nil
 	}
-	u.catalogOnce.Do(func() { u.catalogSrv = newCatalogServer(u.cfg.Name, u.catalogTools) })
+	u.catalogOnce.Do(func() {
+		u.catalogSrv = newCatalogServer(u.cfg.Name, u.catalogTools, &u.g.decoded)
+		u.catalogTools = nil
+	})
 	return u.catalogSrv
 }
 

@@ -188,6 +188,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	opts.NoLearning = cfg.SearchLog.NoLearn
 	opts.LearnInterval = cfg.SearchLog.LearnEvery
 	g, err := gateway.New(cfg, opts)
+	opts.Catalogs = nil // the gateway has them; the catalog files' bytes need not stay
 	if err != nil {
 		return err
 	}
