@@ -1,8 +1,6 @@
 package tokens
 
 import (
-	"bytes"
-	"encoding/binary"
 	"flag"
 	"os"
 	"strings"
@@ -17,7 +15,7 @@ import (
 // These tests hold toolshed's tokenizer to the library it replaced: the same vocabulary,
 // the same pieces and the same counts.
 
-var update = flag.Bool("update", false, "rewrite o200k_base.bin from the tokenizer library")
+var update = flag.Bool("update", false, "rewrite o200k_base.bin from the tokenizer library (TestVocabFile)")
 
 // o200kPattern is the library's pre-tokenizer regexp for o200k_base.
 const o200kPattern = `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`
@@ -30,11 +28,13 @@ func library(t testing.TB) tokenizer.Codec {
 	return c
 }
 
-// TestVocabFile checks every rank of the embedded vocabulary against the library's
-// (with -update, writes the file from it).
+// TestVocabFile checks the embedded vocabulary against the library's: the file is
+// exactly what buildVocab makes of the library's tokens, every token is found at its
+// rank, the table's longest run of occupied slots (what a lookup of any text reads at
+// most) is bounded, and texts that are not tokens are not found (with -update, writes
+// the file from the library).
 func TestVocabFile(t *testing.T) {
 	lib := library(t).(*codec.Codec)
-	var file bytes.Buffer
 	var tokens []string
 	for r := 0; r < 200_000; r++ {
 		tok, err := lib.Decode([]uint{uint(r)})
@@ -42,17 +42,19 @@ func TestVocabFile(t *testing.T) {
 			tok = "" // a rank o200k_base does not use
 		}
 		tokens = append(tokens, tok)
-		file.Write(binary.AppendUvarint(nil, uint64(len(tok))))
-		file.WriteString(tok)
 	}
+	file := buildVocab(tokens, vocabSlotBits)
 	if *update {
-		if err := os.WriteFile("o200k_base.bin", file.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile("o200k_base.bin", file, 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
-	if o200kFile != file.String() {
+	if o200kFile != string(file) {
 		t.Fatalf("o200k_base.bin differs from the library's vocabulary; run go test ./tokens -run TestVocabFile -update")
+	}
+	if _, err := parseVocab(o200kFile); err != nil {
+		t.Fatal(err)
 	}
 	v := loadVocab()
 	used := 0
@@ -68,7 +70,12 @@ func TestVocabFile(t *testing.T) {
 	if used < 199_000 {
 		t.Errorf("%d ranks used, want about 199,998", used)
 	}
-	for _, s := range []string{"", "<|endoftext|>", "\xff\xfe", strings.Repeat("z", 300)} {
+	// The table's longest run of occupied slots bounds what a lookup of any text
+	// reads: no input can do worse, as nothing is ever inserted.
+	if run := v.longestRun(); run > maxRun {
+		t.Errorf("the table's longest run of occupied slots is %d, want at most %d", run, maxRun)
+	}
+	for _, s := range []string{"", "<|endoftext|>", "\xff\xfe", strings.Repeat("z", 300), tokens[1000] + "\x00"} {
 		if r := v.rank(s); r != noRank {
 			t.Errorf("rank(%q) = %d, want none", s, r)
 		}
