@@ -94,7 +94,8 @@ func (w *catalogWarnings) report(g *Gateway, sources []catalog.Source, snap *cat
 }
 
 // check prints the schema problems of the queued tools until none is left. The schemas
-// it compiles are kept (see bridge.SchemaProblem), so calls find them compiled.
+// it compiles are not kept (see bridge.SchemaProblem): most tools of a large catalog are
+// never called, and a call compiles its tool's schema when it needs it.
 func (w *catalogWarnings) check(g *Gateway) {
 	for {
 		w.checkMu.Lock()
