@@ -191,3 +191,30 @@ func TestSchemaCacheConcurrent(t *testing.T) {
 	}
 	checkCache(t, c)
 }
+
+// TestSchemaChecker checks that a SchemaChecker gives SchemaProblem's verdicts,
+// compiles each distinct schema once (a schema it has seen, under another tool, costs
+// no allocation: nothing compiled) and keeps no compiled schema.
+func TestSchemaChecker(t *testing.T) {
+	c := useCache(t, maxCachedSchemaBytes)
+	var checker SchemaChecker
+	for i := range 60 {
+		for _, server := range []string{"a", "b", "c"} {
+			tool := distinctTool(i, true)
+			tool.Qualified = server + "__" + tool.Qualified
+			got, want := checker.Problem(tool), SchemaProblem(tool)
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("Problem(%s) = %v, want %v as SchemaProblem says", tool.Qualified, got, want)
+			}
+		}
+	}
+	for _, i := range []int{7, 10} { // a schema that compiles and one that does not
+		again := distinctTool(i, true)
+		if allocs := testing.AllocsPerRun(20, func() { checker.Problem(again) }); allocs != 0 {
+			t.Errorf("Problem of a schema already checked made %.0f allocations, want none: it compiled the schema again", allocs)
+		}
+	}
+	if held, _ := c.size(); held != 0 {
+		t.Errorf("after checking 60 schemas the cache holds %d, want none", held)
+	}
+}
