@@ -203,7 +203,7 @@ func BenchmarkValidateArguments(b *testing.B) {
 				tool.InputSchema = append(json.RawMessage(` `), schema...)
 				cs := compileSchema(tool.InputSchema)
 				cs.quick = nil
-				compiled.add(schemaKey(tool.InputSchema), len(tool.InputSchema), cs)
+				compiled.add(schemaKey(tool.InputSchema), schemaCharge(tool.InputSchema), cs)
 			} else if schemaOf(tool).quick == nil {
 				b.Fatal("no quick form")
 			}

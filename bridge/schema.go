@@ -50,7 +50,7 @@ func schemaOf(t *catalog.Tool) compiledSchema {
 	if cs, ok := compiled.get(key); ok {
 		return cs
 	}
-	return compiled.add(key, len(raw), compileSchema(raw))
+	return compiled.add(key, schemaCharge(raw), compileSchema(raw))
 }
 
 // inputSchema returns t's input schema, or the schema of any object when it has none.

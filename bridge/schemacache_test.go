@@ -32,6 +32,28 @@ func distinctTool(i int, broken bool) *catalog.Tool {
 	return &catalog.Tool{Qualified: fmt.Sprintf("s__t%d", i), InputSchema: json.RawMessage(schema)}
 }
 
+// TestSchemaCharge checks what a schema is charged in the cache: its length and
+// subschemaCharge for each object and boolean, none of those inside strings.
+func TestSchemaCharge(t *testing.T) {
+	tests := []struct {
+		schema string
+		values int
+	}{
+		{`{}`, 1},
+		{`{"type":"object"}`, 1},
+		{`{"type":"object","properties":{"a":{"type":"string"},"b":true,"c":false}}`, 5},
+		{`{"description":"{true} or {false}, \"{\" \\","type":"object"}`, 1},
+		{`{"enum":["t","f"],"minimum":1e5,"x":null}`, 1},
+		{`{"a":"\\"}`, 1},
+		{`{"a":"\\","b":{}}`, 2},
+	}
+	for _, tt := range tests {
+		if got, want := schemaCharge([]byte(tt.schema)), len(tt.schema)+tt.values*subschemaCharge; got != want {
+			t.Errorf("schemaCharge(%s) = %d, want %d (%d objects and booleans)", tt.schema, got, want, tt.values)
+		}
+	}
+}
+
 // checkCache checks what c holds against its bound and its own bookkeeping.
 func checkCache(t *testing.T, c *schemaCache) {
 	t.Helper()
@@ -88,14 +110,14 @@ func TestSchemaCacheBounded(t *testing.T) {
 		maxBytes int
 	}{
 		{"the bound toolshed uses", maxCachedSchemaBytes},
-		{"a small bound", 8 << 10},
+		{"a small bound", 32 << 10},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := useCache(t, tt.maxBytes)
 			hot := distinctTool(-1, false)
 			hotSchema := schemaOf(hot).sch
-			per := len(hot.InputSchema) + entryOverhead
+			per := schemaCharge(hot.InputSchema)
 			n := 3 * tt.maxBytes / per // three times what fits
 			for i := range n {
 				tool := distinctTool(i, true)
