@@ -46,9 +46,9 @@ func schemaCharge(raw []byte) int {
 
 // compiled caches input schemas by content: compiling costs far more than validating,
 // and a tool is usually called more than once. Only calls fill it (SchemaProblem
-// compiles without keeping), and it drops the least recently used schemas once those it
-// holds are charged more than maxCachedSchemaBytes, so neither a catalog that changes forever
-// nor a client calling every one of 10,000 tools grows it without end.
+// compiles without keeping), and it drops the least recently used schemas once those
+// it holds are charged more than maxCachedSchemaBytes, so neither a catalog that
+// changes forever nor a client calling every one of 10,000 tools grows it without end.
 var compiled = newSchemaCache(maxCachedSchemaBytes)
 
 // schemaCache is a set of compiled schemas by content key (see schemaKey), bounded by
