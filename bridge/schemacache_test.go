@@ -240,3 +240,26 @@ func TestSchemaChecker(t *testing.T) {
 		t.Errorf("after checking 60 schemas the cache holds %d, want none", held)
 	}
 }
+
+// BenchmarkSchemaHit is the cost of finding a call's compiled schema in the cache: the
+// hash of its bytes and the look-up, alone (serial) and from every core at once.
+func BenchmarkSchemaHit(b *testing.B) {
+	tool := &catalog.Tool{Qualified: "github__create_issue", InputSchema: json.RawMessage(`{"type":"object","properties":{"owner":{"type":"string","description":"Repository owner"},"repo":{"type":"string","description":"Repository name"},"title":{"type":"string"},"body":{"type":"string"},"labels":{"type":"array","items":{"type":"string"}},"perPage":{"type":"number","minimum":1,"maximum":100}},"required":["owner","repo","title"]}`)}
+	if schemaOf(tool).sch == nil {
+		b.Fatal("not compiled")
+	}
+	b.Run("serial", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			schemaOf(tool)
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				schemaOf(tool)
+			}
+		})
+	})
+}
