@@ -201,9 +201,9 @@ func BenchmarkValidateArguments(b *testing.B) {
 				// Another schema of the same meaning, so that it is compiled on its own and
 				// its quick form can be removed.
 				tool.InputSchema = append(json.RawMessage(` `), schema...)
-				cs := schemaOf(tool)
+				cs := compileSchema(tool.InputSchema)
 				cs.quick = nil
-				compiled.Store(schemaKey(tool.InputSchema), cs)
+				compiled.add(schemaKey(tool.InputSchema), schemaCharge(tool.InputSchema), cs)
 			} else if schemaOf(tool).quick == nil {
 				b.Fatal("no quick form")
 			}

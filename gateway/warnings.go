@@ -100,9 +100,12 @@ func (w *catalogWarnings) report(g *Gateway, sources []catalog.Source, snap *cat
 	}
 }
 
-// check prints the schema problems of the queued tools until none is left. The schemas
-// it compiles are kept (see bridge.SchemaProblem), so calls find them compiled.
+// check prints the schema problems of the queued tools until none is left, compiling
+// each distinct schema once. The schemas it compiles are not kept (see
+// bridge.SchemaProblem): most tools of a large catalog are never called, and a call
+// compiles its tool's schema when it needs it.
 func (w *catalogWarnings) check(g *Gateway) {
+	var checker bridge.SchemaChecker
 	for {
 		w.checkMu.Lock()
 		batch := w.pending
@@ -115,7 +118,7 @@ func (w *catalogWarnings) check(g *Gateway) {
 			return
 		}
 		for _, c := range batch {
-			if err := bridge.SchemaProblem(c.tool); err != nil {
+			if err := checker.Problem(c.tool); err != nil {
 				g.logf("catalog: %v", catalog.Problem{Origin: c.origin, Server: c.tool.Server, Tool: strconv.Quote(c.tool.Name), Err: err})
 			}
 		}
