@@ -165,9 +165,17 @@ func orDefault(d, def time.Duration) time.Duration {
 // had catalogs of their own, and profileIndexesKept more for each profile, whose
 // catalog is its scope's (see assembly.plan). An index of 10,000 tools holds about 8
 // MB (search's BenchmarkIndexHeap), one of a scope's tools less.
+//
+// Counted by tools too: every index keeps its catalog's tools alive (about 12 MB with
+// the index at 10,000 tools), so eight of a large catalog that changed cost eight
+// times that. The indexes kept hold at most the tools of the current
+// catalog once for the default profile and once for each other (so the current ones
+// never push each other out), plus indexSlackTools: a catalog of a few hundred tools
+// keeps as many of its past indexes as before, one of 10,000 none.
 const (
 	indexesKept        = 8
 	profileIndexesKept = 4
+	indexSlackTools    = 2000
 )
 
 // Gateway is a running toolshed gateway.
@@ -438,6 +446,7 @@ func (g *Gateway) reassemble() {
 	changed := old == nil || old.snap.Hash() != a.snap.Hash() || old.hidden.Hash() != a.hidden.Hash() || old.upHash != a.upHash || old.restarting.Hash() != a.restarting.Hash() || !slices.Equal(old.starting, a.starting)
 	if changed {
 		g.current.Store(a)
+		g.cache.SetMaxTools((1+len(g.cfg.Profiles))*a.snap.Len() + indexSlackTools)
 		g.vectors.prepare(a.snap)
 		for _, ps := range g.servers {
 			ps.sync(a)

@@ -20,10 +20,26 @@ type Cache struct {
 	mu      sync.Mutex
 	entries map[string]*list.Element
 	order   list.List // of *cacheEntry, most recent first
+	tools   int       // the tools of the snapshots of the entries
+	// maxTools, when not 0, bounds tools (see SetMaxTools).
+	maxTools int
+}
+
+// SetMaxTools bounds the tools the kept indexes hold together (0, the default, is no
+// bound), and drops the least recently used past it. An index costs memory by its
+// tools, and keeps its catalog alive: a few indexes of a catalog of 10,000 tools
+// weigh what hundreds of a small one do, so a count alone does not bound them. The
+// index asked for last is kept however large it is.
+func (c *Cache) SetMaxTools(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.maxTools = n
+	c.evict()
 }
 
 type cacheEntry struct {
 	hash  string
+	tools int
 	ready chan struct{}
 	index *Index
 }
@@ -42,17 +58,10 @@ func (c *Cache) Index(snap *catalog.Snapshot) *Index {
 		<-e.ready
 		return e.index
 	}
-	e := &cacheEntry{hash: snap.Hash(), ready: make(chan struct{})}
+	e := &cacheEntry{hash: snap.Hash(), tools: snap.Len(), ready: make(chan struct{})}
 	c.entries[e.hash] = c.order.PushFront(e)
-	size := c.Size
-	if size <= 0 {
-		size = 8
-	}
-	for c.order.Len() > size {
-		old := c.order.Back()
-		c.order.Remove(old)
-		delete(c.entries, old.Value.(*cacheEntry).hash)
-	}
+	c.tools += e.tools
+	c.evict()
 	c.mu.Unlock()
 
 	params := DefaultParams
@@ -62,6 +71,19 @@ func (c *Cache) Index(snap *catalog.Snapshot) *Index {
 	e.index = NewIndexParams(snap, params)
 	close(e.ready)
 	return e.index
+}
+
+// evict drops the least recently used indexes past the bounds. c.mu is held.
+func (c *Cache) evict() {
+	size := c.Size
+	if size <= 0 {
+		size = 8
+	}
+	for c.order.Len() > size || (c.maxTools > 0 && c.tools > c.maxTools && c.order.Len() > 1) {
+		old := c.order.Remove(c.order.Back()).(*cacheEntry)
+		delete(c.entries, old.hash)
+		c.tools -= old.tools
+	}
 }
 
 // Len reports how many indexes the cache holds.

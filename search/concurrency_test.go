@@ -134,6 +134,36 @@ func TestCache(t *testing.T) {
 		t.Error("the least recently used index was kept")
 	}
 
+	// MaxTools bounds the tools of the indexes kept together, the least recently used
+	// going first, but never the one just asked for.
+	var bounded search.Cache
+	bounded.SetMaxTools(a.Len() + c.Len())
+	ia = bounded.Index(a)
+	ic = bounded.Index(c)
+	if bounded.Len() != 2 || bounded.Index(a) != ia {
+		t.Fatalf("Len = %d; two indexes within the bound were not both kept", bounded.Len())
+	}
+	ib = bounded.Index(b) // c goes first, then a while b and a pass the bound
+	want := 2
+	if a.Len()+b.Len() > a.Len()+c.Len() {
+		want = 1
+	}
+	if bounded.Len() != want || bounded.Index(b) != ib {
+		t.Errorf("Len = %d, want %d, with b kept", bounded.Len(), want)
+	}
+	if bounded.Index(c) == ic {
+		t.Error("the least recently used index was kept past the bound")
+	}
+	var tiny search.Cache
+	tiny.SetMaxTools(1)
+	if tiny.Index(b) != tiny.Index(b) || tiny.Len() != 1 {
+		t.Error("an index over the bound, asked for last, was not kept")
+	}
+	bounded.SetMaxTools(1) // a bound lowered drops what passes it at once
+	if bounded.Len() != 1 {
+		t.Errorf("Len = %d after the bound was lowered to one tool", bounded.Len())
+	}
+
 	// Params apply to the indexes the cache builds.
 	p := search.DefaultParams
 	p.Weight[0] = 0 // the name no longer counts
