@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/toolshed/toolshed/bridge"
 	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/search"
 )
@@ -110,11 +111,12 @@ func Run(snap *catalog.Snapshot, problems []catalog.Problem, opts Options) *Repo
 	for _, t := range snap.Tools() {
 		byName[t.Name] = append(byName[t.Name], t)
 	}
+	var schemas bridge.SchemaChecker // a schema many tools share is compiled once
 	for _, t := range snap.Tools() {
 		for _, f := range checkNames(byName, t) {
 			r.add(f)
 		}
-		for _, f := range checkText(t) {
+		for _, f := range checkText(t, &schemas) {
 			r.add(f)
 		}
 	}

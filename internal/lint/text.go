@@ -19,7 +19,7 @@ var whenToUse = regexp.MustCompile(`(?i)\b(use|used|using|uses|when|whenever|if|
 
 // checkText checks what t says about itself: its description and its parameters'
 // descriptions, and whether its schema can check arguments.
-func checkText(t *catalog.Tool) []Finding {
+func checkText(t *catalog.Tool, schemas *bridge.SchemaChecker) []Finding {
 	var out []Finding
 	f := func(sev Severity, check, msg, fix string) {
 		out = append(out, Finding{Severity: sev, Check: check, Tool: t.Qualified, Server: t.Server, Message: msg, Fix: fix})
@@ -46,7 +46,7 @@ func checkText(t *catalog.Tool) []Finding {
 		f(Warning, CheckParams, fmt.Sprintf("%d of %d parameters have no description: %s", len(bare), len(t.Params), strings.Join(bare, ", ")),
 			"describe each parameter: what it holds, its format, and an example value")
 	}
-	if err := bridge.SchemaProblem(t); err != nil {
+	if err := schemas.Problem(t); err != nil {
 		f(Error, CheckSchema, err.Error(), "fix the input schema in the server so that it compiles as JSON Schema (every $ref resolves inside the schema)")
 	}
 	return out
