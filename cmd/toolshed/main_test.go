@@ -77,6 +77,7 @@ func TestCommands(t *testing.T) {
 		{"proxy-bad-drain", "proxy --drain-timeout 0s", 2},
 		{"serve-bad-drain", "serve --drain-timeout -1s", 2},
 		{"serve-bad-start-wait", "serve --start-wait 0s", 2},
+		{"serve-bad-memory-target", "serve --memory-target-mib -1", 2},
 		{"serve-stateless-stdio", "serve --stateless", 2},
 		{"serve-bad-replica-id", "serve --http 127.0.0.1:0 --replica-id Toolshed.1", 2},
 		{"serve-bad-http", "serve --config testdata/serve-profiles.yaml --http abc", 2},

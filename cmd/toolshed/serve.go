@@ -18,6 +18,7 @@ import (
 	"github.com/toolshed/toolshed/gateway/config"
 	"github.com/toolshed/toolshed/hybrid"
 	"github.com/toolshed/toolshed/internal/builtin"
+	"github.com/toolshed/toolshed/internal/memlimit"
 	"github.com/toolshed/toolshed/metrics"
 	"github.com/toolshed/toolshed/policy"
 )
@@ -40,6 +41,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	startWait := fs.Duration("start-wait", gateway.DefaultStartWait, "let a client's requests wait up to `DURATION` for servers still in their first start (npx may be installing them); past it they are answered without them, and the client is told when they are up (notifications/tools/list_changed)")
 	metricsAddr := fs.String("metrics-addr", "", "also serve Prometheus metrics at http://`ADDR`/metrics, without a token (a bare port binds 127.0.0.1); over --http, GET /metrics is served too, with the token /status needs")
 	probeAddr := fs.String("probe-addr", "", "also serve GET /healthz and GET /readyz alone at http://`ADDR`, without a token (a bare port binds 127.0.0.1): a listener of their own, which an orchestrator's probes reach however many connections clients hold on --http")
+	memTarget := fs.Int64("memory-target-mib", memlimit.DefaultTarget>>20, "keep the memory toolshed's Go runtime uses within `N` MiB while its live data leaves the collector room (about 100 MiB of process at 10,000 tools); past that, Go's defaults (0: Go's defaults always; GOMEMLIMIT or GOGC in the environment rule over it)")
 	doors := addDoorFlags(fs)
 	logFlags := searchLogFlags{
 		db:      fs.String("db", "", "record searches and calls in `DSN`: a SQLite file, a postgres:// URL, or off (default: the config's search_log.db, else $XDG_DATA_HOME/toolshed/searchlog.db)"),
@@ -50,7 +52,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&catalogs, "catalog", "also serve catalog `FILE`'s tools, listed and searched but not run: a call says how to configure the real server (repeatable)")
 	fs.Usage = func() {
 		printUsage(stdout, fs, "[--config FILE] [--catalog FILE]... [--profile NAME] [--tool-search MODE] [--context-window TOKENS] [--no-prefix] [--max-name-length N] [--start-wait DURATION] "+
-			"[--http ADDR] [--stateless] [--replica-id ID] [--max-sessions N] [--max-sessions-per-token N] [--drain-timeout DURATION] [--metrics-addr ADDR] [--probe-addr ADDR] "+
+			"[--http ADDR] [--stateless] [--replica-id ID] [--max-sessions N] [--max-sessions-per-token N] [--drain-timeout DURATION] [--metrics-addr ADDR] [--probe-addr ADDR] [--memory-target-mib N] "+
 			doorSynopsis+" [--db DSN] [--log-queries MODE] "+embedSynopsis,
 			"Runs the MCP gateway: it serves the tools of every server in the config to one MCP client over stdio, or to many over Streamable HTTP with --http, and, when the tools are many, replaces them with tool_search, tool_describe and tool_call. "+
 				"Without --config or --catalog, it serves the built-in catalog: the tool definitions of 21 real MCP servers, whose calls say how to configure the real server.")
@@ -58,6 +60,14 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlagsOnly(fs, args); err != nil {
 		return err
 	}
+	if *memTarget < 0 || *memTarget > 1<<40 {
+		return usageErr("--memory-target-mib %d: give a size in MiB, or 0 for Go's defaults", *memTarget)
+	}
+	// From the start: reading and decoding a large catalog is most of what serve
+	// ever allocates.
+	memCtx, endMem := context.WithCancel(context.Background())
+	defer endMem()
+	memlimit.Start(memCtx, uint64(*memTarget)<<20)
 	if err := doors.check(); err != nil {
 		return err
 	}
