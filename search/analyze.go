@@ -299,10 +299,9 @@ func stemOf(tok []byte, h uint64) stem {
 	return t
 }
 
-// resetCaches empties both stem caches and the pool of build buffers, so benchmarks can
-// measure a build in a process that has never built an index.
+// resetCaches empties both stem caches, so that benchmarks can measure a build in a
+// process that has never built an index.
 func resetCaches() {
-	blockPool = sync.Pool{}
 	queryStems.Lock()
 	queryStems.m = nil
 	queryStems.Unlock()

@@ -2,7 +2,6 @@ package search_test
 
 import (
 	"fmt"
-	"runtime"
 	"runtime/metrics"
 	"slices"
 	"sort"
@@ -167,9 +166,8 @@ func BenchmarkIndexRebuildGrams(b *testing.B) {
 	}
 }
 
-// BenchmarkIndexHeap reports the heap an index keeps alive (index-MB), without and with
-// 4-grams, at each of benchSizes: the live heap after a collection with the index, less
-// the live heap before it was built.
+// BenchmarkIndexHeap reports the heap an index keeps alive (index-MB, see KeptBytes),
+// without and with 4-grams, at each of benchSizes.
 func BenchmarkIndexHeap(b *testing.B) {
 	for _, n := range benchSizes {
 		snap := benchSnapshot(b, n)
@@ -180,23 +178,12 @@ func BenchmarkIndexHeap(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/%d", v.name, n), func(b *testing.B) {
 				var kept int64
 				for range b.N {
-					before := liveHeap()
-					ix := search.NewIndexParams(snap, v.p)
-					kept += liveHeap() - before
-					runtime.KeepAlive(ix)
+					kept += search.KeptBytes(func() any { return search.NewIndexParams(snap, v.p) })
 				}
 				b.ReportMetric(float64(kept)/float64(b.N)/(1<<20), "index-MB")
 			})
 		}
 	}
-}
-
-// liveHeap returns the bytes of live heap objects after a full collection.
-func liveHeap() int64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return int64(m.HeapAlloc)
 }
 
 // benchSearch runs the benchmark queries over ix, five results each, and reports their

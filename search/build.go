@@ -245,10 +245,15 @@ func assemble(snap *catalog.Snapshot, p Params, workers []*worker, nameHashes []
 			w.termOf[id] = termID(w.stems[id])
 		}
 	}
+	// The guesses that sized the term table and texts are well above the terms found
+	// (twice at 10,000 tools), and the index keeps both as long as it lives.
 	nt := len(ix.termText)
+	ix.terms.fit()
+	ix.termText = append(make([]string, 0, nt), ix.termText...)
 	parallel(workers, func(i int, w *worker) {
 		if i == 0 {
 			ix.surfaces = mergeSurfaces(workers)
+			ix.surfaces.fit() // a small catalog needs less than the workers' starting size
 		}
 		w.remap(nt)
 	})
@@ -294,9 +299,9 @@ func assemble(snap *catalog.Snapshot, p Params, workers []*worker, nameHashes []
 	}
 	parallel(workers, func(i int, w *worker) {
 		w.postings(ix, fills[i], avgLen)
-		for _, b := range w.blocks {
-			putBlock(b)
-		}
+		// The records are garbage now. Pooling them for the next build saved that
+		// build their allocation, but kept them (more than the index itself) live for
+		// two collections after every build, and a gateway builds rarely.
 		w.blocks, w.entries = nil, nil
 	})
 
@@ -334,23 +339,8 @@ func termAt(postStart []int32, i, k int) int {
 	return sort.Search(nt, func(t int) bool { return postStart[t] >= want })
 }
 
-// blockPool keeps the blocks of workers' entries between builds: they are the largest
-// transient allocation of a build (a few megabytes at 10,000 tools), and the gateway
-// rebuilds.
-var blockPool sync.Pool
-
 // blockLen is the capacity of a block of entries unless a chunk needs more.
 const blockLen = 1 << 14
-
-// getBlock returns an empty block with room for at least n entries.
-func getBlock(n int) []posting {
-	if p, ok := blockPool.Get().(*[]posting); ok && cap(*p) >= n {
-		return (*p)[:0]
-	}
-	return make([]posting, 0, max(n, blockLen))
-}
-
-func putBlock(b []posting) { blockPool.Put(&b) }
 
 // textSize is the length of the text of t that a build analyzes.
 func textSize(t *catalog.Tool) int {
@@ -423,7 +413,7 @@ func (w *worker) room(tools []*catalog.Tool) {
 	// Positions only grow, so the positions an earlier block left in the surface table
 	// stay before any tool's start.
 	w.base += int32(len(w.entries))
-	w.entries = getBlock(need)
+	w.entries = make([]posting, 0, max(need, blockLen))
 	w.blocks = append(w.blocks, w.entries)
 }
 

@@ -7,9 +7,12 @@ import (
 	"github.com/toolshed/toolshed/internal/eval"
 )
 
-// ResetCaches empties the process-wide stem caches and build buffers, so that a
-// benchmark measures a cold build.
+// ResetCaches empties the process-wide stem caches, so that a benchmark measures a cold
+// build.
 var ResetCaches = resetCaches
+
+// KeptBytes returns the live heap that what build returns keeps (see keptBytes).
+var KeptBytes = keptBytes
 
 // RegexNeed returns the literal text every match of pattern contains (see literals).
 func RegexNeed(pattern string) ([][]string, error) {

@@ -185,5 +185,11 @@ func publish(learned [][]stemmedWord) {
 			}
 		}
 	}
+	// The sizes above count a word once for every worker that learned it: the stems
+	// and the table, which the process keeps, get only the room the words take.
+	t.words.fit()
+	if cap(t.stems) > len(t.stems) {
+		t.stems = append(make([]stem, 0, len(t.stems)), t.stems...)
+	}
 	published.Store(t)
 }

@@ -23,11 +23,17 @@ type termSlot struct {
 }
 
 func newTermTable(capacity int) *termTable {
+	return &termTable{slots: make([]termSlot, tableSize(capacity))}
+}
+
+// tableSize is the number of slots of a table for capacity entries: the smallest power
+// of two, and at least 1024, that they fill at most 70%.
+func tableSize(capacity int) int {
 	size := 1024
 	for size*7 < capacity*10 {
 		size <<= 1
 	}
-	return &termTable{slots: make([]termSlot, size)}
+	return size
 }
 
 // find returns h's slot, and whether h was there before. A new slot has id and at -1.
@@ -54,10 +60,13 @@ func (t *termTable) find(h uint64) (*termSlot, bool) {
 	}
 }
 
-func (t *termTable) grow() {
+func (t *termTable) grow() { t.resize(2 * len(t.slots)) }
+
+// resize moves t's entries into a new array of size slots.
+func (t *termTable) resize(size int) {
 	old := t.slots
-	t.slots = make([]termSlot, 2*len(old))
-	mask := uint64(len(t.slots) - 1)
+	t.slots = make([]termSlot, size)
+	mask := uint64(size - 1)
 	for _, s := range old {
 		if s.key == 0 {
 			continue
@@ -67,6 +76,16 @@ func (t *termTable) grow() {
 			i = (i + 1) & mask
 		}
 		t.slots[i] = s
+	}
+}
+
+// fit moves t's entries into fewer slots when fewer would hold them (see tableSize).
+// A build sizes its tables from estimates made before it knows how many entries they
+// get, and an index keeps its tables as long as it lives: at 10,000 tools the estimate
+// made the term table twice the size its terms need.
+func (t *termTable) fit() {
+	if size := tableSize(t.n); size < len(t.slots) {
+		t.resize(size)
 	}
 }
 

@@ -46,8 +46,5 @@ func BenchmarkWorkerTokenize(b *testing.B) {
 	for range b.N {
 		w := newWorkersK(tools, 1)[0]
 		w.tokenize(tools, hashes)
-		for _, b := range w.blocks {
-			putBlock(b)
-		}
 	}
 }
