@@ -163,12 +163,12 @@ func orDefault(d, def time.Duration) time.Duration {
 // before it, so that a catalog that comes back (a server that restarts with the tools
 // it had) is not indexed again; indexesKept for the default profile, as before profiles
 // had catalogs of their own, and profileIndexesKept more for each profile, whose
-// catalog is its scope's (see assembly.plan). An index of 10,000 tools holds about 8
-// MB (search's BenchmarkIndexHeap), one of a scope's tools less.
+// catalog is its scope's (see assembly.plan). An index of 10,000 tools holds about 3
+// MiB (search's BenchmarkIndexHeap), one of a scope's tools less.
 //
-// Counted by tools too: every index keeps its catalog's tools alive (about 12 MB with
-// the index at 10,000 tools), so eight of a large catalog that changed cost eight
-// times that. The indexes kept hold at most the tools of the current
+// Counted by tools too: every index also keeps its catalog's tools alive (their
+// structs alone 3.8 MB at 10,000 tools), so eight of a large catalog that changed
+// cost eight times both. The indexes kept hold at most the tools of the current
 // catalog once for the default profile and once for each other (so the current ones
 // never push each other out), plus indexSlackTools: a catalog of a few hundred tools
 // keeps as many of its past indexes as before, one of 10,000 none.
