@@ -39,9 +39,13 @@ type catalogServer struct {
 	// listed are the listed definitions, by name, as an mcp.Server with these tools
 	// lists them (see listedDefinition), compacted.
 	listed []json.RawMessage
-	// cache holds the listed definitions decoded (see newCatalogServer); a call, which
-	// is rare, finds its tool's qualified name there.
+	// cache holds the listed definitions decoded (see newCatalogServer).
 	cache *catalog.Cache
+	// qualified maps each listed tool's own name to its qualified name, for the
+	// answer to a call: made at the first call (calls of catalog entries are rare,
+	// and a map for every catalog server was a megabyte at 10,000 tools).
+	qualifiedOnce sync.Once
+	qualified     map[string]string
 }
 
 // newCatalogServer works out what the catalog server of server name lists: the tools
@@ -205,13 +209,18 @@ func (s *catalogServer) answer(method string, params json.RawMessage) (json.RawM
 			Name string `json:"name"`
 		}
 		_ = json.Unmarshal(params, &p)
-		snap, _ := s.cache.Build([]catalog.Source{{Server: s.name, Tools: s.listed}})
-		for _, t := range snap.Tools() {
-			if t.Name == p.Name {
-				return marshal(catalogEntryResult(s.name, t.Qualified))
+		s.qualifiedOnce.Do(func() {
+			snap, _ := s.cache.Build([]catalog.Source{{Server: s.name, Tools: s.listed}})
+			s.qualified = make(map[string]string, snap.Len())
+			for _, t := range snap.Tools() {
+				s.qualified[t.Name] = t.Qualified
 			}
+		})
+		q, ok := s.qualified[p.Name]
+		if !ok {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown tool " + strconvQuote(p.Name)}
 		}
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "unknown tool " + strconvQuote(p.Name)}
+		return marshal(catalogEntryResult(s.name, q))
 	}
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found: " + method}
 }
