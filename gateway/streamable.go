@@ -278,7 +278,12 @@ func (h *streamableFront) servePOST(w http.ResponseWriter, r *http.Request, owne
 	var err error
 	if sess == nil {
 		// A POST without a session starts one, for an initialize (or a probe before
-		// it, such as server/discover, whose session ends with the POST).
+		// it, such as server/discover, whose session ends with the POST), unless it
+		// asks for a protocol toolshed does not serve (see streamable_era.go).
+		if req, v := unservedVersion(msgs); req != nil {
+			refuseVersion(w, req, v)
+			return
+		}
 		if h.g.refuseDraining(w) {
 			return
 		}
@@ -294,7 +299,9 @@ func (h *streamableFront) servePOST(w http.ResponseWriter, r *http.Request, owne
 			return
 		}
 		defer func() {
-			if sess.ss.InitializeParams() == nil {
+			// The session lives on only if its client learnt its id: the answer to
+			// its initialize names it (Mcp-Session-Id), nothing else does.
+			if !initialize || sess.ss.InitializeParams() == nil {
 				sess.ss.Close()
 				// At once, as DELETE does, not when the session's cleanup runs: the
 				// client's next request (its initialize, after a probe) may come first
@@ -410,10 +417,7 @@ func (h *streamableFront) serveInline(w http.ResponseWriter, r *http.Request, s 
 // writeDuplicate refuses a POST with a request whose id is in flight, as the SDK's
 // handler does.
 func writeDuplicate(w http.ResponseWriter, dup jsonrpc.ID, err error) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusBadRequest)
-	data, _ := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: dup, Error: &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("%v %v", err, dup.Raw())}})
-	w.Write(data)
+	writeJSONRPCError(w, http.StatusBadRequest, dup, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: fmt.Sprintf("%v %v", err, dup.Raw())})
 }
 
 // streamWriter says how a stream is written to one response.
