@@ -120,8 +120,11 @@ func TestSQLiteLocked(t *testing.T) {
 	if len(s) < 3+DefaultQueueSize/2 || len(s) > 3+3*DefaultQueueSize {
 		t.Errorf("after the second lock: %d searches, want the ones the log kept", len(s))
 	}
-	if w.count(cannotWrite) != 2 || w.count("dropped") != 1 {
-		t.Errorf("warnings:\n%s\nwant one per failing spell and one about dropped records", &w)
+	// The records past what the log keeps are lost one way or the other, as the
+	// writer and the callers happen to be scheduled: dropped by the full queue, or
+	// given up from those waiting for the store. Either is said, once.
+	if w.count(cannotWrite) != 2 || w.count("search log: ")-w.count(cannotWrite)-w.count("search log: writing to ") != 1 {
+		t.Errorf("warnings:\n%s\nwant one per failing spell, one when it works again, and one about the records lost", &w)
 	}
 }
 
