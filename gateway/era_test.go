@@ -165,18 +165,20 @@ func TestModernUpstreamInputCancelListChanged(t *testing.T) {
 		}
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mstdio__slow", Arguments: map[string]any{}})
-		done <- err
-	}()
-	waitFor(t, "the slow call at the server", func() bool { return bytes.Contains(readWire(t, wires["mstdio"]), []byte(`"name":"slow"`)) })
-	cancel()
-	<-done
-	waitFor(t, "notifications/cancelled at the server", func() bool {
-		return bytes.Contains(readWire(t, wires["mstdio"]), []byte(`"method":"notifications/cancelled"`))
-	})
+	for _, server := range []string{"mstdio", "mhttp"} {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: server + "__slow", Arguments: map[string]any{}})
+			done <- err
+		}()
+		waitFor(t, server+"'s slow call at the server", func() bool { return bytes.Contains(readWire(t, wires[server]), []byte(`"name":"slow"`)) })
+		cancel()
+		<-done
+		waitFor(t, "notifications/cancelled at "+server, func() bool {
+			return bytes.Contains(readWire(t, wires[server]), []byte(`"method":"notifications/cancelled"`))
+		})
+	}
 
 	if has(toolNames(t, cs), "mstdio__late") {
 		t.Fatal("mstdio__late is listed before the server adds it")
