@@ -26,6 +26,9 @@ import (
 const (
 	PermissionDenied search.Code = "permission_denied"
 	ToolError        search.Code = "tool_error"
+	// InputNotRelayed: the server asked for the client's input through MRTR, which
+	// toolshed does not relay yet (see ErrInputNotRelayed).
+	InputNotRelayed search.Code = "input_not_relayed"
 )
 
 // approvalInput is the input request id toolshed uses to ask for approval.
@@ -540,6 +543,8 @@ func mapOutcome(ctx context.Context, out outcome) (*mcp.CallToolResult, string) 
 		return errorResult(search.Unavailable, "the call was cancelled because toolshed is shutting down and the call was still running when its drain time (--drain-timeout) ran out; the server was told. Retry it in a few seconds, once toolshed (or, behind a load balancer, another replica) serves again"), "cancelled"
 	case errors.Is(out.err, context.Canceled):
 		return errorResult(search.Unavailable, "the call was cancelled"), "cancelled"
+	case errors.Is(out.err, ErrInputNotRelayed):
+		return errorResult(InputNotRelayed, "%v; the call ended without a result. Use a tool that needs no input, or call the server without toolshed", out.err), "tool_error"
 	}
 	var je *jsonrpc.Error
 	if errors.As(out.err, &je) && je.Code == jsonrpc.CodeInvalidParams {

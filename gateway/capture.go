@@ -111,6 +111,9 @@ type captureConn struct {
 	capture *toolsCapture
 	relay   relayFunc
 	notify  notifyFunc
+	// The envelope the SDK stamps on its requests, for toolshed's own calls on a
+	// modern connection (see link.callMeta).
+	envelopeMeta
 
 	// Calls toolshed makes itself (see start), by request id.
 	mu     sync.Mutex
@@ -216,8 +219,11 @@ func (c *captureConn) Close() error {
 }
 
 func (c *captureConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == "tools/list" && req.ID.IsValid() {
-		c.capture.request(idKey(req.ID.Raw()))
+	if req, ok := msg.(*jsonrpc.Request); ok && req.ID.IsValid() {
+		if req.Method == "tools/list" {
+			c.capture.request(idKey(req.ID.Raw()))
+		}
+		c.learn(req.Params)
 	}
 	return c.Connection.Write(ctx, msg)
 }

@@ -32,8 +32,9 @@ type features struct {
 
 // listFeatures reads what the server offers besides tools. A server that lists nothing
 // of a kind, or fails to, simply offers none.
-func (u *Upstream) listFeatures(ctx context.Context, cs *mcp.ClientSession) features {
+func (u *Upstream) listFeatures(ctx context.Context, l *link) features {
 	var f features
+	cs := l.cs
 	caps := cs.InitializeResult().Capabilities
 	if caps == nil {
 		return f
@@ -63,9 +64,11 @@ func (u *Upstream) listFeatures(ctx context.Context, cs *mcp.ClientSession) feat
 			f.templates = append(f.templates, t)
 		}
 	}
-	if caps.Logging != nil {
-		// Ask for every message; each client gets what its own level lets through.
-		_ = cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"})
+	if caps.Logging != nil && !l.modern() {
+		// Ask for every message; each client gets what its own level lets through. A
+		// modern server has no logging/setLevel: the level rides in each request's
+		// _meta (see link.callMeta).
+		_ = cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: upstreamLogLevel})
 	}
 	return f
 }

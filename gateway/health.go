@@ -80,7 +80,10 @@ type upstreamStatus struct {
 	Name  string `json:"name"`
 	State State  `json:"state"`
 	Tools int    `json:"tools"`
-	Error string `json:"error,omitempty"`
+	// Protocol is the MCP version toolshed speaks to the server (absent until it
+	// first connects).
+	Protocol string `json:"protocol,omitempty"`
+	Error    string `json:"error,omitempty"`
 }
 
 // statusOf reports the servers a profile may use.
@@ -95,7 +98,7 @@ func (g *Gateway) statusOf(profile string) []upstreamStatus {
 		if s.Err != nil {
 			e = s.Err.Error()
 		}
-		ups = append(ups, upstreamStatus{s.Name, s.State, s.Tools, e})
+		ups = append(ups, upstreamStatus{Name: s.Name, State: s.State, Tools: s.Tools, Protocol: s.Protocol, Error: e})
 	}
 	return ups
 }

@@ -22,10 +22,11 @@ func get(t *testing.T, url string, headers map[string]string) httpReply {
 }
 
 type upstreamStatus struct {
-	Name  string `json:"name"`
-	State string `json:"state"`
-	Tools int    `json:"tools"`
-	Error string `json:"error"`
+	Name     string `json:"name"`
+	State    string `json:"state"`
+	Tools    int    `json:"tools"`
+	Protocol string `json:"protocol"`
+	Error    string `json:"error"`
 }
 
 // TestHTTPHealth: /healthz and /readyz answer anyone with no details; /status gives
@@ -58,8 +59,8 @@ func TestHTTPHealth(t *testing.T) {
 
 	// Details need the token, and show the caller's profile only.
 	all := []upstreamStatus{
-		{Name: "alpha", State: "ready", Tools: alphaTools},
-		{Name: "beta", State: "ready", Tools: betaTools},
+		{Name: "alpha", State: "ready", Tools: alphaTools, Protocol: "2025-11-25"},
+		{Name: "beta", State: "ready", Tools: betaTools, Protocol: "2025-11-25"},
 		{Name: "bad", State: "failed", Error: "could not start"},
 		{Name: "off", State: "disabled"},
 	}
@@ -103,7 +104,7 @@ func TestHTTPHealth(t *testing.T) {
 			}
 			for i, w := range tc.want {
 				g := got.Upstreams[i]
-				if g.Name != w.Name || g.State != w.State || g.Tools != w.Tools || !strings.Contains(g.Error, w.Error) || (w.Error == "") != (g.Error == "") {
+				if g.Name != w.Name || g.State != w.State || g.Tools != w.Tools || g.Protocol != w.Protocol || !strings.Contains(g.Error, w.Error) || (w.Error == "") != (g.Error == "") {
 					t.Errorf("upstream %d = %+v, want %+v", i, g, w)
 				}
 			}

@@ -29,6 +29,8 @@ type link struct {
 	conn    *captureConn
 	support clientSupport
 	gen     uint64
+	// version is the protocol version the connection negotiated (see era.go).
+	version string
 	// busy counts the requests toolshed sent on cs that are not answered yet.
 	busy  atomic.Int64
 	close func() // ends the session and what its transport started
@@ -108,7 +110,14 @@ func (u *Upstream) dial(ctx context.Context) (*link, []json.RawMessage, features
 	l.client = mcp.NewClient(&mcp.Implementation{Name: "toolshed", Version: Version}, u.clientOptions(support))
 	l.client.AddSendingMiddleware(l.count)
 	l.client.AddReceivingMiddleware(u.rootsMiddleware)
-	cs, err := l.client.Connect(linkCtx, t, &mcp.ClientSessionOptions{ProtocolVersion: UpstreamProtocol})
+	// No version is pinned unless the config says legacy: the SDK asks the server
+	// (server/discover) and speaks 2026-07-28 to a server that offers it, else
+	// initializes as before, at the newest version both speak (UpstreamProtocol at most).
+	var sessionOpts *mcp.ClientSessionOptions
+	if u.cfg.Protocol == config.ProtocolLegacy {
+		sessionOpts = &mcp.ClientSessionOptions{ProtocolVersion: UpstreamProtocol}
+	}
+	cs, err := l.client.Connect(linkCtx, t, sessionOpts)
 	if err != nil {
 		cleanup()
 		if connectCtx.Err() != nil && ctx.Err() == nil {
@@ -123,6 +132,9 @@ func (u *Upstream) dial(ctx context.Context) (*link, []json.RawMessage, features
 	// Closing the session (on shutdown) ends Wait.
 	stop := context.AfterFunc(ctx, func() { cs.Close() })
 	l.cs = cs
+	if ir := cs.InitializeResult(); ir != nil {
+		l.version = ir.ProtocolVersion
+	}
 	l.close = func() {
 		stop()
 		cs.Close()
@@ -137,7 +149,7 @@ func (u *Upstream) dial(ctx context.Context) (*link, []json.RawMessage, features
 		}
 		return fail(fmt.Errorf("could not list its tools: %w", err))
 	}
-	f := u.listFeatures(connectCtx, cs)
+	f := u.listFeatures(connectCtx, l)
 	if !started() {
 		l.close()
 		return fail(fmt.Errorf("did not finish starting within %v%s", timeout, boundNote(installing)))
@@ -167,6 +179,7 @@ func (u *Upstream) installLocked(l *link, tools []json.RawMessage, f features) {
 	u.everUp = true
 	u.featuresVersion++
 	u.status.Tokens = u.tokens(tools)
+	u.status.Protocol = l.version
 	if l.gen+1 > u.settledGen {
 		u.settledGen = l.gen + 1
 	}
@@ -270,7 +283,11 @@ func (u *Upstream) currentLink() *link {
 // elicitation whenever their handlers are set, so they are set only then.
 func (u *Upstream) clientOptions(support clientSupport) *mcp.ClientOptions {
 	opts := &mcp.ClientOptions{
-		Capabilities:               support.capabilities(),
+		Capabilities: support.capabilities(),
+		// A modern server asks for input by answering a call with input_required; the
+		// SDK would answer it itself, through the handlers below, and retry: that
+		// input is not relayed to the calling client yet (see ErrInputNotRelayed).
+		MultiRoundTrip:             &mcp.MultiRoundTripOptions{Disabled: true},
 		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { signal(u.relisted) },
 		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { signal(u.refeatured) },
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { signal(u.refeatured) },

@@ -22,9 +22,11 @@ import (
 	"github.com/toolshed/toolshed/internal/redact"
 )
 
-// UpstreamProtocol is the MCP version toolshed speaks to upstream servers, the newest of
-// ProtocolVersions: the last one with server-to-client requests for sampling, elicitation
-// and roots at any time, which toolshed relays to its own clients.
+// UpstreamProtocol is the newest MCP version toolshed initializes an upstream server at,
+// the newest of ProtocolVersions: the last one with server-to-client requests for
+// sampling, elicitation and roots at any time, which toolshed relays to its own clients.
+// A server that offers 2026-07-28 when asked (server/discover) is spoken to in that
+// version instead, unless its config says protocol: legacy (see era.go).
 const UpstreamProtocol = "2025-11-25"
 
 // State is where an upstream is in its life.
@@ -54,7 +56,10 @@ type Status struct {
 	State State
 	Tools int
 	// Tokens is what listing all the upstream's tools costs a model (o200k_base).
-	Tokens   int
+	Tokens int
+	// Protocol is the MCP version the server's connection negotiated: 2026-07-28 for
+	// a modern server, else the version initialize agreed on.
+	Protocol string
 	Err      error
 	Restarts int
 	// Retry, when State is Failed, is how long the upstream waits before it restarts.
@@ -281,7 +286,7 @@ func (u *Upstream) connectAndServe(ctx context.Context) error {
 			u.relist(ctx, l)
 		case <-u.refeatured:
 			listCtx, cancel := context.WithTimeout(ctx, u.connectTimeout())
-			f := u.listFeatures(listCtx, l.cs)
+			f := u.listFeatures(listCtx, l)
 			cancel()
 			u.mu.Lock()
 			u.features = f
@@ -451,6 +456,7 @@ func (u *Upstream) startCall(ctx context.Context, name string, args json.RawMess
 		return
 	}
 	cs, conn := l.cs, l.conn
+	meta = l.callMeta(meta)
 	timeout := u.cfg.CallTimeout
 	if timeout <= 0 {
 		timeout = config.DefaultCallTimeout
@@ -505,6 +511,9 @@ func (u *Upstream) callOutcome(ctx, callCtx context.Context, timeout time.Durati
 	case err == nil:
 		if k := bytes.TrimSpace(raw); len(k) == 0 || k[0] != '{' {
 			return nil, fmt.Errorf("%s answered tools/call with a result that is not a JSON object: %.100s", u.cfg.Name, raw)
+		}
+		if needsInput(raw) {
+			return nil, fmt.Errorf("%s: %w", u.cfg.Name, ErrInputNotRelayed)
 		}
 		return raw, nil
 	case ctx.Err() != nil:

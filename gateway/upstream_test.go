@@ -62,6 +62,15 @@ func upstreamCommand(mode string) (string, []string, map[string]string) {
 //
 // basic, many:N, single and odd exit at once while the file $TOOLSHED_TEST_GATE exists: a
 // test holds a server down with it (restarting), then lets it come back.
+// legacyVersions are the versions the test upstream speaks: those before 2026-07-28, as
+// an old server does. It asks the client through requests of its own (sampling,
+// elicitation, roots) and logs outside any request, which a 2026-07-28 session has
+// no room for; servers of that era are tested in era_test.go. With $TOOLSHED_TEST_BOTH_ERAS
+// set, basic speaks every version the SDK does, as a go-sdk v1.8 server does by default.
+var legacyVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+const bothErasEnv = "TOOLSHED_TEST_BOTH_ERAS"
+
 func serveTestUpstream(mode string) int {
 	switch {
 	case mode == "features" || strings.HasPrefix(mode, "features:"):
@@ -87,7 +96,11 @@ func serveTestUpstream(mode string) int {
 			return 3
 		}
 	}
-	server := mcp.NewServer(&mcp.Implementation{Name: "test-upstream", Version: "1"}, nil)
+	opts := &mcp.ServerOptions{SupportedProtocolVersions: legacyVersions}
+	if os.Getenv(bothErasEnv) != "" {
+		opts.SupportedProtocolVersions = nil // the SDK's own: 2026-07-28 too
+	}
+	server := mcp.NewServer(&mcp.Implementation{Name: "test-upstream", Version: "1"}, opts)
 	if mode == "single" {
 		lock := os.Getenv("TOOLSHED_TEST_LOCK")
 		f, err := os.OpenFile(lock, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
@@ -354,6 +367,7 @@ func serveFeatures(id string) int {
 	var mu sync.Mutex
 	subs := map[string]bool{}
 	server := mcp.NewServer(&mcp.Implementation{Name: "test-features-" + id, Version: "1"}, &mcp.ServerOptions{
+		SupportedProtocolVersions: legacyVersions,
 		SubscribeHandler: func(_ context.Context, req *mcp.SubscribeRequest) error {
 			mu.Lock()
 			defer mu.Unlock()

@@ -7,6 +7,8 @@
 #
 #   .deps/npm/      npm ci of scripts/npm/servers: the reference MCP servers
 #                   (@modelcontextprotocol/server-everything, -memory, -filesystem), the
+#                   TypeScript SDK v2 (@modelcontextprotocol/server and client, MCP
+#                   2026-07-28) that internal/testupstream/ts2's test servers run on, the
 #                   MCP Inspector CLI, the MCP conformance suite, and a Node 22 binary
 #                   (the npm package "node") for the tools that need Node >= 22.
 #   .deps/clients/  with --e2e only, npm ci of scripts/npm/clients: Claude Code, Codex
@@ -64,6 +66,9 @@ npm_install() {
 	start=$SECONDS
 	rm -rf "$dir"
 	mkdir -p "$dir"
+	# npm ci through a symlinked .deps (a worktree sharing another's) takes the
+	# project root for a link and refuses the lockfile ("Missing: npm@0.0.0").
+	dir=$(cd -P "$dir" && pwd)
 	cp "$src/package.json" "$src/package-lock.json" "$dir/"
 	# --loglevel=error hides the EBADENGINE warnings: the Inspector and the conformance
 	# suite declare Node >= 22 and are run with the Node 22 installed here.

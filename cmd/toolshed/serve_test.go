@@ -206,9 +206,18 @@ func startCommand(t *testing.T, bin string, env, args []string, ready func(stder
 
 // The conformance suite passes against toolshed in off mode in front of the go-sdk
 // everything-server; scenarios that cannot pass are in testdata/conformance-baseline.yml.
+// The server speaks 2026-07-28 too, but its sampling and elicitation tools ask the
+// client the old way (Session.CreateMessage, Session.Elicit), which it refuses on a
+// 2026-07-28 connection: protocol legacy keeps it on 2025-11-25, as this suite (of
+// 2025-11-25) needs.
 func TestServeConformance(t *testing.T) {
 	bin := toolshedBinary(t)
-	cfg := writeConfig(t, map[string][]string{"everything": {testupstream.ConformanceServer(t)}})
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"everything": map[string]any{
+		"command": testupstream.ConformanceServer(t), "protocol": "legacy"}}})
+	cfg := filepath.Join(t.TempDir(), "mcp.json")
+	if err := os.WriteFile(cfg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	url := startServe(t, bin, "--config", cfg, "--tool-search", "off", "--no-prefix")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

@@ -22,6 +22,18 @@ const (
 	SSE   = "sse"   // the legacy HTTP+SSE transport
 )
 
+// Protocol settings of a server: which MCP era toolshed speaks to it.
+const (
+	// ProtocolAuto, the default: the newest version the server offers when asked with
+	// server/discover (2026-07-28), else initialize, as for older servers.
+	ProtocolAuto = "auto"
+	// ProtocolLegacy: initialize at 2025-11-25 at most, never 2026-07-28. For a server
+	// that speaks both eras but, in the old way, asks its client for input with
+	// requests of its own (sampling, elicitation, roots) or logs outside requests,
+	// which the 2026-07-28 protocol has no room for.
+	ProtocolLegacy = "legacy"
+)
+
 // Defaults for timeouts left unset.
 const (
 	// DefaultConnectTimeout bounds starting a server and listing its tools, and each
@@ -87,6 +99,8 @@ type Server struct {
 	// otherwise.
 	ConnectTimeout time.Duration
 	CallTimeout    time.Duration
+	// Protocol is ProtocolAuto (or empty, the same) or ProtocolLegacy.
+	Protocol string
 	// Rules are the server's mcp_toolset-style defer settings.
 	Rules policy.ServerRules
 }

@@ -45,6 +45,7 @@ var serverFields = map[string]string{
 	"configs":         "configs",
 	"tools":           "tools",         // Hermes: {include, exclude}
 	"disabledTools":   "disabledTools", // Windsurf, Roo Code
+	"protocol":        "protocol",
 }
 
 // ignoredServerKeys are per-server keys of other clients that do not change what the
@@ -134,7 +135,7 @@ func (l *loader) server(name string, n *yaml.Node, path string) (Server, *server
 		case unsupportedServerKeys[p.key] != "":
 			l.warn(key, "%s; ignored", unsupportedServerKeys[p.key])
 		default:
-			l.warn(key, "unknown setting, ignored; a server takes type, command, args, env, envFile, cwd, url, headers, alwaysLoad, disabled, connect_timeout, call_timeout, default_config and configs")
+			l.warn(key, "unknown setting, ignored; a server takes type, command, args, env, envFile, cwd, url, headers, alwaysLoad, disabled, connect_timeout, call_timeout, protocol, default_config and configs")
 		}
 	}
 	at := func(c string) string { return join(path, given[c]) }
@@ -254,6 +255,17 @@ func (l *loader) server(name string, n *yaml.Node, path string) (Server, *server
 				return fail(at(f.name), "%s is %s; write a duration such as \"30s\" or \"2m\", or a number of seconds (0 or nothing means the default)", describe(v), problem)
 			}
 			*f.dst = d
+		}
+	}
+	if v := fields["protocol"]; v != nil {
+		p, ok := str(v)
+		switch {
+		case ok && (p == ProtocolAuto || p == ProtocolLegacy):
+			s.Protocol = p
+		case ok:
+			return fail(at("protocol"), "%q is not a protocol setting; write auto (the newest MCP version the server speaks, 2026-07-28 included; the default) or legacy (initialize, 2025-11-25 at most)", p)
+		default:
+			return fail(at("protocol"), "is %s; write auto or legacy, or leave protocol out", kindName(v))
 		}
 	}
 	if v := fields["alwaysLoad"]; v != nil {

@@ -1,0 +1,94 @@
+package testupstream
+
+import (
+	"net"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+)
+
+// The TypeScript SDK v2 test servers (ts2/server.mjs) speak MCP 2026-07-28: a server
+// started with legacy "reject" is modern-only (it answers initialize with -32022), one
+// with "serve" (stdio) or "stateless" (HTTP) serves both eras. They run on the SDK that
+// scripts/deps.sh installs into .deps/npm (@modelcontextprotocol/server 2.4.0), with
+// the tools echo, confirm (asks for an elicitation through MRTR) and slow (waits until
+// cancelled). env is added to the server's environment: WIRE_LOG=FILE logs every
+// message it receives, LATE=MS adds the tool late after MS milliseconds, LATE=FILE
+// once FILE exists.
+
+// ts2Script returns the server script, and the node_modules its SDK is installed in.
+func ts2Script(t testing.TB) (script, modules string) {
+	t.Helper()
+	npmFile(t, "@modelcontextprotocol/server (TypeScript SDK v2)", "@modelcontextprotocol/server/package.json")
+	return filepath.Join(Root(t), "internal", "testupstream", "ts2", "server.mjs"), filepath.Join(DepsDir(t), "npm", "node_modules")
+}
+
+// ts2Command is `env TS2_MODULES=… [env…] node server.mjs args…`.
+func ts2Command(t testing.TB, env map[string]string, args ...string) (command string, cmdArgs []string) {
+	t.Helper()
+	node := Node(t)
+	script, modules := ts2Script(t)
+	envPath, err := exec.LookPath("env")
+	if err != nil {
+		t.Fatalf("testupstream: env(1) not found: %v", err)
+	}
+	cmdArgs = []string{"TS2_MODULES=" + modules}
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		cmdArgs = append(cmdArgs, k+"="+env[k])
+	}
+	cmdArgs = append(cmdArgs, node, script)
+	return envPath, append(cmdArgs, args...)
+}
+
+// TS2Stdio returns the command line of the TypeScript SDK v2 test server over stdio;
+// legacy is "reject" (modern-only) or "serve" (both eras).
+func TS2Stdio(t testing.TB, legacy string, env map[string]string) (command string, args []string) {
+	t.Helper()
+	return ts2Command(t, env, "stdio", legacy)
+}
+
+// TS2HTTP starts the TypeScript SDK v2 test server over Streamable HTTP on a free
+// 127.0.0.1 port, owned by the test (see Own) and stopped at its end, and returns its
+// MCP endpoint URL once it answers; legacy is "reject" (modern-only) or "stateless"
+// (both eras).
+func TS2HTTP(t testing.TB, legacy string, env map[string]string) (url string) {
+	t.Helper()
+	var lastLog string
+	for attempt := 0; attempt < 3; attempt++ {
+		addr := FreeAddr(t)
+		_, port, _ := net.SplitHostPort(addr)
+		command, args := ts2Command(t, env, "http", legacy, port)
+		cmd := exec.Command(command, args...)
+		log := new(SyncBuffer)
+		cmd.Stdout, cmd.Stderr = log, log
+		Own(t, cmd)
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("testupstream: starting the TypeScript SDK v2 test server: %v", err)
+		}
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		url := "http://" + addr + "/mcp"
+		if waitHTTP(url, done, 30*time.Second) {
+			t.Cleanup(func() {
+				_ = cmd.Process.Kill()
+				<-done
+				if t.Failed() {
+					t.Logf("TypeScript SDK v2 test server %s log:\n%s", url, log.String())
+				}
+			})
+			return url
+		}
+		_ = cmd.Process.Kill()
+		<-done
+		lastLog = log.String() // most likely another process took the port meanwhile: retry
+	}
+	t.Fatalf("testupstream: the TypeScript SDK v2 test server did not come up on 127.0.0.1; its log:\n%s", lastLog)
+	return ""
+}
