@@ -293,25 +293,38 @@ func ConformanceServer(t testing.TB) string {
 func ConformanceHTTP(t testing.TB, extraArgs ...string) (url string) {
 	t.Helper()
 	bin := ConformanceServer(t)
+	return serveHTTP(t, "the conformance everything-server", 15*time.Second, func(addr string) *exec.Cmd {
+		return exec.Command(bin, append([]string{"-http=" + addr, "-stateless=false"}, extraArgs...)...)
+	})
+}
+
+// serveHTTP starts the server command(addr) makes to listen on addr, a free 127.0.0.1
+// port, owned by the test (see Own) and stopped at its end, and returns its MCP
+// endpoint URL (http://ADDR/mcp) once it answers HTTP, within wait. A server that
+// exits first most likely lost the port to another process in between: it is started
+// again on another, three times in all. what names the server in failures and in the
+// log a failed test prints.
+func serveHTTP(t testing.TB, what string, wait time.Duration, command func(addr string) *exec.Cmd) string {
+	t.Helper()
 	var lastLog string
 	for attempt := 0; attempt < 3; attempt++ {
 		addr := FreeAddr(t)
-		args := append([]string{"-http=" + addr, "-stateless=false"}, extraArgs...)
-		cmd := exec.Command(bin, args...)
+		cmd := command(addr)
 		log := new(SyncBuffer)
 		cmd.Stdout, cmd.Stderr = log, log
+		Own(t, cmd)
 		if err := cmd.Start(); err != nil {
-			t.Fatalf("testupstream: starting %s: %v", bin, err)
+			t.Fatalf("testupstream: starting %s: %v", what, err)
 		}
 		done := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(done) }()
 		url := "http://" + addr + "/mcp"
-		if waitHTTP(url, done, 15*time.Second) {
+		if waitHTTP(url, done, wait) {
 			t.Cleanup(func() {
 				_ = cmd.Process.Kill()
 				<-done
 				if t.Failed() {
-					t.Logf("conformance everything-server %s log:\n%s", url, log.String())
+					t.Logf("%s at %s, its log:\n%s", what, url, log.String())
 				}
 			})
 			return url
@@ -319,9 +332,8 @@ func ConformanceHTTP(t testing.TB, extraArgs ...string) (url string) {
 		_ = cmd.Process.Kill()
 		<-done
 		lastLog = log.String()
-		// Exited early: most likely another process took the port in between; retry.
 	}
-	t.Fatalf("testupstream: the conformance everything-server did not come up on 127.0.0.1; its log:\n%s", lastLog)
+	t.Fatalf("testupstream: %s did not come up on 127.0.0.1; its log:\n%s", what, lastLog)
 	return ""
 }
 

@@ -60,35 +60,9 @@ func TS2Stdio(t testing.TB, legacy string, env map[string]string) (command strin
 // (both eras).
 func TS2HTTP(t testing.TB, legacy string, env map[string]string) (url string) {
 	t.Helper()
-	var lastLog string
-	for attempt := 0; attempt < 3; attempt++ {
-		addr := FreeAddr(t)
+	return serveHTTP(t, "the TypeScript SDK v2 test server", 30*time.Second, func(addr string) *exec.Cmd {
 		_, port, _ := net.SplitHostPort(addr)
 		command, args := ts2Command(t, env, "http", legacy, port)
-		cmd := exec.Command(command, args...)
-		log := new(SyncBuffer)
-		cmd.Stdout, cmd.Stderr = log, log
-		Own(t, cmd)
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("testupstream: starting the TypeScript SDK v2 test server: %v", err)
-		}
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		url := "http://" + addr + "/mcp"
-		if waitHTTP(url, done, 30*time.Second) {
-			t.Cleanup(func() {
-				_ = cmd.Process.Kill()
-				<-done
-				if t.Failed() {
-					t.Logf("TypeScript SDK v2 test server %s log:\n%s", url, log.String())
-				}
-			})
-			return url
-		}
-		_ = cmd.Process.Kill()
-		<-done
-		lastLog = log.String() // most likely another process took the port meanwhile: retry
-	}
-	t.Fatalf("testupstream: the TypeScript SDK v2 test server did not come up on 127.0.0.1; its log:\n%s", lastLog)
-	return ""
+		return exec.Command(command, args...)
+	})
 }
