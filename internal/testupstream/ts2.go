@@ -18,18 +18,25 @@ import (
 // message it receives, LATE=MS adds the tool late after MS milliseconds, LATE=FILE
 // once FILE exists.
 
-// ts2Script returns the server script, and the node_modules its SDK is installed in.
-func ts2Script(t testing.TB) (script, modules string) {
+// ts2Script returns the path of a server script of ts2/ (server.mjs, tasks.mjs), and
+// the node_modules its SDK is installed in.
+func ts2Script(t testing.TB, name string) (script, modules string) {
 	t.Helper()
 	npmFile(t, "@modelcontextprotocol/server (TypeScript SDK v2)", "@modelcontextprotocol/server/package.json")
-	return filepath.Join(Root(t), "internal", "testupstream", "ts2", "server.mjs"), filepath.Join(DepsDir(t), "npm", "node_modules")
+	return filepath.Join(Root(t), "internal", "testupstream", "ts2", name), filepath.Join(DepsDir(t), "npm", "node_modules")
 }
 
 // ts2Command is `env TS2_MODULES=… [env…] node server.mjs args…`.
 func ts2Command(t testing.TB, env map[string]string, args ...string) (command string, cmdArgs []string) {
 	t.Helper()
+	return ts2ScriptCommand(t, "server.mjs", env, args...)
+}
+
+// ts2ScriptCommand is `env TS2_MODULES=… [env…] node SCRIPT args…` for a script of ts2/.
+func ts2ScriptCommand(t testing.TB, name string, env map[string]string, args ...string) (command string, cmdArgs []string) {
+	t.Helper()
 	node := Node(t)
-	script, modules := ts2Script(t)
+	script, modules := ts2Script(t, name)
 	envPath, err := exec.LookPath("env")
 	if err != nil {
 		t.Fatalf("testupstream: env(1) not found: %v", err)
@@ -52,6 +59,15 @@ func ts2Command(t testing.TB, env map[string]string, args ...string) (command st
 func TS2Stdio(t testing.TB, legacy string, env map[string]string) (command string, args []string) {
 	t.Helper()
 	return ts2Command(t, env, "stdio", legacy)
+}
+
+// TS2TaskStdio returns the command line of the Tasks extension test server
+// (ts2/tasks.mjs: a modern-only stdio server whose tools job and ask answer with a task
+// handle, and which answers tasks/get, tasks/update and tasks/cancel). env is added to
+// its environment: WIRE_LOG=FILE logs every line it reads.
+func TS2TaskStdio(t testing.TB, env map[string]string) (command string, args []string) {
+	t.Helper()
+	return ts2ScriptCommand(t, "tasks.mjs", env)
 }
 
 // TS2HTTP starts the TypeScript SDK v2 test server over Streamable HTTP on a free

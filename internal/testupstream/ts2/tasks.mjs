@@ -1,0 +1,124 @@
+// A test upstream of the MCP Tasks extension (io.modelcontextprotocol/tasks), built by
+// hand on the MCP TypeScript SDK v2 (@modelcontextprotocol/server 2.4.0, installed by
+// scripts/deps.sh), which does not implement the extension: the server advertises it
+// under capabilities.extensions, its tools answer with a task handle (resultType
+// "task"), and tasks/get, tasks/update and tasks/cancel are answered by handlers of
+// the low-level server (only its 3-argument setRequestHandler takes a method the SDK
+// does not know). Modern-only (legacy "reject") over stdio. Started by
+// testupstream.TS2TaskStdio; not for use on its own.
+//
+//   node tasks.mjs
+//
+// Environment:
+//   TS2_MODULES  the node_modules directory the SDK is installed in (required)
+//   WIRE_LOG     a file that gets every line the server reads, as read
+//
+// Tools (each returns a task handle at once, pollIntervalMs 50, ttlMs 60000):
+//   job {ms}    the task completes after ms milliseconds with the text "job done after MS ms"
+//   needs {}    as job {ms: 100}, listed with execution.taskSupport "required" (the SDK's
+//               codec drops execution from tools/list, so it is added to the line on its
+//               way out)
+//   ask {}      the task asks for the user's name (status input_required, inputRequests
+//               {name: elicitation/create}); tasks/update with inputResponses.name
+//               completes it with "hello NAME"
+// tasks/get of an unknown task, and tasks/update or tasks/cancel of one, get -32602.
+import fs from 'node:fs';
+import { PassThrough } from 'node:stream';
+import { createRequire } from 'node:module';
+
+const require = createRequire((process.env.TS2_MODULES ?? '.') + '/');
+const { McpServer } = require('@modelcontextprotocol/server');
+const { serveStdio, StdioServerTransport } = require('@modelcontextprotocol/server/stdio');
+const z = require('zod');
+
+const wireFd = process.env.WIRE_LOG ? fs.openSync(process.env.WIRE_LOG, 'a') : null;
+const tasks = new Map(); // taskId -> task (shared by the sessions of the process)
+let seq = 0;
+const now = () => new Date().toISOString();
+
+function create(state) {
+  const id = 'task-' + (++seq);
+  const t = { taskId: id, status: 'working', createdAt: now(), lastUpdatedAt: now(), ttlMs: 60000, pollIntervalMs: 50, ...state };
+  tasks.set(id, t);
+  return t;
+}
+const handle = (t) => ({ resultType: 'task', taskId: t.taskId, status: t.status, createdAt: t.createdAt,
+  lastUpdatedAt: t.lastUpdatedAt, ttlMs: t.ttlMs, pollIntervalMs: t.pollIntervalMs });
+function settle(t, status, result) {
+  if (['completed', 'cancelled', 'failed'].includes(t.status)) return;
+  clearTimeout(t.timer);
+  Object.assign(t, { status, lastUpdatedAt: now() });
+  if (result) t.result = result;
+  delete t.inputRequests;
+}
+function unknown(id) {
+  const e = new Error('Unknown task: ' + id);
+  e.code = -32602;
+  return e;
+}
+const taskParams = { params: z.object({ taskId: z.string() }).passthrough() };
+
+const factory = () => {
+  const s = new McpServer({ name: 'ts2-tasks', version: '2.4.0' },
+    { capabilities: { tools: {}, extensions: { 'io.modelcontextprotocol/tasks': {} } } });
+  s.registerTool('job', { description: 'a task that completes after ms milliseconds', inputSchema: z.object({ ms: z.number() }) },
+    async ({ ms }) => {
+      const t = create({});
+      t.timer = setTimeout(() => settle(t, 'completed', { content: [{ type: 'text', text: `job done after ${ms} ms` }] }), ms);
+      return handle(t);
+    });
+  s.registerTool('needs', { description: 'runs only as a task', inputSchema: z.object({}) }, async () => {
+    const t = create({});
+    t.timer = setTimeout(() => settle(t, 'completed', { content: [{ type: 'text', text: 'needs done' }] }), 100);
+    return handle(t);
+  });
+  s.registerTool('ask', { description: 'a task that asks for a name', inputSchema: z.object({}) }, async () => {
+    const t = create({ status: 'input_required', inputRequests: { name: { method: 'elicitation/create', params: {
+      mode: 'form', message: 'Your name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } } } } });
+    return handle(t);
+  });
+  const ls = s.server;
+  ls.setRequestHandler('tasks/get', taskParams, async (p) => {
+    const t = tasks.get(p.taskId);
+    if (!t) throw unknown(p.taskId);
+    const out = { resultType: 'complete', taskId: t.taskId, status: t.status, createdAt: t.createdAt,
+      lastUpdatedAt: t.lastUpdatedAt, ttlMs: t.ttlMs, pollIntervalMs: t.pollIntervalMs };
+    if (t.result) out.result = t.result;
+    if (t.inputRequests) out.inputRequests = t.inputRequests;
+    return out;
+  });
+  // The SDK takes inputResponses out of the params (they are MRTR's) into the context.
+  ls.setRequestHandler('tasks/update', taskParams, async (p, c) => {
+    const t = tasks.get(p.taskId);
+    if (!t) throw unknown(p.taskId);
+    const answer = (c?.mcpReq?.inputResponses ?? p.inputResponses)?.name;
+    if (t.inputRequests?.name && answer) {
+      settle(t, 'completed', { content: [{ type: 'text', text: `hello ${answer.content?.name}` }] });
+    }
+    return { resultType: 'complete' };
+  });
+  ls.setRequestHandler('tasks/cancel', taskParams, async (p) => {
+    const t = tasks.get(p.taskId);
+    if (!t) throw unknown(p.taskId);
+    settle(t, 'cancelled');
+    return { resultType: 'complete' };
+  });
+  return s;
+};
+
+const onerror = (e) => process.stderr.write('ts2 tasks server error: ' + (e?.message ?? e) + '\n');
+const input = new PassThrough();
+process.stdin.on('data', (d) => { if (wireFd !== null) fs.writeSync(wireFd, d); input.write(d); });
+process.stdin.on('end', () => input.end());
+const output = new PassThrough();
+let pending = '';
+output.on('data', (d) => {
+  pending += d;
+  let i;
+  while ((i = pending.indexOf('\n')) >= 0) {
+    const line = pending.slice(0, i + 1);
+    pending = pending.slice(i + 1);
+    process.stdout.write(line.replace('{"name":"needs",', '{"name":"needs","execution":{"taskSupport":"required"},'));
+  }
+});
+serveStdio(factory, { legacy: 'reject', onerror, transport: new StdioServerTransport(input, output) });
