@@ -75,6 +75,7 @@ type call struct {
 	downToken any       // the client's progress token, nil if it sent none
 	upToken   string    // the token toolshed sent upstream
 	mrtr      bool      // the client speaks multi round-trip requests (protocol >= 2026-07-28)
+	tasks     bool      // the client declared the Tasks extension for the call (see tasks.go)
 
 	inputs chan *relayRequest
 	done   chan outcome
@@ -103,6 +104,9 @@ type call struct {
 type outcome struct {
 	raw json.RawMessage
 	err error
+	// unwatch, for a task handle, stops cancelling the task when the call is (see
+	// watchTask).
+	unwatch func() bool
 }
 
 // relayRequest is an upstream's sampling or elicitation request on its way to a client.
@@ -177,6 +181,9 @@ func (r *callRegistry) run(ctx context.Context, spec callSpec) (*mcp.CallToolRes
 		return finish(errorResult(search.Unavailable, "the server of %s is not configured any more; search again for the tool", spec.tool.Qualified), "unavailable")
 	}
 
+	if err := checkTaskSupport(spec); err != nil {
+		return nil, err
+	}
 	c := r.start(ctx, spec, u)
 	return r.wait(ctx, c, finish)
 }
@@ -222,6 +229,7 @@ func (r *callRegistry) start(ctx context.Context, spec callSpec, u *Upstream) *c
 		session:   spec.req.Session,
 		principal: who,
 		mrtr:      speaksMRTR(spec.req.Session),
+		tasks:     declaresTasks(spec.req.Params.Meta),
 		inputs:    make(chan *relayRequest),
 		ended:     make(chan struct{}),
 		notesDone: make(chan struct{}),
@@ -251,7 +259,7 @@ func (r *callRegistry) start(ctx context.Context, spec callSpec, u *Upstream) *c
 	}
 
 	u.startCall(callCtx, spec.tool.Name, spec.args, meta, func(raw json.RawMessage, err error) {
-		c.done <- outcome{raw, err}
+		c.done <- r.watchTask(c, u, outcome{raw: raw, err: err})
 	})
 	return c
 }
@@ -263,6 +271,7 @@ func (r *callRegistry) wait(ctx context.Context, c *call, finish func(*mcp.CallT
 	for {
 		select {
 		case out := <-c.done:
+			out = r.taskOutcome(ctx, c, out) // a task handle: the client's, or polled for
 			r.end(c)
 			c.notesWritten(ctx)
 			res, tag := mapOutcome(ctx, out)

@@ -62,6 +62,9 @@ func (l *link) callMeta(client mcp.Meta) mcp.Meta {
 			}
 		}
 		m[mcp.MetaKeyLogLevel] = upstreamLogLevel
+		if l.advertisesTasks() {
+			m[mcp.MetaKeyClientCapabilities] = declareTasks(m[mcp.MetaKeyClientCapabilities])
+		}
 	}
 	if len(m) == 0 {
 		return nil

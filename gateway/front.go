@@ -210,6 +210,9 @@ func (c *stdioConn) observe(msg jsonrpc.Message) bool {
 			c.mu.Unlock()
 		}
 	case req.IsCall():
+		if c.tryTask(req) {
+			return true
+		}
 		if req.Method == "initialize" {
 			var p struct {
 				ProtocolVersion string `json:"protocolVersion"`

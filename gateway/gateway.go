@@ -190,6 +190,7 @@ type Gateway struct {
 	decoded catalog.Cache
 	cache   search.Cache
 	calls   *callRegistry
+	tasks   taskTable // the upstreams' tasks handed to clients (see tasks.go)
 	procs   processes // the upstream servers' processes (see Kill)
 	clients *clients
 	hooks   *hooks

@@ -112,6 +112,9 @@ func (c *httpConn) fastServe(m jsonrpc.Message) (func(), bool) {
 	if !ok || fs == nil {
 		return nil, false
 	}
+	if serve, ok := c.taskServe(fs, req); ok {
+		return serve, true
+	}
 	fc, ok := fs.g.fastCallOf(fs.profile, fs.ss, req)
 	if !ok {
 		return nil, false

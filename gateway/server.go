@@ -52,7 +52,7 @@ func newProfileServer(g *Gateway, profile string) *profileServer {
 	})
 	// Held until the upstreams are up (sessionMiddleware) before the raw results are
 	// swapped in (tools.middleware).
-	ps.server.AddReceivingMiddleware(relatedStream, g.sessionMiddleware(profile), checkLogLevel, ps.tools.middleware, ps.restartingMiddleware, ps.hiddenMiddleware)
+	ps.server.AddReceivingMiddleware(relatedStream, g.sessionMiddleware(profile), checkLogLevel, g.tasksCapability, ps.tools.middleware, ps.restartingMiddleware, ps.hiddenMiddleware)
 	return ps
 }
 
