@@ -162,6 +162,9 @@ func (r *callRegistry) run(ctx context.Context, spec callSpec) (*mcp.CallToolRes
 		}
 		spec.args = args
 	}
+	if err := checkTaskSupport(spec); err != nil {
+		return nil, err // before asking the user to approve a call that cannot run
+	}
 	if r.g.hooks.needsApproval(spec.tool) {
 		// Not for a call that cannot run: the user would approve it for nothing.
 		if u := r.g.byName[spec.tool.Server]; u != nil && u.currentLink() == nil {
@@ -181,9 +184,6 @@ func (r *callRegistry) run(ctx context.Context, spec callSpec) (*mcp.CallToolRes
 		return finish(errorResult(search.Unavailable, "the server of %s is not configured any more; search again for the tool", spec.tool.Qualified), "unavailable")
 	}
 
-	if err := checkTaskSupport(spec); err != nil {
-		return nil, err
-	}
 	c := r.start(ctx, spec, u)
 	return r.wait(ctx, c, finish)
 }

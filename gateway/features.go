@@ -85,11 +85,15 @@ func (u *Upstream) liveSession() (*mcp.ClientSession, error) {
 
 // withCallTimeout bounds a relayed request like a tool call.
 func (u *Upstream) withCallTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	timeout := u.cfg.CallTimeout
-	if timeout <= 0 {
-		timeout = config.DefaultCallTimeout
+	return context.WithTimeout(ctx, u.callTimeout())
+}
+
+// callTimeout is the server's call_timeout, else config.DefaultCallTimeout.
+func (u *Upstream) callTimeout() time.Duration {
+	if u.cfg.CallTimeout > 0 {
+		return u.cfg.CallTimeout
 	}
-	return context.WithTimeout(ctx, timeout)
+	return config.DefaultCallTimeout
 }
 
 // featureSet is what one profile lists besides tools.

@@ -258,15 +258,31 @@ func TestTasksOtherPrincipal(t *testing.T) {
 // its cancellation reaches the upstream as tasks/cancel.
 func TestTasksOldClient(t *testing.T) {
 	h, wire := taskUpstream(t)
+	progress := make(chan *mcp.ProgressNotificationParams, 100)
 	cs := h.clientVersion("", &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 		if req.Params.Message != "Your name?" {
 			return nil, fmt.Errorf("unexpected elicitation %q", req.Params.Message)
 		}
 		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Grace"}}, nil
+	}, ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+		select {
+		case progress <- req.Params:
+		default:
+		}
 	}}, "2025-11-25")
 
-	if res := call(t, cs, "tasks__job", map[string]any{"ms": 300}); res.IsError || resultText(res) != "job done after 300 ms" {
-		t.Errorf("tasks__job = %q (isError %v), want the task's result", resultText(res), res.IsError)
+	// With a progress token, the client hears how the task goes while toolshed polls.
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "tasks__job", Arguments: map[string]any{"ms": 300}, Meta: mcp.Meta{"progressToken": "p-1"}})
+	if err != nil || res.IsError || resultText(res) != "job done after 300 ms" {
+		t.Fatalf("tasks__job = %v %q (isError %v), want the task's result", err, resultText(res), res != nil && res.IsError)
+	}
+	select {
+	case p := <-progress:
+		if p.ProgressToken != "p-1" || p.Message != "the task is working" || p.Progress < 1 {
+			t.Errorf("progress during the task: %+v", p)
+		}
+	case <-time.After(20 * time.Second):
+		t.Errorf("no progress reached the client for its task (300 ms, polled every 50 ms)")
 	}
 	if !wireHas(wire, `"method":"tasks/get"`, `"taskId":"task-1"`) {
 		t.Errorf("toolshed never polled the upstream's tasks/get")

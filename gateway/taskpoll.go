@@ -1,0 +1,254 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// What a call does with a task handle its upstream answered with (see tasks.go): hand
+// it to the client under toolshed's id, or poll the task for a client that knows
+// nothing of tasks; and the tasks/* requests toolshed sends upstream.
+
+// watchTask has the task of a task handle that answers call c cancelled upstream when
+// the call is, until taskOutcome takes it over: the client may cancel the call, or
+// toolshed end it, as the handle arrives, and nothing would then ever poll or cancel
+// the task. Any other outcome is out as it is.
+func (r *callRegistry) watchTask(c *call, u *Upstream, out outcome) outcome {
+	if out.err != nil || !isTaskResult(out.raw) {
+		return out
+	}
+	var st taskState
+	if json.Unmarshal(out.raw, &st) == nil && st.TaskID != "" {
+		out.unwatch = context.AfterFunc(c.upCtx, func() { u.cancelTask(st.TaskID) })
+	}
+	return out
+}
+
+// taskOutcome is the outcome of call c once its upstream answered: a task handle for a
+// client that declared the extension, with the task's id replaced by the client's
+// opaque one; for any other client, the task's own outcome, polled for. Any other
+// outcome is out as it is.
+func (r *callRegistry) taskOutcome(ctx context.Context, c *call, out outcome) outcome {
+	if out.err != nil || !isTaskResult(out.raw) {
+		return out
+	}
+	if out.unwatch != nil && !out.unwatch() {
+		return outcome{err: context.Cause(c.upCtx)} // the call ended, and the task with it
+	}
+	var st taskState
+	if err := json.Unmarshal(out.raw, &st); err != nil || st.TaskID == "" {
+		return outcome{err: fmt.Errorf("%s answered tools/call with a task handle without a taskId: %.200s", c.server, out.raw)}
+	}
+	u := r.g.byName[c.server]
+	if u == nil {
+		return outcome{err: fmt.Errorf("%w: the server %s is not configured any more", ErrUnavailable, c.server)}
+	}
+	if l := u.currentLink(); l == nil || l.conn == nil {
+		return outcome{err: fmt.Errorf("%s answered with a task: %w", c.server, ErrTaskRequests)}
+	}
+	if c.tasks {
+		handle := r.g.tasks.record(c.server, st.TaskID, c.principal, st.ttl())
+		quoted, _ := json.Marshal(handle)
+		return outcome{raw: setMembers(out.raw, member{Key: "taskId", Value: quoted})}
+	}
+	return u.pollTask(ctx, c, st)
+}
+
+// pollTask waits for task st of call c to end, for a client that knows nothing of
+// tasks, and returns its outcome: its result, its error, or a cancellation. It asks the
+// client for the input the task needs on the call's session. The client cancelling
+// the call, toolshed stopping or the call_timeout passing cancel the task upstream.
+func (u *Upstream) pollTask(ctx context.Context, c *call, st taskState) outcome {
+	timeout := u.callTimeout()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	id, rounds, polls := st.TaskID, 0, 0
+	// answered holds the input request keys answered already: a task may still report
+	// them until it has taken the answers, and the client is asked each once.
+	answered := map[string]bool{}
+	for !st.terminal() {
+		asks := map[string]json.RawMessage{}
+		for k, v := range st.InputRequests {
+			if !answered[k] {
+				asks[k] = v
+			}
+		}
+		if st.Status == "input_required" && len(asks) > 0 {
+			if rounds++; rounds > maxTaskInputRounds {
+				u.cancelTask(id)
+				return outcome{err: fmt.Errorf("%s: the task asked for input more than %d times; it was cancelled", u.cfg.Name, maxTaskInputRounds)}
+			}
+			for k := range asks {
+				answered[k] = true
+			}
+			// As wait asks: the call ending (toolshed stopping, the session going)
+			// stops waiting for a client that may never answer.
+			askCtx, stopAsking := context.WithCancel(ctx)
+			unhook := context.AfterFunc(c.upCtx, stopAsking)
+			answers, err := askTaskInputs(askCtx, c.session, asks)
+			unhook()
+			stopAsking()
+			if err != nil {
+				u.cancelTask(id)
+				return outcome{err: err}
+			}
+			if _, err := u.taskRequest(ctx, "tasks/update", id, answers); err != nil {
+				u.cancelTask(id)
+				return outcome{err: err}
+			}
+		}
+		wait := time.NewTimer(st.pollInterval())
+		select {
+		case <-ctx.Done():
+			wait.Stop()
+			u.cancelTask(id)
+			return outcome{err: context.Cause(ctx)}
+		case <-c.upCtx.Done():
+			wait.Stop()
+			u.cancelTask(id)
+			return outcome{err: context.Cause(c.upCtx)}
+		case <-deadline.C:
+			wait.Stop()
+			u.cancelTask(id)
+			return outcome{err: fmt.Errorf("%w: the task of %s did not end within %v (call_timeout); it was cancelled", ErrTimeout, u.cfg.Name, timeout)}
+		case <-wait.C:
+		}
+		raw, err := u.taskRequest(ctx, "tasks/get", id, nil)
+		if err != nil {
+			u.cancelTask(id)
+			if ctx.Err() != nil {
+				err = context.Cause(ctx)
+			}
+			return outcome{err: err}
+		}
+		st = taskState{}
+		if err := json.Unmarshal(raw, &st); err != nil {
+			u.cancelTask(id)
+			return outcome{err: fmt.Errorf("%s answered tasks/get with a result toolshed cannot read: %v", u.cfg.Name, err)}
+		}
+		polls++
+		u.g.calls.taskProgress(c, polls, st)
+	}
+	switch {
+	case st.Status == "completed" && len(st.Result) > 0 && st.Result[0] == '{':
+		return outcome{raw: st.Result}
+	case st.Status == "failed" && st.Error != nil:
+		return outcome{err: st.Error}
+	case st.Status == "cancelled":
+		return outcome{err: fmt.Errorf("%w: %s cancelled the task", context.Canceled, u.cfg.Name)}
+	}
+	return outcome{err: fmt.Errorf("%s ended the task with status %q and no result", u.cfg.Name, st.Status)}
+}
+
+// taskProgress tells the client of call c, when it asked for progress, how its task
+// goes (its status message, else its status) after the n-th poll.
+func (r *callRegistry) taskProgress(c *call, n int, st taskState) {
+	if c.downToken == nil || c.session == nil {
+		return
+	}
+	msg := st.StatusMessage
+	if msg == "" {
+		msg = "the task is " + strings.ReplaceAll(st.Status, "_", " ")
+	}
+	r.mu.Lock() // as note requires
+	defer r.mu.Unlock()
+	c.note(func() {
+		_ = c.session.NotifyProgress(c.context(), &mcp.ProgressNotificationParams{ProgressToken: c.downToken, Progress: float64(n), Message: msg})
+	})
+}
+
+// askTaskInputs asks the client of session ss for the input a task needs, each
+// request as the elicitation or sampling request it is, and returns the answers by key.
+func askTaskInputs(ctx context.Context, ss *mcp.ServerSession, requests map[string]json.RawMessage) (map[string]json.RawMessage, error) {
+	answers := make(map[string]json.RawMessage, len(requests))
+	for key, raw := range requests {
+		var req struct {
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		}
+		if err := json.Unmarshal(raw, &req); err != nil {
+			return nil, fmt.Errorf("the task's input request %q cannot be read: %v", key, err)
+		}
+		var params mcp.InputRequest
+		switch req.Method {
+		case "elicitation/create":
+			params = &mcp.ElicitParams{}
+		case "sampling/createMessage":
+			params = &mcp.CreateMessageParams{}
+		default:
+			return nil, fmt.Errorf("the task asks for input toolshed cannot relay (%q)", req.Method)
+		}
+		if err := json.Unmarshal(req.Params, params); err != nil {
+			return nil, fmt.Errorf("the task's input request %q cannot be read: %v", key, err)
+		}
+		if ss == nil {
+			return nil, errors.New("the task asks for the client's input, and the call has no session to ask on")
+		}
+		res, err := askClient(ctx, ss, params)
+		if err != nil {
+			return nil, err
+		}
+		if answers[key], err = marshal(res); err != nil {
+			return nil, err
+		}
+	}
+	return answers, nil
+}
+
+// cancelTask tells the upstream to cancel a task, not waiting long for its answer:
+// it is sent when the call it served has ended.
+func (u *Upstream) cancelTask(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, _ = u.taskRequest(ctx, "tasks/cancel", id, nil)
+}
+
+// taskParams are the params of a tasks/* request toolshed sends upstream.
+type taskParams struct {
+	Meta           mcp.Meta                   `json:"_meta,omitempty"`
+	TaskID         string                     `json:"taskId"`
+	InputResponses map[string]json.RawMessage `json:"inputResponses,omitempty"`
+}
+
+// taskRequest sends a tasks/* request about the upstream's task id, with toolshed's
+// envelope, and returns its result as the server wrote it. It is bounded by the
+// server's call_timeout.
+func (u *Upstream) taskRequest(ctx context.Context, method, id string, inputs map[string]json.RawMessage) (json.RawMessage, error) {
+	l := u.currentLink()
+	if l == nil {
+		return nil, u.unavailable()
+	}
+	if l.conn == nil {
+		return nil, fmt.Errorf("%w (%s)", ErrTaskRequests, u.cfg.Name)
+	}
+	params, err := marshal(taskParams{Meta: l.callMeta(nil), TaskID: id, InputResponses: inputs})
+	if err != nil {
+		return nil, err
+	}
+	l.busy.Add(1)
+	defer l.busy.Add(-1)
+	ctx, cancel := context.WithTimeoutCause(ctx, u.callTimeout(), ErrTimeout)
+	defer cancel()
+	type answer struct {
+		raw json.RawMessage
+		err error
+	}
+	done := make(chan answer, 1)
+	l.conn.start(ctx, method, params, func(raw json.RawMessage, err error) { done <- answer{raw, err} })
+	a := <-done
+	if a.err != nil {
+		var wire *jsonrpc.Error
+		if errors.As(a.err, &wire) {
+			return nil, wire
+		}
+		return nil, fmt.Errorf("%w: %s did not answer %s (%v)", ErrUnavailable, u.cfg.Name, method, a.err)
+	}
+	return a.raw, nil
+}
