@@ -54,9 +54,7 @@ func (r *callRegistry) taskOutcome(ctx context.Context, c *call, out outcome) ou
 		return outcome{err: fmt.Errorf("%s answered with a task: %w", c.server, ErrTaskRequests)}
 	}
 	if c.tasks {
-		handle := r.g.tasks.record(c.server, st.TaskID, c.principal, st.ttl())
-		quoted, _ := json.Marshal(handle)
-		return outcome{raw: setMembers(out.raw, member{Key: "taskId", Value: quoted})}
+		return outcome{raw: withTaskID(out.raw, r.g.tasks.record(c.server, st.TaskID, c.principal, st.ttl()))}
 	}
 	return u.pollTask(ctx, c, st)
 }

@@ -211,6 +211,14 @@ func (s taskState) ttl() time.Duration {
 	return min(time.Duration(*s.TTLMs)*time.Millisecond, maxTaskTTL)
 }
 
+// withTaskID returns raw, a JSON object from an upstream (a task handle, a tasks/get
+// result), with its taskId set to id, toolshed's id for the task: every other byte as
+// the upstream wrote it.
+func withTaskID(raw json.RawMessage, id string) json.RawMessage {
+	quoted, _ := json.Marshal(id)
+	return setMembers(raw, member{Key: "taskId", Value: quoted})
+}
+
 // isTaskResult reports whether raw, a tools/call result, is a task handle.
 func isTaskResult(raw json.RawMessage) bool {
 	v := memberValue(raw, "resultType")
@@ -395,8 +403,7 @@ func (g *Gateway) serveTask(ctx context.Context, ss *mcp.ServerSession, req *jso
 		}
 	}
 	if v := memberValue(raw, "taskId"); len(v) > 0 {
-		quoted, _ := json.Marshal(p.TaskID)
-		raw = setMembers(raw, member{Key: "taskId", Value: quoted})
+		raw = withTaskID(raw, p.TaskID)
 	}
 	var buf bytes.Buffer
 	if json.Compact(&buf, raw) != nil {

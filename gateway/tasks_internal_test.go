@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // The task table holds at most maxTasks tasks: past it, the one closest to its expiry
@@ -95,4 +96,37 @@ func TestRequiresTask(t *testing.T) {
 			t.Errorf("requiresTask(%s) = %v, want %v", raw, got, want)
 		}
 	}
+}
+
+// A task handle or tasks/get result from an upstream, whatever its bytes, comes out as
+// valid JSON with toolshed's taskId and nothing else changed that was a member before;
+// reading its state never panics.
+func FuzzWithTaskID(f *testing.F) {
+	f.Add(`{"resultType":"task","taskId":"task-1","status":"working","pollIntervalMs":50}`, "toolshed-task-x")
+	f.Add(`{"taskId":1,"taskId":"dup","result":{"taskId":"inner"}}`, "a\"b\u2028")
+	f.Add(`{ "taskId" : null , "ttlMs" : 1e400 }`, "")
+	// The ids are toolshed's (base64) or a client's, read from JSON: valid UTF-8.
+	f.Fuzz(func(t *testing.T, raw, id string) {
+		var st taskState
+		_ = json.Unmarshal([]byte(raw), &st)
+		_, _, _ = st.pollInterval(), st.ttl(), st.terminal()
+		var before map[string]json.RawMessage
+		if !utf8.ValidString(id) || json.Unmarshal([]byte(raw), &before) != nil {
+			return // the upstream's answer is a JSON object, as the connection checked
+		}
+		out := withTaskID(json.RawMessage(raw), id)
+		var after map[string]json.RawMessage
+		if err := json.Unmarshal(out, &after); err != nil {
+			t.Fatalf("withTaskID(%s) = %s: %v", raw, out, err)
+		}
+		var got string
+		if json.Unmarshal(after["taskId"], &got) != nil || got != id {
+			t.Errorf("withTaskID(%s, %q) has taskId %s", raw, id, after["taskId"])
+		}
+		for k := range before {
+			if _, ok := after[k]; !ok {
+				t.Errorf("withTaskID(%s) lost member %q", raw, k)
+			}
+		}
+	})
 }
