@@ -63,7 +63,11 @@ func (l *link) callMeta(client mcp.Meta) mcp.Meta {
 		}
 		m[mcp.MetaKeyLogLevel] = upstreamLogLevel
 		if l.advertisesTasks() {
-			m[mcp.MetaKeyClientCapabilities] = declareTasks(m[mcp.MetaKeyClientCapabilities])
+			caps, ok := m[mcp.MetaKeyClientCapabilities]
+			if !ok { // Streamable HTTP: the SDK's client stamps what is not there
+				caps = l.support.capabilities()
+			}
+			m[mcp.MetaKeyClientCapabilities] = declareTasks(caps)
 		}
 	}
 	if len(m) == 0 {

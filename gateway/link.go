@@ -36,6 +36,9 @@ type link struct {
 	close func() // ends the session and what its transport started
 }
 
+// toolshedClient is who toolshed is to its upstreams.
+var toolshedClient = &mcp.Implementation{Name: "toolshed", Version: Version}
+
 func waitLink(l *link) <-chan error {
 	done := make(chan error, 1)
 	go func() { done <- l.cs.Wait() }()
@@ -107,7 +110,7 @@ func (u *Upstream) dial(ctx context.Context) (*link, []json.RawMessage, features
 	if err != nil {
 		return fail(err)
 	}
-	l.client = mcp.NewClient(&mcp.Implementation{Name: "toolshed", Version: Version}, u.clientOptions(support))
+	l.client = mcp.NewClient(toolshedClient, u.clientOptions(support))
 	l.client.AddSendingMiddleware(l.count)
 	l.client.AddReceivingMiddleware(u.rootsMiddleware)
 	// No version is pinned unless the config says legacy: the SDK asks the server

@@ -1,10 +1,14 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"mime"
+	"net/http"
 	"strings"
 	"time"
 
@@ -50,7 +54,7 @@ func (r *callRegistry) taskOutcome(ctx context.Context, c *call, out outcome) ou
 	if u == nil {
 		return outcome{err: fmt.Errorf("%w: the server %s is not configured any more", ErrUnavailable, c.server)}
 	}
-	if l := u.currentLink(); l == nil || l.conn == nil {
+	if l := u.currentLink(); !l.followsTasks() {
 		return outcome{err: fmt.Errorf("%s answered with a task: %w", c.server, ErrTaskRequests)}
 	}
 	if c.tasks {
@@ -223,10 +227,16 @@ func (u *Upstream) taskRequest(ctx context.Context, method, id string, inputs ma
 	if l == nil {
 		return nil, u.unavailable()
 	}
-	if l.conn == nil {
-		return nil, fmt.Errorf("%w (%s)", ErrTaskRequests, u.cfg.Name)
+	if !l.followsTasks() {
+		return nil, fmt.Errorf("%s: %w", u.cfg.Name, ErrTaskRequests)
 	}
-	params, err := marshal(taskParams{Meta: l.callMeta(nil), TaskID: id, InputResponses: inputs})
+	meta := l.callMeta(nil)
+	if l.conn == nil {
+		// What the SDK's client stamps on its own requests.
+		meta[mcp.MetaKeyProtocolVersion] = l.version
+		meta[mcp.MetaKeyClientInfo] = toolshedClient
+	}
+	params, err := marshal(taskParams{Meta: meta, TaskID: id, InputResponses: inputs})
 	if err != nil {
 		return nil, err
 	}
@@ -234,6 +244,9 @@ func (u *Upstream) taskRequest(ctx context.Context, method, id string, inputs ma
 	defer l.busy.Add(-1)
 	ctx, cancel := context.WithTimeoutCause(ctx, u.callTimeout(), ErrTimeout)
 	defer cancel()
+	if l.conn == nil {
+		return u.postTask(ctx, l, method, id, params)
+	}
 	type answer struct {
 		raw json.RawMessage
 		err error
@@ -249,4 +262,77 @@ func (u *Upstream) taskRequest(ctx context.Context, method, id string, inputs ma
 		return nil, fmt.Errorf("%w: %s did not answer %s (%v)", ErrUnavailable, u.cfg.Name, method, a.err)
 	}
 	return a.raw, nil
+}
+
+// maxTaskAnswer bounds a Streamable HTTP server's answer to a tasks/* request.
+const maxTaskAnswer = 16 << 20
+
+// taskRequestID is the JSON-RPC id of the tasks/* requests postTask sends, each in a
+// POST of its own.
+const taskRequestID = "toolshed-task"
+
+// postTask sends a tasks/* request to a Streamable HTTP server of MCP 2026-07-28 in a
+// POST of its own, with the headers that protocol requires (the version, Mcp-Method,
+// and Mcp-Name carrying the task id) and the ones configured for the server, and
+// returns its result as the server wrote it.
+func (u *Upstream) postTask(ctx context.Context, l *link, method, id string, params json.RawMessage) (json.RawMessage, error) {
+	for _, r := range id {
+		if r < 0x20 || r > 0x7e {
+			return nil, fmt.Errorf("%s: the task id %q cannot travel in an Mcp-Name header", u.cfg.Name, id)
+		}
+	}
+	body, err := marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      string          `json:"id"`
+		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params"`
+	}{"2.0", taskRequestID, method, params})
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.cfg.URL, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", l.version)
+	req.Header.Set("Mcp-Method", method)
+	req.Header.Set("Mcp-Name", id)
+	client := &http.Client{Transport: &captureRoundTripper{base: http.DefaultTransport, headers: u.cfg.Headers}}
+	resp, err := client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		return nil, fmt.Errorf("%w: %s did not answer %s (%v)", ErrUnavailable, u.cfg.Name, method, err)
+	}
+	defer resp.Body.Close()
+	// The answer is a JSON body or an event of a stream, as for the SDK's requests.
+	var answer []byte
+	mediaType, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	msgs := &messageBody{ReadCloser: io.NopCloser(io.LimitReader(resp.Body, maxTaskAnswer)), sse: mediaType == "text/event-stream",
+		deliver: func(msg []byte) {
+			if answer == nil && string(bytes.TrimSpace(memberValue(msg, "id"))) == `"`+taskRequestID+`"` {
+				answer = append([]byte(nil), msg...)
+			}
+		}}
+	_, _ = io.Copy(io.Discard, msgs)
+	if answer == nil {
+		return nil, fmt.Errorf("%s answered %s with HTTP %d and no JSON-RPC answer", u.cfg.Name, method, resp.StatusCode)
+	}
+	var m struct {
+		Result json.RawMessage `json:"result"`
+		Error  *jsonrpc.Error  `json:"error"`
+	}
+	if err := json.Unmarshal(answer, &m); err != nil {
+		return nil, fmt.Errorf("%s answered %s with a message toolshed cannot read: %v", u.cfg.Name, method, err)
+	}
+	if m.Error != nil {
+		return nil, m.Error
+	}
+	if len(m.Result) == 0 {
+		return nil, fmt.Errorf("%s answered %s with neither a result nor an error", u.cfg.Name, method)
+	}
+	return m.Result, nil
 }

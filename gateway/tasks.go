@@ -39,8 +39,9 @@ import (
 //     task's input requests to the client (as elicitation or sampling requests on the
 //     call's session) and the client's cancellation to the upstream (tasks/cancel).
 //
-// Upstream side, only stdio (and SSE and catalog) upstreams can be asked about tasks:
-// the SDK's Streamable HTTP client sends only the requests it knows.
+// Upstream side, toolshed sends the tasks/* requests itself: on the connection it wraps
+// (stdio, SSE), and to a Streamable HTTP server of 2026-07-28, which has no sessions,
+// in POSTs of its own (the SDK's client sends only the requests it knows).
 
 // tasksExtension is the extension's identifier, under capabilities.extensions.
 const tasksExtension = "io.modelcontextprotocol/tasks"
@@ -62,8 +63,10 @@ const (
 	maxTaskInputRounds = 10
 )
 
-// ErrTaskRequests is the error of a task request toolshed cannot make on an upstream.
-var ErrTaskRequests = errors.New("toolshed cannot send tasks/* requests to a Streamable HTTP upstream yet")
+// ErrTaskRequests is the error of a task handle from an upstream toolshed cannot ask
+// about it: one spoken to in MCP 2025 over Streamable HTTP (tasks are of 2026-07-28,
+// and there the go-sdk's client owns the session).
+var ErrTaskRequests = errors.New("the server answered with a task, which toolshed can follow only on servers of MCP 2026-07-28 or over stdio")
 
 // taskEntry is a task of an upstream, as one principal knows it.
 type taskEntry struct {
@@ -282,11 +285,16 @@ func checkTaskSupport(spec callSpec) error {
 	return tasksRequired("the tool " + spec.tool.Qualified)
 }
 
+// followsTasks reports whether toolshed can send tasks/* requests on l: on the
+// connection it wraps (stdio, SSE, catalog), or, to a Streamable HTTP server of MCP
+// 2026-07-28, which has no sessions, in POSTs of its own (see postTask).
+func (l *link) followsTasks() bool { return l != nil && (l.conn != nil || l.modern()) }
+
 // advertisesTasks reports whether the upstream of l declared the Tasks extension and
-// toolshed can broker its tasks (see ErrTaskRequests): only then does toolshed declare
+// toolshed can follow its tasks (see ErrTaskRequests): only then does toolshed declare
 // the extension to it, and offer it to clients.
 func (l *link) advertisesTasks() bool {
-	if l == nil || l.cs == nil || l.conn == nil {
+	if !l.followsTasks() || l.cs == nil {
 		return false
 	}
 	res := l.cs.InitializeResult()

@@ -24,13 +24,21 @@ import (
 )
 
 // taskUpstream runs a gateway over the Tasks extension's test server (a TypeScript SDK
-// v2 server over stdio, see testupstream.TS2TaskStdio) as server "tasks", with the
+// v2 server over stdio or Streamable HTTP, see testupstream.TS2TaskStdio) as server
+// "tasks", with the
 // profiles given, and returns it with the file the server logs every line it reads to.
-func taskUpstream(t *testing.T, profiles ...string) (*harness, string) {
+func taskUpstream(t *testing.T, transport string, profiles ...string) (*harness, string) {
 	t.Helper()
 	wire := filepath.Join(t.TempDir(), "tasks.wire")
-	cmd, args := testupstream.TS2TaskStdio(t, map[string]string{"WIRE_LOG": wire})
-	cfg := &config.Config{Servers: []config.Server{{Name: "tasks", Type: config.Stdio, Command: cmd, Args: args}}}
+	env := map[string]string{"WIRE_LOG": wire}
+	server := config.Server{Name: "tasks", Type: config.HTTP}
+	if transport == "stdio" {
+		server.Type = config.Stdio
+		server.Command, server.Args = testupstream.TS2TaskStdio(t, env)
+	} else {
+		server.URL = testupstream.TS2TaskHTTP(t, env)
+	}
+	cfg := &config.Config{Servers: []config.Server{server}}
 	if len(profiles) > 0 {
 		cfg.Profiles = map[string]config.Profile{}
 		for _, p := range profiles {
@@ -153,7 +161,13 @@ func wireHas(wire string, parts ...string) bool {
 // handle with an id of toolshed's own, and tasks/get, tasks/update and tasks/cancel
 // through toolshed reach the upstream's task under its own id.
 func TestTasksModernClient(t *testing.T) {
-	h, wire := taskUpstream(t)
+	for _, transport := range []string{"stdio", "http"} {
+		t.Run(transport, func(t *testing.T) { testTasksModernClient(t, transport) })
+	}
+}
+
+func testTasksModernClient(t *testing.T, transport string) {
+	h, wire := taskUpstream(t, transport)
 	m := newModernCaller(t, h, "")
 
 	disc := m.must("server/discover", nil)
@@ -235,7 +249,7 @@ func TestTasksModernClient(t *testing.T) {
 // A task handle is its principal's: another profile's connection gets "unknown task"
 // for it, and cannot cancel it.
 func TestTasksOtherPrincipal(t *testing.T) {
-	h, wire := taskUpstream(t, "a", "b")
+	h, wire := taskUpstream(t, "stdio", "a", "b")
 	a, b := newModernCaller(t, h, "a"), newModernCaller(t, h, "b")
 	handle := a.must("tools/call", map[string]any{"name": "tasks__job", "arguments": map[string]any{"ms": 60000}})
 	id, _ := handle["taskId"].(string)
@@ -257,7 +271,13 @@ func TestTasksOtherPrincipal(t *testing.T) {
 // polls the upstream's tasks/get for, the task's input requests as elicitations, and
 // its cancellation reaches the upstream as tasks/cancel.
 func TestTasksOldClient(t *testing.T) {
-	h, wire := taskUpstream(t)
+	for _, transport := range []string{"stdio", "http"} {
+		t.Run(transport, func(t *testing.T) { testTasksOldClient(t, transport) })
+	}
+}
+
+func testTasksOldClient(t *testing.T, transport string) {
+	h, wire := taskUpstream(t, transport)
 	progress := make(chan *mcp.ProgressNotificationParams, 100)
 	cs := h.clientVersion("", &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 		if req.Params.Message != "Your name?" {

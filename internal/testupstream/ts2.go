@@ -70,6 +70,19 @@ func TS2TaskStdio(t testing.TB, env map[string]string) (command string, args []s
 	return ts2ScriptCommand(t, "tasks.mjs", env)
 }
 
+// TS2TaskHTTP starts the Tasks extension test server (ts2/tasks.mjs) over Streamable
+// HTTP, modern-only, on a free 127.0.0.1 port, owned by the test and stopped at its
+// end, and returns its MCP endpoint URL once it answers. env is as for TS2TaskStdio
+// (WIRE_LOG gets "HTTP METHOD Mcp-Method=... Mcp-Name=... BODY" per request).
+func TS2TaskHTTP(t testing.TB, env map[string]string) (url string) {
+	t.Helper()
+	return serveHTTP(t, "the TypeScript SDK v2 tasks server", 30*time.Second, func(addr string) *exec.Cmd {
+		_, port, _ := net.SplitHostPort(addr)
+		command, args := ts2ScriptCommand(t, "tasks.mjs", env, "http", port)
+		return exec.Command(command, args...)
+	})
+}
+
 // TS2HTTP starts the TypeScript SDK v2 test server over Streamable HTTP on a free
 // 127.0.0.1 port, owned by the test (see Own) and stopped at its end, and returns its
 // MCP endpoint URL once it answers; legacy is "reject" (modern-only) or "stateless"

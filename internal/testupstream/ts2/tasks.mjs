@@ -4,14 +4,16 @@
 // under capabilities.extensions, its tools answer with a task handle (resultType
 // "task"), and tasks/get, tasks/update and tasks/cancel are answered by handlers of
 // the low-level server (only its 3-argument setRequestHandler takes a method the SDK
-// does not know). Modern-only (legacy "reject") over stdio. Started by
-// testupstream.TS2TaskStdio; not for use on its own.
+// does not know). Modern-only (legacy "reject"), over stdio or Streamable HTTP. Started
+// by testupstream.TS2TaskStdio and testupstream.TS2TaskHTTP; not for use on its own.
 //
-//   node tasks.mjs
+//   node tasks.mjs             over stdio
+//   node tasks.mjs http PORT   createMcpHandler on 127.0.0.1:PORT/mcp
 //
 // Environment:
 //   TS2_MODULES  the node_modules directory the SDK is installed in (required)
-//   WIRE_LOG     a file that gets every line the server reads, as read
+//   WIRE_LOG     a file that gets every message the server receives: stdio lines as
+//                read, HTTP requests as "HTTP METHOD Mcp-Method=... Mcp-Name=... BODY"
 //
 // Tools (each returns a task handle at once, pollIntervalMs 50, ttlMs 60000):
 //   job {ms}    the task completes after ms milliseconds with the text "job done after MS ms"
@@ -23,11 +25,12 @@
 //               completes it with "hello NAME"
 // tasks/get of an unknown task, and tasks/update or tasks/cancel of one, get -32602.
 import fs from 'node:fs';
+import http from 'node:http';
 import { PassThrough } from 'node:stream';
 import { createRequire } from 'node:module';
 
 const require = createRequire((process.env.TS2_MODULES ?? '.') + '/');
-const { McpServer } = require('@modelcontextprotocol/server');
+const { McpServer, createMcpHandler } = require('@modelcontextprotocol/server');
 const { serveStdio, StdioServerTransport } = require('@modelcontextprotocol/server/stdio');
 const z = require('zod');
 
@@ -107,6 +110,27 @@ const factory = () => {
 };
 
 const onerror = (e) => process.stderr.write('ts2 tasks server error: ' + (e?.message ?? e) + '\n');
+const [mode, port] = process.argv.slice(2);
+// needsExecution adds execution.taskSupport to the tool needs in a tools/list answer.
+const needsExecution = (text) => text.replace('{"name":"needs",', '{"name":"needs","execution":{"taskSupport":"required"},');
+if (mode === 'http') {
+  const h = createMcpHandler(factory, { legacy: 'reject', onerror });
+  http.createServer(async (req, res) => {
+    const chunks = [];
+    for await (const c of req) chunks.push(c);
+    const body = Buffer.concat(chunks);
+    if (wireFd !== null) fs.writeSync(wireFd, `HTTP ${req.method} Mcp-Method=${req.headers['mcp-method'] ?? ''} Mcp-Name=${req.headers['mcp-name'] ?? ''} ${body}\n`);
+    const ac = new AbortController();
+    res.on('close', () => ac.abort());
+    const r = await h.fetch(new Request('http://127.0.0.1:' + port + req.url, { method: req.method, headers: req.headers,
+      body: ['GET', 'HEAD'].includes(req.method) ? undefined : body, duplex: 'half', signal: ac.signal }));
+    const headers = Object.fromEntries(r.headers);
+    delete headers['content-length'];
+    res.writeHead(r.status, headers);
+    if (r.body) { for await (const c of r.body) res.write(needsExecution(Buffer.from(c).toString())); }
+    res.end();
+  }).listen(Number(port), '127.0.0.1', () => process.stderr.write('listening ' + port + '\n'));
+} else {
 const input = new PassThrough();
 process.stdin.on('data', (d) => { if (wireFd !== null) fs.writeSync(wireFd, d); input.write(d); });
 process.stdin.on('end', () => input.end());
@@ -118,7 +142,8 @@ output.on('data', (d) => {
   while ((i = pending.indexOf('\n')) >= 0) {
     const line = pending.slice(0, i + 1);
     pending = pending.slice(i + 1);
-    process.stdout.write(line.replace('{"name":"needs",', '{"name":"needs","execution":{"taskSupport":"required"},'));
+    process.stdout.write(needsExecution(line));
   }
 });
 serveStdio(factory, { legacy: 'reject', onerror, transport: new StdioServerTransport(input, output) });
+}
