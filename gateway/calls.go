@@ -76,6 +76,9 @@ type call struct {
 	upToken   string    // the token toolshed sent upstream
 	mrtr      bool      // the client speaks multi round-trip requests (protocol >= 2026-07-28)
 	tasks     bool      // the client declared the Tasks extension for the call (see tasks.go)
+	// clientMeta is the _meta of the client's call: its trace context goes with the
+	// requests about the call's task (see taskpoll.go).
+	clientMeta mcp.Meta
 
 	inputs chan *relayRequest
 	done   chan outcome
@@ -224,20 +227,21 @@ func (r *callRegistry) start(ctx context.Context, spec callSpec, u *Upstream) *c
 	r.mu.Lock()
 	r.seq++
 	c := &call{
-		id:        "toolshed-" + strconv.FormatUint(r.seq, 36) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36),
-		server:    u.cfg.Name,
-		session:   spec.req.Session,
-		principal: who,
-		mrtr:      speaksMRTR(spec.req.Session),
-		tasks:     declaresTasks(spec.req.Params.Meta),
-		inputs:    make(chan *relayRequest),
-		ended:     make(chan struct{}),
-		notesDone: make(chan struct{}),
-		done:      make(chan outcome, 1),
-		waiting:   map[string]*relayRequest{},
-		ctx:       ctx,
-		upCtx:     callCtx,
-		cancel:    cancel,
+		id:         "toolshed-" + strconv.FormatUint(r.seq, 36) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36),
+		server:     u.cfg.Name,
+		session:    spec.req.Session,
+		principal:  who,
+		mrtr:       speaksMRTR(spec.req.Session),
+		tasks:      declaresTasks(spec.req.Params.Meta),
+		clientMeta: spec.req.Params.Meta,
+		inputs:     make(chan *relayRequest),
+		ended:      make(chan struct{}),
+		notesDone:  make(chan struct{}),
+		done:       make(chan outcome, 1),
+		waiting:    map[string]*relayRequest{},
+		ctx:        ctx,
+		upCtx:      callCtx,
+		cancel:     cancel,
 	}
 	meta := mcp.Meta{}
 	for k, v := range spec.req.Params.Meta {

@@ -101,7 +101,7 @@ func (u *Upstream) pollTask(ctx context.Context, c *call, st taskState) outcome 
 				u.cancelTask(id)
 				return outcome{err: err}
 			}
-			if _, err := u.taskRequest(ctx, "tasks/update", id, answers); err != nil {
+			if _, err := u.taskRequest(ctx, "tasks/update", id, answers, c.clientMeta); err != nil {
 				u.cancelTask(id)
 				return outcome{err: err}
 			}
@@ -122,7 +122,7 @@ func (u *Upstream) pollTask(ctx context.Context, c *call, st taskState) outcome 
 			return outcome{err: fmt.Errorf("%w: the task of %s did not end within %v (call_timeout); it was cancelled", ErrTimeout, u.cfg.Name, timeout)}
 		case <-wait.C:
 		}
-		raw, err := u.taskRequest(ctx, "tasks/get", id, nil)
+		raw, err := u.taskRequest(ctx, "tasks/get", id, nil, c.clientMeta)
 		if err != nil {
 			u.cancelTask(id)
 			if ctx.Err() != nil {
@@ -209,7 +209,7 @@ func askTaskInputs(ctx context.Context, ss *mcp.ServerSession, requests map[stri
 func (u *Upstream) cancelTask(id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, _ = u.taskRequest(ctx, "tasks/cancel", id, nil)
+	_, _ = u.taskRequest(ctx, "tasks/cancel", id, nil, nil)
 }
 
 // taskParams are the params of a tasks/* request toolshed sends upstream.
@@ -220,9 +220,10 @@ type taskParams struct {
 }
 
 // taskRequest sends a tasks/* request about the upstream's task id, with toolshed's
-// envelope, and returns its result as the server wrote it. It is bounded by the
-// server's call_timeout.
-func (u *Upstream) taskRequest(ctx context.Context, method, id string, inputs map[string]json.RawMessage) (json.RawMessage, error) {
+// envelope and the client's other _meta keys (its trace context: traceparent,
+// tracestate, baggage) from client, and returns its result as the server wrote it. It
+// is bounded by the server's call_timeout.
+func (u *Upstream) taskRequest(ctx context.Context, method, id string, inputs map[string]json.RawMessage, client mcp.Meta) (json.RawMessage, error) {
 	l := u.currentLink()
 	if l == nil {
 		return nil, u.unavailable()
@@ -230,7 +231,10 @@ func (u *Upstream) taskRequest(ctx context.Context, method, id string, inputs ma
 	if !l.followsTasks() {
 		return nil, fmt.Errorf("%s: %w", u.cfg.Name, ErrTaskRequests)
 	}
-	meta := l.callMeta(nil)
+	meta := l.callMeta(withoutProgress(client))
+	if meta == nil {
+		meta = mcp.Meta{}
+	}
 	if l.conn == nil {
 		// What the SDK's client stamps on its own requests.
 		meta[mcp.MetaKeyProtocolVersion] = l.version
@@ -335,4 +339,19 @@ func (u *Upstream) postTask(ctx context.Context, l *link, method, id string, par
 		return nil, fmt.Errorf("%s answered %s with neither a result nor an error", u.cfg.Name, method)
 	}
 	return m.Result, nil
+}
+
+// withoutProgress is a client's _meta without its progress token, which names the
+// client's request, not toolshed's.
+func withoutProgress(m mcp.Meta) mcp.Meta {
+	if _, ok := m["progressToken"]; !ok {
+		return m
+	}
+	out := make(mcp.Meta, len(m))
+	for k, v := range m {
+		if k != "progressToken" {
+			out[k] = v
+		}
+	}
+	return out
 }

@@ -392,7 +392,7 @@ func (g *Gateway) serveTask(ctx context.Context, ss *mcp.ServerSession, req *jso
 			}
 		}
 	}
-	raw, err := u.taskRequest(ctx, req.Method, e.upstream, inputs)
+	raw, err := u.taskRequest(ctx, req.Method, e.upstream, inputs, p.Meta)
 	if err != nil {
 		var wire *jsonrpc.Error
 		if !errors.As(err, &wire) {

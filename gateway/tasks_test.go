@@ -60,6 +60,8 @@ type modernCaller struct {
 	seq  atomic.Int64
 	// tasks is whether the envelope declares the Tasks extension.
 	tasks bool
+	// trace, when set, is sent as the traceparent of each request's _meta.
+	trace string
 }
 
 func newModernCaller(t *testing.T, h *harness, profile string) *modernCaller {
@@ -72,11 +74,15 @@ func (m *modernCaller) envelope() map[string]any {
 	if m.tasks {
 		caps["extensions"] = map[string]any{"io.modelcontextprotocol/tasks": map[string]any{}}
 	}
-	return map[string]any{
+	meta := map[string]any{
 		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
 		"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "modern-test", "version": "1"},
 		"io.modelcontextprotocol/clientCapabilities": caps,
 	}
+	if m.trace != "" {
+		meta["traceparent"] = m.trace
+	}
+	return meta
 }
 
 // request sends method with params (the envelope added) and returns the result, or the
@@ -181,7 +187,15 @@ func testTasksModernClient(t *testing.T, transport string) {
 	if handle["resultType"] != "task" || !strings.HasPrefix(id, "toolshed-task-") || handle["status"] != "working" || handle["pollIntervalMs"] != float64(50) {
 		t.Fatalf("tools/call tasks__job = %v, want a task handle with toolshed's id", handle)
 	}
+	m.trace = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	done := m.awaitTask(id, "completed")
+	m.trace = ""
+	if !wireHas(wire, `"method":"tasks/get"`, `"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"`) {
+		t.Errorf("the client's trace context did not reach the upstream's tasks/get")
+	}
+	if wireHas(wire, `"method":"tasks/get"`, `"name":"modern-test"`) {
+		t.Errorf("the client's envelope reached the upstream's tasks/get")
+	}
 	if done["taskId"] != id || !strings.Contains(fmt.Sprint(done["result"]), "job done after 300 ms") {
 		t.Errorf("tasks/get of the finished task = %v, want its result under toolshed's id", done)
 	}
@@ -292,7 +306,9 @@ func testTasksOldClient(t *testing.T, transport string) {
 	}}, "2025-11-25")
 
 	// With a progress token, the client hears how the task goes while toolshed polls.
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "tasks__job", Arguments: map[string]any{"ms": 300}, Meta: mcp.Meta{"progressToken": "p-1"}})
+	const trace = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "tasks__job", Arguments: map[string]any{"ms": 300},
+		Meta: mcp.Meta{"progressToken": "p-1", "traceparent": trace}})
 	if err != nil || res.IsError || resultText(res) != "job done after 300 ms" {
 		t.Fatalf("tasks__job = %v %q (isError %v), want the task's result", err, resultText(res), res != nil && res.IsError)
 	}
@@ -304,8 +320,11 @@ func testTasksOldClient(t *testing.T, transport string) {
 	case <-time.After(20 * time.Second):
 		t.Errorf("no progress reached the client for its task (300 ms, polled every 50 ms)")
 	}
-	if !wireHas(wire, `"method":"tasks/get"`, `"taskId":"task-1"`) {
-		t.Errorf("toolshed never polled the upstream's tasks/get")
+	if !wireHas(wire, `"method":"tasks/get"`, `"taskId":"task-1"`, `"traceparent":"`+trace+`"`) {
+		t.Errorf("toolshed never polled the upstream's tasks/get with the call's trace context")
+	}
+	if wireHas(wire, `"method":"tasks/get"`, `"progressToken"`) {
+		t.Errorf("the call's progress token went with tasks/get")
 	}
 	if res := call(t, cs, "tasks__ask", map[string]any{}); res.IsError || resultText(res) != "hello Grace" {
 		t.Errorf("tasks__ask = %q (isError %v), want the answer to the elicitation", resultText(res), res.IsError)
