@@ -30,7 +30,8 @@ func (r *callRegistry) watchTask(c *call, u *Upstream, out outcome) outcome {
 	}
 	var st taskState
 	if json.Unmarshal(out.raw, &st) == nil && st.TaskID != "" {
-		out.unwatch = context.AfterFunc(c.upCtx, func() { u.cancelTask(st.TaskID) })
+		task := upTask{u: u, l: u.currentLink(), id: st.TaskID}
+		out.unwatch = context.AfterFunc(c.upCtx, task.cancel)
 	}
 	return out
 }
@@ -54,24 +55,26 @@ func (r *callRegistry) taskOutcome(ctx context.Context, c *call, out outcome) ou
 	if u == nil {
 		return outcome{err: fmt.Errorf("%w: the server %s is not configured any more", ErrUnavailable, c.server)}
 	}
-	if l := u.currentLink(); !l.followsTasks() {
+	task := upTask{u: u, l: u.currentLink(), id: st.TaskID}
+	if !task.l.followsTasks() {
 		return outcome{err: fmt.Errorf("%s answered with a task: %w", c.server, ErrTaskRequests)}
 	}
 	if c.tasks {
-		return outcome{raw: withTaskID(out.raw, r.g.tasks.record(c.server, st.TaskID, c.principal, st.ttl()))}
+		return outcome{raw: withTaskID(out.raw, r.g.tasks.record(c.server, task, c.principal, st.ttl()))}
 	}
-	return u.pollTask(ctx, c, st)
+	return task.poll(ctx, c, st)
 }
 
-// pollTask waits for task st of call c to end, for a client that knows nothing of
+// poll waits for the task of call c, whose state is st, to end, for a client that knows nothing of
 // tasks, and returns its outcome: its result, its error, or a cancellation. It asks the
 // client for the input the task needs on the call's session. The client cancelling
 // the call, toolshed stopping or the call_timeout passing cancel the task upstream.
-func (u *Upstream) pollTask(ctx context.Context, c *call, st taskState) outcome {
+func (t upTask) poll(ctx context.Context, c *call, st taskState) outcome {
+	u := t.u
 	timeout := u.callTimeout()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
-	id, rounds, polls := st.TaskID, 0, 0
+	rounds, polls := 0, 0
 	// answered holds the input request keys answered already: a task may still report
 	// them until it has taken the answers, and the client is asked each once.
 	answered := map[string]bool{}
@@ -84,7 +87,7 @@ func (u *Upstream) pollTask(ctx context.Context, c *call, st taskState) outcome 
 		}
 		if st.Status == "input_required" && len(asks) > 0 {
 			if rounds++; rounds > maxTaskInputRounds {
-				u.cancelTask(id)
+				t.cancel()
 				return outcome{err: fmt.Errorf("%s: the task asked for input more than %d times; it was cancelled", u.cfg.Name, maxTaskInputRounds)}
 			}
 			for k := range asks {
@@ -98,11 +101,11 @@ func (u *Upstream) pollTask(ctx context.Context, c *call, st taskState) outcome 
 			unhook()
 			stopAsking()
 			if err != nil {
-				u.cancelTask(id)
+				t.cancel()
 				return outcome{err: err}
 			}
-			if _, err := u.taskRequest(ctx, "tasks/update", id, answers, c.clientMeta); err != nil {
-				u.cancelTask(id)
+			if _, err := t.request(ctx, "tasks/update", answers, c.clientMeta); err != nil {
+				t.cancel()
 				return outcome{err: err}
 			}
 		}
@@ -110,21 +113,21 @@ func (u *Upstream) pollTask(ctx context.Context, c *call, st taskState) outcome 
 		select {
 		case <-ctx.Done():
 			wait.Stop()
-			u.cancelTask(id)
+			t.cancel()
 			return outcome{err: context.Cause(ctx)}
 		case <-c.upCtx.Done():
 			wait.Stop()
-			u.cancelTask(id)
+			t.cancel()
 			return outcome{err: context.Cause(c.upCtx)}
 		case <-deadline.C:
 			wait.Stop()
-			u.cancelTask(id)
+			t.cancel()
 			return outcome{err: fmt.Errorf("%w: the task of %s did not end within %v (call_timeout); it was cancelled", ErrTimeout, u.cfg.Name, timeout)}
 		case <-wait.C:
 		}
-		raw, err := u.taskRequest(ctx, "tasks/get", id, nil, c.clientMeta)
+		raw, err := t.request(ctx, "tasks/get", nil, c.clientMeta)
 		if err != nil {
-			u.cancelTask(id)
+			t.cancel()
 			if ctx.Err() != nil {
 				err = context.Cause(ctx)
 			}
@@ -132,7 +135,7 @@ func (u *Upstream) pollTask(ctx context.Context, c *call, st taskState) outcome 
 		}
 		st = taskState{}
 		if err := json.Unmarshal(raw, &st); err != nil {
-			u.cancelTask(id)
+			t.cancel()
 			return outcome{err: fmt.Errorf("%s answered tasks/get with a result toolshed cannot read: %v", u.cfg.Name, err)}
 		}
 		polls++
@@ -204,12 +207,12 @@ func askTaskInputs(ctx context.Context, ss *mcp.ServerSession, requests map[stri
 	return answers, nil
 }
 
-// cancelTask tells the upstream to cancel a task, not waiting long for its answer:
-// it is sent when the call it served has ended.
-func (u *Upstream) cancelTask(id string) {
+// cancel tells the upstream to cancel the task, not waiting long for its answer: it
+// is sent when the call it served has ended.
+func (t upTask) cancel() {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, _ = u.taskRequest(ctx, "tasks/cancel", id, nil, nil)
+	_, _ = t.request(ctx, "tasks/cancel", nil, nil)
 }
 
 // taskParams are the params of a tasks/* request toolshed sends upstream.
@@ -219,12 +222,12 @@ type taskParams struct {
 	InputResponses map[string]json.RawMessage `json:"inputResponses,omitempty"`
 }
 
-// taskRequest sends a tasks/* request about the upstream's task id, with toolshed's
-// envelope and the client's other _meta keys (its trace context: traceparent,
-// tracestate, baggage) from client, and returns its result as the server wrote it. It
-// is bounded by the server's call_timeout.
-func (u *Upstream) taskRequest(ctx context.Context, method, id string, inputs map[string]json.RawMessage, client mcp.Meta) (json.RawMessage, error) {
-	l := u.currentLink()
+// request sends a tasks/* request about the task, on the connection that started it,
+// with toolshed's envelope and the client's other _meta keys (its trace context:
+// traceparent, tracestate, baggage) from client, and returns its result as the server
+// wrote it. It is bounded by the server's call_timeout.
+func (t upTask) request(ctx context.Context, method string, inputs map[string]json.RawMessage, client mcp.Meta) (json.RawMessage, error) {
+	u, l, id := t.u, t.l, t.id
 	if l == nil {
 		return nil, u.unavailable()
 	}

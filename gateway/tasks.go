@@ -68,12 +68,20 @@ const (
 // and there the go-sdk's client owns the session).
 var ErrTaskRequests = errors.New("the server answered with a task, which toolshed can follow only on servers of MCP 2026-07-28 or over stdio")
 
+// upTask is a task of an upstream, on the connection that started it: requests about
+// it go there, never to a later connection to the server (a restarted stdio server
+// numbers its tasks afresh, and its "task-1" may then be another principal's).
+type upTask struct {
+	u  *Upstream
+	l  *link
+	id string // the task's id on the upstream
+}
+
 // taskEntry is a task of an upstream, as one principal knows it.
 type taskEntry struct {
-	server   string // the upstream that owns the task
-	upstream string // the task's id there
-	owner    principal
-	expires  time.Time
+	task    upTask
+	owner   principal
+	expires time.Time
 	// asked holds the input request keys the upstream asked in its latest answer
 	// about the task: tasks/update passes on only answers to those.
 	asked map[string]bool
@@ -110,9 +118,9 @@ func taskHandle(server, id string, who principal) string {
 	return "toolshed-task-" + base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:24])
 }
 
-// record remembers an upstream task for its owner for ttl, and returns its opaque id.
-func (t *taskTable) record(server, id string, owner principal, ttl time.Duration) string {
-	handle := taskHandle(server, id, owner)
+// record remembers task, of server, for its owner for ttl, and returns its opaque id.
+func (t *taskTable) record(server string, task upTask, owner principal, ttl time.Duration) string {
+	handle := taskHandle(server, task.id, owner)
 	now := time.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -122,7 +130,7 @@ func (t *taskTable) record(server, id string, owner principal, ttl time.Duration
 	if _, known := t.byID[handle]; !known && len(t.byID) >= t.max() {
 		t.evict(now)
 	}
-	t.byID[handle] = &taskEntry{server: server, upstream: id, owner: owner, expires: now.Add(ttl)}
+	t.byID[handle] = &taskEntry{task: task, owner: owner, expires: now.Add(ttl)}
 	return handle
 }
 
@@ -140,7 +148,6 @@ func (t *taskTable) evict(now time.Time) {
 	for id, e := range t.byID {
 		if now.After(e.expires) {
 			delete(t.byID, id)
-			soonest = ""
 			continue
 		}
 		if soonest == "" || e.expires.Before(t.byID[soonest].expires) {
@@ -379,8 +386,12 @@ func (g *Gateway) serveTask(ctx context.Context, ss *mcp.ServerSession, req *jso
 		return fail(&jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: req.Method + ": params.taskId is missing; send the taskId of the task handle the tool call returned"})
 	}
 	e, ok := g.tasks.lookup(p.TaskID, g.clients.principalOf(ss))
-	u := g.byName[e.server]
-	if !ok || u == nil {
+	if l := e.task.l; ok && l.conn != nil && e.task.u.currentLink() != l {
+		// The server restarted (or toolshed reconnected it) since: the task ended
+		// with its process, and its id may name another principal's task now.
+		ok = false
+	}
+	if !ok {
 		return fail(&jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: unknown task %q (it has expired, or was never yours); call the tool again", req.Method, p.TaskID)})
 	}
 	var inputs map[string]json.RawMessage
@@ -392,7 +403,7 @@ func (g *Gateway) serveTask(ctx context.Context, ss *mcp.ServerSession, req *jso
 			}
 		}
 	}
-	raw, err := u.taskRequest(ctx, req.Method, e.upstream, inputs, p.Meta)
+	raw, err := e.task.request(ctx, req.Method, inputs, p.Meta)
 	if err != nil {
 		var wire *jsonrpc.Error
 		if !errors.As(err, &wire) {
@@ -415,7 +426,7 @@ func (g *Gateway) serveTask(ctx context.Context, ss *mcp.ServerSession, req *jso
 	}
 	var buf bytes.Buffer
 	if json.Compact(&buf, raw) != nil {
-		return fail(&jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: u.cfg.Name + " answered " + req.Method + " with a result that is not JSON"})
+		return fail(&jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: e.task.u.cfg.Name + " answered " + req.Method + " with a result that is not JSON"})
 	}
 	return &jsonrpc.Response{ID: req.ID, Result: buf.Bytes()}
 }

@@ -15,9 +15,9 @@ import (
 func TestTaskTableBounded(t *testing.T) {
 	var table taskTable
 	who := principal{profile: "p"}
-	first := table.record("s", "task-0", who, time.Minute)
+	first := table.record("s", upTask{id: "task-0"}, who, time.Minute)
 	for i := 1; i < maxTasks+100; i++ {
-		table.record("s", "task-"+strconv.Itoa(i), who, time.Hour)
+		table.record("s", upTask{id: "task-" + strconv.Itoa(i)}, who, time.Hour)
 	}
 	if n := table.size(); n != maxTasks {
 		t.Fatalf("the table holds %d tasks after %d were recorded, want the cap %d", n, maxTasks+100, maxTasks)
@@ -27,11 +27,11 @@ func TestTaskTableBounded(t *testing.T) {
 	}
 
 	small := taskTable{limit: 3}
-	expired := small.record("s", "old", who, -time.Second)
-	a := small.record("s", "a", who, 2*time.Hour)
-	b := small.record("s", "b", who, time.Hour)
-	c := small.record("s", "c", who, 3*time.Hour) // the expired one goes
-	d := small.record("s", "d", who, 4*time.Hour) // then b, the soonest to expire
+	expired := small.record("s", upTask{id: "old"}, who, -time.Second)
+	a := small.record("s", upTask{id: "a"}, who, 2*time.Hour)
+	b := small.record("s", upTask{id: "b"}, who, time.Hour)
+	c := small.record("s", upTask{id: "c"}, who, 3*time.Hour) // the expired one goes
+	d := small.record("s", upTask{id: "d"}, who, 4*time.Hour) // then b, the soonest to expire
 	if small.size() != 3 {
 		t.Fatalf("size %d, want 3", small.size())
 	}
@@ -52,7 +52,7 @@ func TestTaskHandleOwned(t *testing.T) {
 	carol := principal{profile: "a", cred: cred}
 	ids := map[string]bool{}
 	for _, who := range []principal{alice, bob, carol} {
-		id := table.record("srv", "task-1", who, time.Hour)
+		id := table.record("srv", upTask{id: "task-1"}, who, time.Hour)
 		if strings.Contains(id, "task-1") || strings.Contains(id, "srv") || ids[id] {
 			t.Errorf("handle %q for %v: shows the upstream's id, or is another principal's", id, who)
 		}

@@ -281,6 +281,37 @@ func TestTasksOtherPrincipal(t *testing.T) {
 	a.must("tasks/cancel", map[string]any{"taskId": id})
 }
 
+// A task's handle names the task on the connection that started it: once its stdio
+// server restarted, and numbers its tasks afresh, the handle is an unknown task, and
+// never reaches the task of the same id another principal started since.
+func TestTasksServerRestarted(t *testing.T) {
+	dir := t.TempDir()
+	wire, pidFile := filepath.Join(dir, "tasks.wire"), filepath.Join(dir, "pid")
+	cmd, args := testupstream.TS2TaskStdio(t, map[string]string{"WIRE_LOG": wire, "PID_FILE": pidFile})
+	h := startGateway(t, &config.Config{Servers: []config.Server{{Name: "tasks", Type: config.Stdio, Command: cmd, Args: args}},
+		Profiles: map[string]config.Profile{"a": {}, "b": {}}}, gateway.Options{Mode: policy.Off})
+	a, b := newModernCaller(t, h, "a"), newModernCaller(t, h, "b")
+	old := a.must("tools/call", map[string]any{"name": "tasks__job", "arguments": map[string]any{"ms": 60000}})
+	oldID, _ := old["taskId"].(string)
+	first, _ := os.ReadFile(pidFile)
+	killServer(t, pidFile)
+	waitFor(t, "the server to restart", func() bool {
+		pid, _ := os.ReadFile(pidFile)
+		return string(pid) != string(first) && status(h, "tasks").State == gateway.Ready
+	})
+	// b's task is task-1 of the new process, as a's was of the old one.
+	mine := b.must("tools/call", map[string]any{"name": "tasks__job", "arguments": map[string]any{"ms": 60000}})
+	if _, err := a.request("tasks/get", map[string]any{"taskId": oldID}); err == nil || err.Code != jsonrpc.CodeInvalidParams {
+		t.Errorf("a's tasks/get of its task from before the restart = %v, want unknown task", err)
+	}
+	if _, err := a.request("tasks/cancel", map[string]any{"taskId": oldID}); err == nil {
+		t.Errorf("a's tasks/cancel of its task from before the restart was taken")
+	}
+	if got := b.must("tasks/get", map[string]any{"taskId": mine["taskId"]}); got["status"] != "working" {
+		t.Errorf("b's own task after the restart: %v, want working (a's cancel must not reach it)", got)
+	}
+}
+
 // A client of MCP 2025 knows nothing of tasks: it gets the tool's result, which toolshed
 // polls the upstream's tasks/get for, the task's input requests as elicitations, and
 // its cancellation reaches the upstream as tasks/cancel.

@@ -14,6 +14,7 @@
 //   TS2_MODULES  the node_modules directory the SDK is installed in (required)
 //   WIRE_LOG     a file that gets every message the server receives: stdio lines as
 //                read, HTTP requests as "HTTP METHOD Mcp-Method=... Mcp-Name=... BODY"
+//   PID_FILE     a file the server writes its process id to when it starts
 //
 // Tools (each returns a task handle at once, pollIntervalMs 50, ttlMs 60000):
 //   job {ms}    the task completes after ms milliseconds with the text "job done after MS ms"
@@ -34,6 +35,7 @@ const { McpServer, createMcpHandler } = require('@modelcontextprotocol/server');
 const { serveStdio, StdioServerTransport } = require('@modelcontextprotocol/server/stdio');
 const z = require('zod');
 
+if (process.env.PID_FILE) fs.writeFileSync(process.env.PID_FILE, String(process.pid));
 const wireFd = process.env.WIRE_LOG ? fs.openSync(process.env.WIRE_LOG, 'a') : null;
 const tasks = new Map(); // taskId -> task (shared by the sessions of the process)
 let seq = 0;
