@@ -65,10 +65,11 @@ func (r *callRegistry) taskOutcome(ctx context.Context, c *call, out outcome) ou
 	return task.poll(ctx, c, st)
 }
 
-// poll waits for the task of call c, whose state is st, to end, for a client that knows nothing of
-// tasks, and returns its outcome: its result, its error, or a cancellation. It asks the
-// client for the input the task needs on the call's session. The client cancelling
-// the call, toolshed stopping or the call_timeout passing cancel the task upstream.
+// poll waits for the task of call c (in state st) to end, for a client that knows
+// nothing of tasks, and returns its outcome: its result, its error, or a cancellation.
+// It asks the client for the input the task needs on the call's session. The client
+// cancelling the call, toolshed stopping or the call_timeout passing cancel the task
+// upstream.
 func (t upTask) poll(ctx context.Context, c *call, st taskState) outcome {
 	u := t.u
 	timeout := u.callTimeout()
