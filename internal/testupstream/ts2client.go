@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -56,7 +57,7 @@ func TS2MatrixClient(t testing.TB, mode string, target ...string) *TS2Client {
 	npmFile(t, "@modelcontextprotocol/client (TypeScript SDK v2)", "@modelcontextprotocol/client/package.json")
 	script := filepath.Join(Root(t), "internal", "testupstream", "ts2", "matrixclient.mjs")
 	args := []string{script, mode}
-	if len(target) == 1 && (len(target[0]) > 4 && target[0][:4] == "http") {
+	if len(target) == 1 && strings.HasPrefix(target[0], "http") {
 		args = append(args, "http", target[0])
 	} else {
 		args = append(append(args, "stdio"), target...)
