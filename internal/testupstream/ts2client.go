@@ -63,7 +63,9 @@ func TS2MatrixClient(t testing.TB, mode string, target ...string) *TS2Client {
 		args = append(append(args, "stdio"), target...)
 	}
 	cmd := exec.Command(Node(t), args...)
-	cmd.Env = append(os.Environ(), "TS2_MODULES="+filepath.Join(DepsDir(t), "npm", "node_modules"))
+	// The SDK gives a stdio server it starts HOME and little else of its environment:
+	// a HOME of the test's own keeps a toolshed it starts off the user's search log.
+	cmd.Env = append(os.Environ(), "TS2_MODULES="+filepath.Join(DepsDir(t), "npm", "node_modules"), "HOME="+t.TempDir())
 	stderr := &SyncBuffer{}
 	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()
