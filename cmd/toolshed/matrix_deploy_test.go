@@ -183,6 +183,17 @@ func toolMembers(t *testing.T, result json.RawMessage) map[string]map[string]any
 	return out
 }
 
+// arrivals are one client's arrivals at the stages of a deployment, each once.
+type arrivals struct{ late, kill func() }
+
+// arrivals makes a client's arrivals; a client that stops early (it could not connect,
+// or a step failed fatally) still arrives through all, so that the others go on.
+func (d *deployment) arrivals() arrivals {
+	return arrivals{sync.OnceFunc(d.lateStage.arrive), sync.OnceFunc(d.killStage.arrive)}
+}
+
+func (a arrivals) all() { a.late(); a.kill() }
+
 // stage runs action once n clients have arrived, and then lets them all on.
 type stage struct {
 	mu     sync.Mutex

@@ -46,13 +46,17 @@ func TestProtocolMatrix(t *testing.T) {
 			d := newDeployment(t, "http", len(matrixClients))
 			url := startServe(t, bin, "--config", d.config, "--tool-search", "on")
 			concurrently(t, clientNames(), func(t *testing.T, i int) {
-				runCells(t, d, matrixClients[i].start(t, url), matrixClients[i].want)
+				a := d.arrivals()
+				defer a.all()
+				runCells(t, d, a, matrixClients[i].start(t, url), matrixClients[i].want)
 			})
 			return
 		}
 		concurrently(t, clientNames(), func(t *testing.T, i int) {
 			d := newDeployment(t, "stdio-"+matrixClients[i].name, 1)
-			runCells(t, d, matrixClients[i].start(t, bin, "serve", "--config", d.config, "--tool-search", "on"), matrixClients[i].want)
+			a := d.arrivals()
+			defer a.all()
+			runCells(t, d, a, matrixClients[i].start(t, bin, "serve", "--config", d.config, "--tool-search", "on"), matrixClients[i].want)
 		})
 	})
 }
@@ -122,13 +126,8 @@ var matrixUpstreams = []upstreamCase{
 }
 
 // runCells runs every cell of one client, which must have negotiated want, against one
-// deployment.
-func runCells(t *testing.T, d *deployment, c matrixClient, want string) {
-	// A client that stops early still arrives, so that the others go on.
-	arriveLate, arriveKill := sync.OnceFunc(d.lateStage.arrive), sync.OnceFunc(d.killStage.arrive)
-	defer arriveKill()
-	defer arriveLate()
-
+// deployment, arriving at its stages through a.
+func runCells(t *testing.T, d *deployment, a arrivals, c matrixClient, want string) {
 	t.Run("version", func(t *testing.T) {
 		if got := c.version(); got != want {
 			t.Errorf("negotiated protocol version %q, want %q", got, want)
@@ -144,7 +143,7 @@ func runCells(t *testing.T, d *deployment, c matrixClient, want string) {
 		}
 	}
 
-	arriveLate()
+	a.late()
 	t.Run("list_changed", func(t *testing.T) {
 		if !d.lateStage.wait() {
 			t.Fatal("the other clients of this toolshed did not finish their cells within 3 minutes")
@@ -164,7 +163,7 @@ func runCells(t *testing.T, d *deployment, c matrixClient, want string) {
 				}
 			})
 		}
-		arriveKill()
+		a.kill()
 		if !d.killStage.wait() {
 			t.Fatal("the other clients of this toolshed did not finish the late tool within 3 minutes")
 		}
