@@ -14,9 +14,11 @@
 #   .deps/clients/  with --e2e only, npm ci of scripts/npm/clients: Claude Code, Codex
 #                   CLI, Gemini CLI, the MCP TypeScript SDK and the AI SDK, which the
 #                   end-to-end tests (internal/e2e) drive.
-#   .deps/bin/everything-server
-#                   the go-sdk's conformance everything-server, built with go install
-#                   from the go-sdk version that go.mod requires (GO_SDK_FALLBACK if none).
+#   .deps/bin/everything-server, .deps/bin/everything-client
+#                   the go-sdk's conformance everything-server and everything-client
+#                   (the client drives toolshed in cmd/toolshed's client-role conformance
+#                   test), built with go install from the go-sdk version that go.mod
+#                   requires (GO_SDK_FALLBACK if none).
 #   .deps/bin/gotestsum
 #                   gotestsum, which scripts/test.sh runs go test through, built with go
 #                   install at GOTESTSUM_VERSION (not a tool of go.mod, whose
@@ -112,4 +114,5 @@ go_install() {
 
 sdk_version=$(cd "$ROOT" && go list -m -f '{{.Version}}' "$GO_SDK" 2>/dev/null || true)
 go_install everything-server "$GO_SDK/conformance/everything-server" "${sdk_version:-$GO_SDK_FALLBACK}"
+go_install everything-client "$GO_SDK/conformance/everything-client" "${sdk_version:-$GO_SDK_FALLBACK}"
 go_install gotestsum "$GOTESTSUM" "$GOTESTSUM_VERSION"

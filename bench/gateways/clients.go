@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -96,14 +97,29 @@ func (c *stdioClient) notify(method string) error {
 }
 
 // streamableClient speaks Streamable HTTP, reading JSON or server-sent event answers.
+// With modern set it negotiates as the go-sdk's client does with its default options
+// (see negotiate): MCP 2026-07-28 when the server offers it, each request then standing
+// alone (no session; the version and capabilities in its _meta and headers), else a
+// 2025-11-25 session.
 type streamableClient struct {
 	url, session string
 	next         int
+	modern       bool
+	// protocol is the version negotiated: modernProtocol, or "" for a session of
+	// 2025-11-25 (the handshake's initialize).
+	protocol string
 }
+
+// modernProtocol is MCP 2026-07-28, whose requests carry their version and client
+// capabilities in _meta (the envelope) and in headers, without initialize or session.
+const modernProtocol = "2026-07-28"
+
+// envelope is the _meta member the client puts first in each modern request's params.
+const envelope = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}`
 
 var httpClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}
 
-func (c *streamableClient) post(body string) (*http.Response, error) {
+func (c *streamableClient) post(body string, header ...string) (*http.Response, error) {
 	req, err := http.NewRequest(http.MethodPost, c.url, strings.NewReader(body))
 	if err != nil {
 		return nil, err
@@ -113,6 +129,9 @@ func (c *streamableClient) post(body string) (*http.Response, error) {
 	if c.session != "" {
 		req.Header.Set("Mcp-Session-Id", c.session)
 		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
 	}
 	resp, err := httpClient.Do(req)
 	if err != nil {
@@ -131,7 +150,23 @@ func (c *streamableClient) post(body string) (*http.Response, error) {
 
 func (c *streamableClient) call(method, params string) (json.RawMessage, error) {
 	c.next++
-	resp, err := c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, c.next, method, params))
+	var header []string
+	if c.protocol == modernProtocol || method == "server/discover" {
+		// The envelope goes first in params, and the headers say the version, the
+		// method and (for a tool call) the tool, as the go-sdk's client sends them.
+		if inner := strings.TrimSpace(params[1 : len(params)-1]); inner == "" {
+			params = "{" + envelope + "}"
+		} else {
+			params = "{" + envelope + "," + inner + "}"
+		}
+		header = []string{"MCP-Protocol-Version", modernProtocol, "Mcp-Method", method}
+		if method == "tools/call" {
+			var p struct{ Name string }
+			json.Unmarshal([]byte(params), &p)
+			header = append(header, "Mcp-Name", p.Name)
+		}
+	}
+	resp, err := c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, c.next, method, params), header...)
 	if err != nil {
 		return nil, err
 	}
@@ -157,6 +192,29 @@ func (c *streamableClient) call(method, params string) (json.RawMessage, error) 
 		}
 	}
 	return nil, fmt.Errorf("%s: the stream ended without an answer (%v)", method, sc.Err())
+}
+
+// negotiate does what the go-sdk's client does on Connect with default options: it
+// asks server/discover (enveloped at 2026-07-28), speaks 2026-07-28 when the server
+// lists it, and otherwise falls back to initialize at 2025-11-25 (a refusal of discover,
+// an error or HTTP 4xx, means an older server too).
+func (c *streamableClient) negotiate() error {
+	res, err := c.call("server/discover", `{}`)
+	if err == nil {
+		var d struct {
+			SupportedVersions []string `json:"supportedVersions"`
+		}
+		json.Unmarshal(res, &d)
+		if slices.Contains(d.SupportedVersions, modernProtocol) {
+			c.protocol = modernProtocol
+			return nil
+		}
+	}
+	c.protocol = ""
+	if _, err := c.call("initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}`); err != nil {
+		return err
+	}
+	return c.notify("notifications/initialized")
 }
 
 func (c *streamableClient) notify(method string) error {

@@ -36,7 +36,7 @@ func main() {
 	warmup := flag.Int("warmup", 300, "calls per path before measuring")
 	rounds := flag.Int("rounds", 3, "runs of every gateway and mode, interleaved")
 	only := flag.String("gateways", "toolshed,mcp-hub,supergateway,mcp-proxy", "gateways to measure, comma-separated (also relay: the floor, see relay.go)")
-	modes := flag.String("modes", "stdio,http", "modes to measure, comma-separated (also rawhttp, the relay's hand-written HTTP loop)")
+	modes := flag.String("modes", "stdio,http,modern", "modes to measure, comma-separated (also stateless, toolshed's serve --http --stateless; rawhttp, the relay's hand-written HTTP loop)")
 	toolshed := flag.String("toolshed", "", "toolshed binary (default: built from this checkout)")
 	before := flag.String("toolshed-before", "", "another toolshed binary, measured as toolshed-before (an A/B comparison)")
 	node := flag.String("node", "", "Node 22 or newer for the peer gateways (default: the repository's .deps, else node on PATH)")
@@ -88,7 +88,7 @@ func main() {
 				fmt.Fprintf(os.Stderr, "%s %s: %v\n", tg.gateway, tg.mode, err)
 				continue
 			}
-			fmt.Fprintf(os.Stderr, "round %d %-16s %-5s added p50 %6.0f µs p99 %7.0f µs, CPU %5.0f µs a call\n", r+1, tg.gateway, tg.mode, res.via.p50-res.direct.p50, res.via.p99-res.direct.p99, res.cpu)
+			fmt.Fprintf(os.Stderr, "round %d %-16s %-9s %s added p50 %6.0f µs p99 %7.0f µs, CPU %5.0f µs a call\n", r+1, tg.gateway, tg.mode, res.protocol, res.via.p50-res.direct.p50, res.via.p99-res.direct.p99, res.cpu)
 			results[tg.key()] = append(results[tg.key()], res)
 		}
 	}
@@ -136,6 +136,14 @@ func toolshedTargets(name, bin string) []target {
 			port := freePort()
 			stop, pid, err := startProcess(env.work, bin, "serve", "--config", config(env), "--tool-search", "off", "--http", port, "--stateless")
 			return &streamableClient{url: "http://127.0.0.1:" + port + "/mcp"}, stop, pid, err
+		}},
+		// The same serve --http as http, with a client that negotiates as the go-sdk's
+		// does by default: MCP 2026-07-28 once toolshed offers it, and until then the
+		// 2025-11-25 session it falls back to (the table says which).
+		{name, "modern", func(env benchEnv) (client, func(), int, error) {
+			port := freePort()
+			stop, pid, err := startProcess(env.work, bin, "serve", "--config", config(env), "--tool-search", "off", "--http", port)
+			return &streamableClient{url: "http://127.0.0.1:" + port + "/mcp", modern: true}, stop, pid, err
 		}},
 	}
 }
@@ -197,6 +205,7 @@ func peerTarget(name string) target {
 type runResult struct {
 	direct, via stats
 	cpu         float64 // µs
+	protocol    string  // the protocol version the client spoke to the gateway
 }
 
 type stats struct{ p50, p99 float64 } // µs
@@ -256,7 +265,7 @@ func measure(env benchEnv, tg target, warmup, calls int) (runResult, error) {
 			dLat, vLat = append(dLat, d), append(vLat, v)
 		}
 	}
-	return runResult{summarize(dLat), summarize(vLat), float64((cpuTime(pid) - cpuStart).Microseconds()) / float64(calls)}, nil
+	return runResult{summarize(dLat), summarize(vLat), float64((cpuTime(pid) - cpuStart).Microseconds()) / float64(calls), protocolOf(via)}, nil
 }
 
 // cpuTime is the CPU time (user and system, every thread) a process has used so far,
@@ -310,19 +319,34 @@ func waitForEcho(c client) (string, error) {
 	return "", fmt.Errorf("the gateway did not list echo within 60s (last error: %v)", last)
 }
 
+// handshake starts a session at 2025-11-25, or for a modern client negotiates.
 func handshake(c client) error {
+	if sc, ok := c.(*streamableClient); ok && sc.modern {
+		return sc.negotiate()
+	}
 	if _, err := c.call("initialize", `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}`); err != nil {
 		return err
 	}
 	return c.notify("notifications/initialized")
 }
 
+// protocolOf is the protocol version c speaks.
+func protocolOf(c client) string {
+	if sc, ok := c.(*streamableClient); ok && sc.protocol != "" {
+		return sc.protocol
+	}
+	if _, ok := c.(*sseClient); ok {
+		return "2024-11-05"
+	}
+	return "2025-11-25"
+}
+
 // report prints the table of added latency: for each gateway and mode, the median over
 // rounds of p50 and p99 through the gateway minus p50 and p99 directly.
 func report(w io.Writer, targets []target, results map[string][]runResult, calls, rounds int) {
 	fmt.Fprintf(w, "\nadded latency per tool call, µs (median over %d rounds of %d calls; upstream over stdio; direct = the client on the upstream's stdio)\n\n", rounds, calls)
-	fmt.Fprintln(w, "| gateway | mode | added p50 | added p99 | through p50 | direct p50 | gateway CPU per call |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| gateway | mode | protocol | added p50 | added p99 | through p50 | direct p50 | gateway CPU per call |")
+	fmt.Fprintln(w, "|---|---|---|---:|---:|---:|---:|---:|")
 	median := func(x []float64) float64 {
 		sort.Float64s(x)
 		return x[len(x)/2]
@@ -330,11 +354,15 @@ func report(w io.Writer, targets []target, results map[string][]runResult, calls
 	for _, tg := range targets {
 		rs := results[tg.key()]
 		if len(rs) == 0 {
-			fmt.Fprintf(w, "| %s | %s | failed | | | | |\n", tg.gateway, tg.mode)
+			fmt.Fprintf(w, "| %s | %s | | failed | | | | |\n", tg.gateway, tg.mode)
 			continue
 		}
 		var a50, a99, v50, d50, cpu []float64
+		var protocols []string
 		for _, r := range rs {
+			if !slices.Contains(protocols, r.protocol) {
+				protocols = append(protocols, r.protocol)
+			}
 			cpu = append(cpu, r.cpu)
 			a50 = append(a50, r.via.p50-r.direct.p50)
 			a99 = append(a99, r.via.p99-r.direct.p99)
@@ -345,7 +373,7 @@ func report(w io.Writer, targets []target, results map[string][]runResult, calls
 		if tg.gateway == "mcp-hub" {
 			mode = "http (SSE)"
 		}
-		fmt.Fprintf(w, "| %s | %s | %.0f | %.0f | %.0f | %.0f | %.0f |\n", tg.gateway, mode, median(a50), median(a99), median(v50), median(d50), median(cpu))
+		fmt.Fprintf(w, "| %s | %s | %s | %.0f | %.0f | %.0f | %.0f | %.0f |\n", tg.gateway, mode, strings.Join(protocols, ", "), median(a50), median(a99), median(v50), median(d50), median(cpu))
 	}
 }
 

@@ -37,17 +37,21 @@ type upstreams struct {
 }
 
 // writeUpstreams writes a toolshed config of the npm everything and memory servers (as
-// "everything" and "memory") with tool search forced on, so that the clients see the
-// bridge, not the 24 tools.
+// "everything" and "memory", MCP 2025-11-25) and the TypeScript SDK v2 test server in
+// modern-only mode (as "modern", MCP 2026-07-28 only: its tools are echo, confirm and
+// slow), with tool search forced on, so that the clients see the bridge, not the 27
+// tools, and are shown working through a toolshed with old and modern servers at once.
 func writeUpstreams(t *testing.T) upstreams {
 	t.Helper()
 	ecmd, eargs := testupstream.Everything(t)
 	mcmd, margs := testupstream.Memory(t)
+	tcmd, targs := testupstream.TS2Stdio(t, "reject", nil)
 	memoryFile := strings.TrimPrefix(margs[0], "MEMORY_FILE_PATH=")
 	return upstreams{config: writeConfigFile(t, map[string]any{
 		"mcpServers": map[string]any{
 			"everything": map[string]any{"command": ecmd, "args": eargs},
 			"memory":     map[string]any{"command": mcmd, "args": margs},
+			"modern":     map[string]any{"command": tcmd, "args": targs},
 		},
 		"tools": map[string]any{"tool_search": map[string]any{"enabled": "on"}},
 	}), memoryFile: memoryFile}

@@ -5,6 +5,7 @@ package e2e
 import (
 	"encoding/base64"
 	"encoding/json"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -89,12 +90,13 @@ var aiSDKOwnGETError = regexp.MustCompile(`^MCPClientError: MCP HTTP Transport E
 
 // TestAISDKTools: tools() gives the bridge (search on) or every upstream tool (search
 // off) with its schema; executing tool_search, tool_describe, tool_call and direct
-// tools works, with real effects; the client connects and closes cleanly over stdio and
+// tools works, with real effects, on the old servers and on a modern-only (MCP
+// 2026-07-28) one beside them; the client connects and closes cleanly over stdio and
 // HTTP, and no toolshed or upstream process outlives it (stdio) or toolshed (HTTP).
 func TestAISDKTools(t *testing.T) {
 	sdkModes(t, func(t *testing.T, mode string) {
 		sdkTransports(t, func(t *testing.T, transport string) {
-			checkAISDKTools(t, startSDKGateway(t, transport, mode, "everything", "memory", "filesystem"), transport)
+			checkAISDKTools(t, startSDKGateway(t, transport, mode, "everything", "memory", "filesystem", "modern"), transport)
 		})
 	})
 }
@@ -117,7 +119,13 @@ func checkAISDKTools(t *testing.T, g *sdkGateway, transport string) {
 	t.Helper()
 	mode := g.mode
 	args := newToolCallArgs(g, "the AI SDK")
-	ev := g.runClient(aisdkScript, transport, args.plan("tools"))
+	plan := args.plan("tools")
+	modern := slices.Contains(g.names, "modern")
+	if modern {
+		plan["wanted"] = append(plan["wanted"].([]string), "modern__echo")
+		plan["modern"] = true
+	}
+	ev := g.runClient(aisdkScript, transport, plan)
 	checkAIConnected(t, ev)
 
 	var tools, direct struct{ Tools []aiTool }
@@ -186,6 +194,14 @@ func checkAISDKTools(t *testing.T, g *sdkGateway, transport string) {
 		}
 	}
 	checkEffects(t, g, ev, args)
+	if modern {
+		// The modern-only server (MCP 2026-07-28) answers beside the old ones.
+		var res struct{ Result mcpResult }
+		ev.get(t, "modern", &res)
+		if want := []map[string]any{{"type": "text", "text": args.message}}; res.Result.IsError || !reflect.DeepEqual(res.Result.Content, want) {
+			t.Errorf("modern__echo through toolshed = %+v, want content %v", res.Result, want)
+		}
+	}
 }
 
 func findAITool(tools []aiTool, name string) aiTool {

@@ -48,12 +48,14 @@ func testClaudeCodeServe(t *testing.T, front string) {
 	mcmd, margs := testupstream.Memory(t)
 	memoryFile := strings.TrimPrefix(margs[0], "MEMORY_FILE_PATH=")
 	ecmd, eargs := testupstream.Everything(t)
-	fcmd, fargs := testupstream.Filesystem(t) // a directory of its own, until Claude Code's root replaces it
+	fcmd, fargs := testupstream.Filesystem(t)              // a directory of its own, until Claude Code's root replaces it
+	tcmd, targs := testupstream.TS2Stdio(t, "reject", nil) // MCP 2026-07-28 only, beside the old servers
 	servers := writeConfigFile(t, map[string]any{
 		"mcpServers": map[string]any{
 			"memory":     map[string]any{"command": mcmd, "args": margs},
 			"everything": map[string]any{"command": ecmd, "args": eargs},
 			"filesystem": map[string]any{"command": fcmd, "args": fargs},
+			"modern":     map[string]any{"command": tcmd, "args": targs},
 		},
 		"tools": map[string]any{"tool_search": map[string]any{"enabled": "on"}},
 	})
@@ -64,6 +66,7 @@ func testClaudeCodeServe(t *testing.T, front string) {
 		fakellm.Call("", "toolu_03", ccCall, `{"name": "memory__create_entities", "arguments": {"entities": [{"name": "claude-code-e2e", "entityType": "test", "observations": ["created through toolshed tool_call"]}]}}`),
 		fakellm.Call("", "toolu_04", ccCall, `{"name": "everything__get-sum", "arguments": {"a": 2, "b": "three"}}`),
 		fakellm.Call("", "toolu_05", ccCall, `{"name": "filesystem__list_allowed_directories", "arguments": {}}`),
+		fakellm.Call("", "toolu_06", ccCall, `{"name": "modern__echo", "arguments": {"text": "hello from claude code to 2026-07-28"}}`),
 		fakellm.Say("Gateway test finished."),
 	)
 	llm := httptest.NewServer(model)
@@ -91,8 +94,8 @@ func testClaudeCodeServe(t *testing.T, front string) {
 		t.Fatalf("Claude Code did not complete the conversation: %+v", res)
 	}
 	calls := upstreamCalls(t, model.Requests())
-	if len(calls) != 6 {
-		t.Fatalf("the model got %d requests, want 6: one per scripted reply, and no ToolSearch step", len(calls))
+	if len(calls) != 7 {
+		t.Fatalf("the model got %d requests, want 7: one per scripted reply, and no ToolSearch step", len(calls))
 	}
 
 	// 1. The bridge tools are in the first request in full, and not deferred.
@@ -143,6 +146,11 @@ func testClaudeCodeServe(t *testing.T, front string) {
 	}
 	if !toolResultContains(calls[5], "anthropic", "toolu_05", root) || toolResultContains(calls[5], "anthropic", "toolu_05", own) {
 		t.Errorf("server-filesystem's allowed directories are not %s (stateless: %v)", root, stateless)
+	}
+	// 6. A server of MCP 2026-07-28 only (TypeScript SDK v2, legacy "reject") answers
+	// beside the old ones.
+	if !toolResultContains(calls[6], "anthropic", "toolu_06", "hello from claude code to 2026-07-28") || toolResultIsError(calls[6], "toolu_06") {
+		t.Errorf("tool_call of modern__echo (an MCP 2026-07-28 server) did not return its echo")
 	}
 
 	// The figure toolshed prints is what the bridge tools cost in Claude Code's request,

@@ -17,10 +17,11 @@ import (
 
 // TestCodexServe runs Codex CLI (codex exec) with the config.toml blocks of
 // docs/clients.md against toolshed serve, over stdio and over HTTP, in front of the npm
-// everything and memory servers, with a scripted model behind the Responses API. The
-// model gets toolshed's bridge tools and not the deferred ones, searches, calls the
-// memory server (whose file then holds the entity) and the everything server (whose
-// echo comes back in the next request), and the run completes.
+// everything and memory servers and a modern-only (MCP 2026-07-28) TypeScript SDK v2
+// server, with a scripted model behind the Responses API. The model gets toolshed's
+// bridge tools and not the deferred ones, searches, calls the memory server (whose file
+// then holds the entity), the everything server and the modern server (whose echoes
+// come back in the next requests), and the run completes.
 func TestCodexServe(t *testing.T) {
 	for _, front := range []string{"stdio", "http"} {
 		t.Run(front, func(t *testing.T) {
@@ -36,6 +37,7 @@ func TestCodexServe(t *testing.T) {
 				fakellm.CallIn("call_memory", "mcp__toolshed", "tool_call",
 					`{"name":"memory__create_entities","arguments":{"entities":[{"name":"codex-e2e","entityType":"test","observations":["written through toolshed by Codex"]}]}}`),
 				fakellm.CallIn("call_echo", "mcp__toolshed", "tool_call", `{"name":"everything__echo","arguments":{"message":"hello from codex"}}`),
+				fakellm.CallIn("call_modern", "mcp__toolshed", "tool_call", `{"name":"modern__echo","arguments":{"text":"hello from codex to 2026-07-28"}}`),
 				fakellm.Say("All three steps are done."),
 			)
 			srv := httptest.NewServer(model)
@@ -65,8 +67,8 @@ wire_api = "responses"
 			}
 
 			bodies := model.Bodies()
-			if len(bodies) != 4 {
-				t.Fatalf("the model got %d requests, want 4 (one per scripted reply):\n%s", len(bodies), out)
+			if len(bodies) != 5 {
+				t.Fatalf("the model got %d requests, want 5 (one per scripted reply):\n%s", len(bodies), out)
 			}
 			ns, others := codexTools(t, bodies[0])
 			if !slices.Equal(ns, []string{"tool_call", "tool_describe", "tool_search"}) {
@@ -88,6 +90,9 @@ wire_api = "responses"
 			}
 			if got := codexOutput(bodies[3], "call_echo"); !strings.Contains(got, "Echo: hello from codex") {
 				t.Errorf("tool_call of everything__echo answered %q", got)
+			}
+			if got := codexOutput(bodies[4], "call_modern"); !strings.Contains(got, "hello from codex to 2026-07-28") {
+				t.Errorf("tool_call of modern__echo (an MCP 2026-07-28 server) answered %q", got)
 			}
 			if b, _ := os.ReadFile(last); strings.TrimSpace(string(b)) != "All three steps are done." {
 				t.Errorf("last message %q", b)

@@ -52,10 +52,11 @@ func runGemini(t *testing.T, settings string, model *fakellm.Gemini, prompt stri
 
 // TestGeminiServe runs Gemini CLI with the settings.json blocks of docs/clients.md
 // against toolshed serve, over stdio and over HTTP, in front of the npm everything and
-// memory servers, with a scripted model behind the Gemini API. The model gets toolshed's
-// bridge tools and not the deferred ones, searches, calls the memory server (whose file
-// then holds the entity) and the everything server (whose echo comes back in the next
-// request), and the run completes.
+// memory servers and a modern-only (MCP 2026-07-28) TypeScript SDK v2 server, with a
+// scripted model behind the Gemini API. The model gets toolshed's bridge tools and not
+// the deferred ones, searches, calls the memory server (whose file then holds the
+// entity), the everything server and the modern server (whose echoes come back in the
+// next requests), and the run completes.
 func TestGeminiServe(t *testing.T) {
 	for _, front := range []string{"stdio", "http"} {
 		t.Run(front, func(t *testing.T) {
@@ -69,14 +70,15 @@ func TestGeminiServe(t *testing.T) {
 				fakellm.Call("", "", "mcp_toolshed_tool_call",
 					`{"name":"memory__create_entities","arguments":{"entities":[{"name":"gemini-e2e","entityType":"test","observations":["written through toolshed by Gemini CLI"]}]}}`),
 				fakellm.Call("", "", "mcp_toolshed_tool_call", `{"name":"everything__echo","arguments":{"message":"hello from gemini"}}`),
+				fakellm.Call("", "", "mcp_toolshed_tool_call", `{"name":"modern__echo","arguments":{"text":"hello from gemini to 2026-07-28"}}`),
 				fakellm.Say("All three steps are done."),
 			)
 			out := runGemini(t, docConfig(t, "gemini-"+front, up.config, url), model,
 				"Remember that gemini-e2e is a test, then echo hello from gemini.")
 
 			bodies := model.Bodies()
-			if len(bodies) != 4 {
-				t.Fatalf("the model got %d requests, want 4 (one per scripted reply):\n%s", len(bodies), out)
+			if len(bodies) != 5 {
+				t.Fatalf("the model got %d requests, want 5 (one per scripted reply):\n%s", len(bodies), out)
 			}
 			var mcpTools []string
 			for _, n := range geminiDeclarations(bodies[0]) {
@@ -99,6 +101,9 @@ func TestGeminiServe(t *testing.T) {
 			}
 			if got := geminiResponse(bodies[3], "mcp_toolshed_tool_call"); !strings.Contains(got, "Echo: hello from gemini") {
 				t.Errorf("tool_call of everything__echo answered %q", got)
+			}
+			if got := geminiResponse(bodies[4], "mcp_toolshed_tool_call"); !strings.Contains(got, "hello from gemini to 2026-07-28") {
+				t.Errorf("tool_call of modern__echo (an MCP 2026-07-28 server) answered %q", got)
 			}
 			if !strings.Contains(out, "All three steps are done.") {
 				t.Errorf("gemini -p printed:\n%s", out)

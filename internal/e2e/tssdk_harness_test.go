@@ -64,7 +64,9 @@ type sdkGateway struct {
 }
 
 // newSDKGateway writes the config of a gateway with tool search mode ("on" or "off")
-// in front of the named upstreams: "everything", "memory", "filesystem", "recorder".
+// in front of the named upstreams: "everything", "memory", "filesystem", "recorder", and
+// "modern", the TypeScript SDK v2 test server in modern-only mode (MCP 2026-07-28 only,
+// which an old client cannot reach directly: it has no direct command line).
 // At the test's end it checks that no process the test started is left.
 func newSDKGateway(t *testing.T, mode string, upstreams ...string) *sdkGateway {
 	t.Helper()
@@ -102,6 +104,9 @@ func newSlowSDKGateway(t *testing.T, mode string, delay time.Duration, upstreams
 			cmd, args := testupstream.Filesystem(t, g.fsDir)
 			servers[name] = sdkCommand{Command: cmd, Args: args}
 			g.direct[name] = servers[name]
+		case "modern":
+			cmd, args := testupstream.TS2Stdio(t, "reject", nil)
+			servers[name] = sdkCommand{Command: cmd, Args: args}
 		case "recorder":
 			exe, err := os.Executable()
 			if err != nil {

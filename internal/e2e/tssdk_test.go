@@ -175,13 +175,17 @@ func toolNames(tools []mcpTool) []string {
 // TestTSSDKTools: tools/list shows the bridge (search on) or every upstream tool under
 // its qualified name with the server's own definition (search off); tool_search finds a
 // real tool, tool_describe gives its schema, and calls through tool_call or directly
-// run it with real effects.
+// run it with real effects; a modern-only (MCP 2026-07-28) server beside the old ones
+// answers too.
 func TestTSSDKTools(t *testing.T) {
 	sdkModes(t, func(t *testing.T, mode string) {
 		sdkTransports(t, func(t *testing.T, transport string) {
-			g := startSDKGateway(t, transport, mode, "everything", "memory", "filesystem")
+			g := startSDKGateway(t, transport, mode, "everything", "memory", "filesystem", "modern")
 			args := newToolCallArgs(g, "the TypeScript SDK")
-			ev := g.runClient(tssdkScript, transport, args.plan("tools"))
+			plan := args.plan("tools")
+			plan["wanted"] = append(plan["wanted"].([]string), "modern__echo")
+			plan["modern"] = true
+			ev := g.runClient(tssdkScript, transport, plan)
 
 			var list struct{ Tools []mcpTool }
 			var direct struct{ Servers map[string][]mcpTool }
@@ -192,7 +196,7 @@ func TestTSSDKTools(t *testing.T) {
 					t.Errorf("tools/list with tool search on = %v, want the bridge %v", got, want)
 				}
 			} else {
-				checkQualifiedTools(t, list.Tools, direct.Servers)
+				checkQualifiedTools(t, list.Tools, direct.Servers, "modern__echo", "modern__confirm", "modern__slow")
 			}
 			if mode == "on" {
 				var search, describe struct{ Result mcpResult }
@@ -214,6 +218,12 @@ func TestTSSDKTools(t *testing.T) {
 				}
 			}
 			checkEffects(t, g, ev, args)
+			// The modern-only server (MCP 2026-07-28) answers beside the old ones.
+			var modern struct{ Result mcpResult }
+			ev.get(t, "modern", &modern)
+			if want := []map[string]any{{"type": "text", "text": args.message}}; modern.Result.IsError || !reflect.DeepEqual(modern.Result.Content, want) {
+				t.Errorf("modern__echo through toolshed = %+v, want content %v", modern.Result, want)
+			}
 			checkClosed(t, ev)
 		})
 	})
@@ -229,8 +239,9 @@ func findTool(tools []mcpTool, name string) mcpTool {
 }
 
 // checkQualifiedTools checks that toolshed lists every upstream tool, and nothing else,
-// as server__tool with the definition the server itself gives.
-func checkQualifiedTools(t *testing.T, listed []mcpTool, direct map[string][]mcpTool) {
+// as server__tool with the definition the server itself gives; also are tools of
+// servers the client cannot list directly (MCP 2026-07-28 only), which must be listed.
+func checkQualifiedTools(t *testing.T, listed []mcpTool, direct map[string][]mcpTool, also ...string) {
 	t.Helper()
 	want := map[string]mcpTool{}
 	for server, tools := range direct {
@@ -255,8 +266,13 @@ func checkQualifiedTools(t *testing.T, listed []mcpTool, direct map[string][]mcp
 			t.Errorf("toolshed lists %s as\n%+v\nthe server lists it as\n%+v", name, x, d)
 		}
 	}
+	for _, name := range also {
+		if _, ok := got[name]; !ok {
+			t.Errorf("tools/list with tool search off lacks %s", name)
+		}
+	}
 	for name := range got {
-		if _, ok := want[name]; !ok {
+		if _, ok := want[name]; !ok && !slices.Contains(also, name) {
 			t.Errorf("tools/list with tool search off has %s, which its server does not list to a client with this client's capabilities", name)
 		}
 	}

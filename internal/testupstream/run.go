@@ -130,6 +130,28 @@ func ConformanceSuite(t testing.TB, ctx context.Context, url string, args ...str
 	return stdout, exitCode, err
 }
 
+// ConformanceClientSuite runs the client role of the MCP conformance suite at its
+// newest version, 0.2.0-alpha.12 (the npm alias conformance-2026, the first to know
+// MCP 2026-07-28), on Node 22:
+//
+//	conformance client --command COMMAND ARGS...
+//
+// The suite starts a test server of its own for each scenario and runs COMMAND with
+// that server's URL appended. It returns the suite's stdout and exit code (0 when every
+// check passed or failed as the --expected-failures baseline says), as
+// ConformanceSuite does.
+func ConformanceClientSuite(t testing.TB, ctx context.Context, command string, args ...string) (stdout []byte, exitCode int, err error) {
+	t.Helper()
+	node := Node22(t)
+	cli := npmFile(t, "the MCP conformance suite 0.2.0-alpha.12 (npm alias conformance-2026)", "conformance-2026/dist/index.js")
+	argv := append([]string{cli, "client", "--command", command}, args...)
+	stdout, stderr, exitCode, err := run(ctx, t.TempDir(), node, argv...)
+	if len(bytes.TrimSpace(stderr)) > 0 {
+		t.Logf("conformance suite stderr:\n%s", stderr)
+	}
+	return stdout, exitCode, err
+}
+
 // summaryLine matches the suite's per-scenario summary lines:
 //
 //	✓ server-initialize: 1 passed, 0 failed

@@ -267,12 +267,28 @@ var goSDKRequire = regexp.MustCompile(`(?m)^\s*(?:require\s+)?github\.com/modelc
 // with -http=ADDR it serves streamable HTTP (see ConformanceHTTP).
 func ConformanceServer(t testing.TB) string {
 	t.Helper()
+	return goSDKProgram(t, "everything-server")
+}
+
+// ConformanceClient returns the path of the go-sdk's conformance everything-client
+// built by scripts/deps.sh: `everything-client URL` runs the scenario that
+// MCP_CONFORMANCE_SCENARIO names against the server at URL, as the conformance suite's
+// client role expects of a client.
+func ConformanceClient(t testing.TB) string {
+	t.Helper()
+	return goSDKProgram(t, "everything-client")
+}
+
+// goSDKProgram returns .deps/bin/NAME, a program of the go-sdk's conformance
+// directory, failing the test unless scripts/deps.sh built it from the go-sdk
+// version go.mod requires.
+func goSDKProgram(t testing.TB, name string) string {
+	t.Helper()
 	root := Root(t)
-	bin := mustExist(t, "the go-sdk conformance everything-server", filepath.Join(root, ".deps", "bin", "everything-server"))
-	// scripts/deps.sh builds it from the go-sdk version go.mod requires.
+	bin := mustExist(t, "the go-sdk conformance "+name, filepath.Join(root, ".deps", "bin", name))
 	if gomod, err := os.ReadFile(filepath.Join(root, "go.mod")); err == nil {
 		if m := goSDKRequire.FindSubmatch(gomod); m != nil {
-			want := "github.com/modelcontextprotocol/go-sdk/conformance/everything-server@" + string(m[1])
+			want := "github.com/modelcontextprotocol/go-sdk/conformance/" + name + "@" + string(m[1])
 			got, _ := os.ReadFile(bin + ".stamp")
 			if strings.TrimSpace(string(got)) != want {
 				t.Fatalf("testupstream: %s was not built from %s (go.mod): %s", bin, want, installHint)

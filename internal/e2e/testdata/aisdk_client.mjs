@@ -108,6 +108,7 @@ const scenarios = {
     emit('echo', { result: await run(tools, 'everything__echo', { message: plan.message }) });
     emit('memory', { result: await run(tools, 'memory__create_entities', { entities: [plan.entity] }) });
     emit('write', { result: await run(tools, 'filesystem__write_file', { path: plan.file, content: plan.content }) });
+    if (plan.modern) emit('modern', { result: await run(tools, 'modern__echo', { text: plan.message }) });
   },
 
   // The agent aborts a running tool (its abortSignal); toolshed keeps serving.

@@ -137,6 +137,7 @@ const scenarios = {
     emit('echo', { result: await client.callTool(call('everything__echo', { message: plan.message })) });
     emit('memory', { result: await client.callTool(call('memory__create_entities', { entities: [plan.entity] })) });
     emit('write', { result: await client.callTool(call('filesystem__write_file', { path: plan.file, content: plan.content })) });
+    if (plan.modern) emit('modern', { result: await client.callTool(call('modern__echo', { text: plan.message })) });
   },
 
   // A long call with a progress token: the upstream's notifications/progress reach the

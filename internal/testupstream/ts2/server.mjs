@@ -32,6 +32,26 @@ const z = require('zod');
 const wireFd = process.env.WIRE_LOG ? fs.openSync(process.env.WIRE_LOG, 'a') : null;
 const wire = wireFd === null ? null : { write: (d) => fs.writeSync(wireFd, d) };
 
+// LATE: the tool late comes once, for every server instance: stdio instances alive
+// then get it (the SDK says tools/list_changed on their connection), later ones have it
+// from the start, and over HTTP, where each request has an instance of its own, the
+// handler's notify tells the subscriptions/listen streams.
+const [mode, legacy, port] = process.argv.slice(2);
+let lateNow = false;
+let handler = null;
+const lateWaiting = new Set();
+const addLate = (s) => s.registerTool('late', { description: 'added later' },
+  async () => ({ content: [{ type: 'text', text: 'late' }] }));
+const lateCome = () => {
+  lateNow = true;
+  for (const s of lateWaiting) addLate(s);
+  lateWaiting.clear();
+  handler?.notify.toolsChanged();
+};
+const late = process.env.LATE;
+if (late && /^[0-9]+$/.test(late)) setTimeout(lateCome, Number(late));
+else if (late) { const poll = setInterval(() => { if (fs.existsSync(late)) { clearInterval(poll); lateCome(); } }, 50); poll.unref(); }
+
 const factory = () => {
   const s = new McpServer({ name: 'ts2-test', version: '2.4.0' }, { capabilities: { tools: { listChanged: true }, logging: {} } });
   s.registerTool('echo', { description: 'echo text', inputSchema: z.object({ text: z.string() }) },
@@ -43,24 +63,19 @@ const factory = () => {
         ok: inputRequired.elicit({ message: `Really ${what}?`, requestedSchema: z.object({ yes: z.boolean() }) }) } });
       return { content: [{ type: 'text', text: `confirmed=${ok.yes}` }] };
     });
-  s.registerTool('slow', { description: 'waits until cancelled' }, async (_args, c) => {
+  // A tool without inputSchema gets the context as its only argument.
+  s.registerTool('slow', { description: 'waits until cancelled' }, async (c) => {
     await new Promise((resolve) => {
       const t = setTimeout(resolve, 60000);
       c.mcpReq?.signal?.addEventListener('abort', () => { clearTimeout(t); resolve(); });
     });
     return { content: [{ type: 'text', text: 'slow done' }] };
   });
-  const late = process.env.LATE;
-  if (late) {
-    const add = () => s.registerTool('late', { description: 'added later' },
-      async () => ({ content: [{ type: 'text', text: 'late' }] }));
-    if (/^[0-9]+$/.test(late)) setTimeout(add, Number(late));
-    else { const poll = setInterval(() => { if (fs.existsSync(late)) { clearInterval(poll); add(); } }, 50); poll.unref(); }
-  }
+  if (lateNow) addLate(s);
+  else if (process.env.LATE && mode === 'stdio') lateWaiting.add(s);
   return s;
 };
 
-const [mode, legacy, port] = process.argv.slice(2);
 const onerror = (e) => process.stderr.write('ts2 server error: ' + (e?.message ?? e) + '\n');
 if (mode === 'stdio') {
   const input = new PassThrough();
@@ -69,6 +84,7 @@ if (mode === 'stdio') {
   serveStdio(factory, { legacy, onerror, transport: new StdioServerTransport(input, process.stdout) });
 } else if (mode === 'http') {
   const h = createMcpHandler(factory, { legacy, onerror });
+  handler = h;
   http.createServer(async (req, res) => {
     const chunks = [];
     for await (const c of req) chunks.push(c);
