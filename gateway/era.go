@@ -32,10 +32,10 @@ const envelopePrefix = "io.modelcontextprotocol/"
 // dates, so they compare as strings.
 func modernVersion(v string) bool { return v >= modernProtocol }
 
-// ErrInputNotRelayed is the error of a call whose upstream answered that it needs the
-// client's input through MRTR (resultType "input_required"), which toolshed does not
-// relay yet.
-var ErrInputNotRelayed = errors.New("the server asks for the client's input through MRTR (resultType input_required), which toolshed does not relay yet")
+// ErrInputNotRelayed is the error of a call whose upstream asked for the client's
+// input through MRTR (resultType "input_required") in a way toolshed could not relay
+// (see parseInputNeed, needInput); the error says why.
+var ErrInputNotRelayed = errors.New("the server asked for the client's input through MRTR (resultType input_required), and toolshed could not relay it")
 
 // callMeta is the _meta of a tools/call toolshed forwards on l, made from the client's
 // meta: every key but the client's envelope (progressToken, traceparent, tracestate,

@@ -1,0 +1,524 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolshed/toolshed/gateway"
+	"github.com/toolshed/toolshed/gateway/config"
+	"github.com/toolshed/toolshed/internal/testupstream"
+	"github.com/toolshed/toolshed/policy"
+)
+
+// mrtrUpstreams runs a gateway (in mode) over servers that ask for input through MRTR:
+// the TypeScript SDK v2 test server, modern-only, over stdio ("mstdio") and Streamable
+// HTTP ("mhttp"), each logging what it receives to the file wires names, and the go-sdk
+// conformance everything-server over stdio ("gostdio") and stateless HTTP ("gohttp"),
+// which serve 2026-07-28. Profiles "a" and "b" (tokens "token-a" and "token-b" over
+// HTTP) see every server.
+func mrtrUpstreams(t *testing.T, mode policy.Mode, hooks config.Hooks) (h *harness, wires map[string]string) {
+	t.Helper()
+	dir := t.TempDir()
+	wires = map[string]string{"mstdio": filepath.Join(dir, "mstdio.wire"), "mhttp": filepath.Join(dir, "mhttp.wire")}
+	mcmd, margs := testupstream.TS2Stdio(t, "reject", map[string]string{"WIRE_LOG": wires["mstdio"]})
+	url := testupstream.TS2HTTP(t, "reject", map[string]string{"WIRE_LOG": wires["mhttp"]})
+	h = startGateway(t, &config.Config{Servers: []config.Server{
+		{Name: "mstdio", Type: config.Stdio, Command: mcmd, Args: margs},
+		{Name: "mhttp", Type: config.HTTP, URL: url},
+		{Name: "gostdio", Type: config.Stdio, Command: testupstream.ConformanceServer(t)},
+		{Name: "gohttp", Type: config.HTTP, URL: testupstream.ConformanceHTTP(t, "-stateless=true")},
+	}, Profiles: map[string]config.Profile{"a": {Token: "token-a"}, "b": {Token: "token-b"}}, Hooks: hooks}, gateway.Options{Mode: mode})
+	for _, name := range []string{"mstdio", "mhttp", "gostdio", "gohttp"} {
+		if st := status(h, name); st.State != gateway.Ready || st.Protocol != "2026-07-28" {
+			t.Fatalf("%s: %+v, want ready at 2026-07-28", name, st)
+		}
+	}
+	return h, wires
+}
+
+// oldClientOptions answers elicitations as name with the color blue, and samplings
+// with "Paris".
+func oldClientOptions(name string, asked *[]string, mu *sync.Mutex) *mcp.ClientOptions {
+	note := func(s string) {
+		mu.Lock()
+		*asked = append(*asked, s)
+		mu.Unlock()
+	}
+	return &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			note("elicit: " + req.Params.Message)
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"yes": true, "name": name, "color": "blue"}}, nil
+		},
+		CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			text := ""
+			if len(req.Params.Messages) > 0 {
+				if tc, ok := req.Params.Messages[0].Content.(*mcp.TextContent); ok {
+					text = tc.Text
+				}
+			}
+			note("sample: " + text)
+			return &mcp.CreateMessageResult{Model: "test", Role: "assistant", Content: &mcp.TextContent{Text: "Paris"}}, nil
+		},
+	}
+}
+
+// A client of the 2025 era gets a modern upstream's MRTR questions as the elicitation
+// and sampling requests it knows, on its own session, and the call ends with the
+// upstream's result to the retry, which carried the upstream's own requestState.
+func TestMRTROldClient(t *testing.T) {
+	h, wires := mrtrUpstreams(t, policy.Off, config.Hooks{})
+	var mu sync.Mutex
+	var asked []string
+	cs := h.clientVersion("", oldClientOptions("Ada", &asked, &mu), "2025-11-25")
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+		want string
+		ask  string
+	}{
+		{"mstdio__confirm", map[string]any{"what": "deploy"}, "confirmed=true state=round1:deploy", "elicit: Really deploy?"},
+		{"mhttp__confirm", map[string]any{"what": "deploy"}, "confirmed=true state=round1:deploy", "elicit: Really deploy?"},
+		{"mstdio__ask_llm", map[string]any{"q": "capital of France?"}, `llm said: {"type":"text","text":"Paris"}`, "sample: capital of France?"},
+		{"mhttp__ask_llm", map[string]any{"q": "capital of France?"}, `llm said: {"type":"text","text":"Paris"}`, "sample: capital of France?"},
+		{"gostdio__test_input_required_result_elicitation", nil, "Hello, Ada!", "elicit: What is your name?"},
+		{"gohttp__test_input_required_result_elicitation", nil, "Hello, Ada!", "elicit: What is your name?"},
+		{"gostdio__test_input_required_result_sampling", nil, "Sampling response: Paris", "sample: "},
+		{"gohttp__test_input_required_result_multi_round", nil, "Multi-round complete: Ada likes blue", "elicit: Step 2: What is your favorite color?"},
+		{"gostdio__test_input_required_result_multi_round", nil, "Multi-round complete: Ada likes blue", "elicit: Step 1: What is your name?"},
+	} {
+		mu.Lock()
+		asked = nil
+		mu.Unlock()
+		res := call(t, cs, tc.tool, tc.args)
+		if res.IsError || resultText(res) != tc.want {
+			t.Errorf("%s = %q (isError %v), want %q", tc.tool, resultText(res), res.IsError, tc.want)
+		}
+		mu.Lock()
+		if !slicesHasPrefix(asked, tc.ask) {
+			t.Errorf("%s asked the client %q, want %q", tc.tool, asked, tc.ask)
+		}
+		mu.Unlock()
+	}
+	for _, server := range []string{"mstdio", "mhttp"} {
+		if w := readWire(t, wires[server]); !bytes.Contains(w, []byte(`"requestState":"round1:deploy"`)) || !bytes.Contains(w, []byte(`"inputResponses":{"ok":{"action":"accept"`)) {
+			t.Errorf("%s never got the retry with its own requestState and the answer:\n%s", server, w)
+		}
+	}
+}
+
+func slicesHasPrefix(list []string, prefix string) bool {
+	for _, s := range list {
+		if strings.HasPrefix(s, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// Two principals (two tokens over HTTP, clients of the 2025 era) share one modern
+// upstream and call its confirming tool at once: each is asked only its own question,
+// and each call ends with its own result. Before MRTR this was the "one principal per
+// server" refusal.
+func TestMRTRTwoPrincipals(t *testing.T) {
+	h, wires := mrtrUpstreams(t, policy.Off, config.Hooks{})
+	url := serveHTTP(t, h, gateway.HTTPOptions{})
+	const rounds = 3
+	var wg sync.WaitGroup
+	for _, who := range []string{"a", "b"} {
+		var mu sync.Mutex
+		var asked []string
+		cs := httpClient(t, url+"/mcp/"+who, map[string]string{"Authorization": "Bearer token-" + who}, oldClientOptions(who, &asked, &mu), "2025-11-25")
+		for _, server := range []string{"mstdio", "mhttp"} {
+			for i := range rounds {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					what := fmt.Sprintf("%s-%s-%d", who, server, i)
+					res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: server + "__confirm", Arguments: map[string]any{"what": what},
+						Meta: mcp.Meta{"traceparent": traceOf(who)}})
+					if err != nil || res.IsError || resultText(res) != "confirmed=true state=round1:"+what {
+						t.Errorf("%s's call %s: %v %q", who, what, err, resultTextOf(res))
+					}
+				}()
+			}
+		}
+		t.Cleanup(func() {
+			mu.Lock()
+			defer mu.Unlock()
+			if len(asked) != 2*rounds {
+				t.Errorf("%s was asked %d questions, want %d: %q", who, len(asked), 2*rounds, asked)
+			}
+			for _, q := range asked {
+				if !strings.HasPrefix(q, "elicit: Really "+who+"-") {
+					t.Errorf("%s was asked another's question: %q", who, q)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, server := range []string{"mstdio", "mhttp"} {
+		wire := readWire(t, wires[server])
+		if n := bytes.Count(wire, []byte(`"inputResponses"`)); n != 2*rounds {
+			t.Errorf("%s got %d retries, want %d", server, n, 2*rounds)
+		}
+		// Each round of each call carries its own caller's trace context.
+		for _, line := range bytes.Split(wire, []byte("\n")) {
+			for _, who := range []string{"a", "b"} {
+				if bytes.Contains(line, []byte(`"what":"`+who+`-`)) && !bytes.Contains(line, []byte(`"traceparent":"`+traceOf(who)+`"`)) {
+					t.Errorf("%s: a call of %s without its trace context:\n%s", server, who, line)
+				}
+			}
+		}
+	}
+}
+
+// traceOf is the traceparent of principal who's calls.
+func traceOf(who string) string {
+	return "00-" + strings.Repeat(who, 32) + "-b7ad6b7169203331-01"
+}
+
+func resultTextOf(res *mcp.CallToolResult) string {
+	if res == nil {
+		return ""
+	}
+	return resultText(res)
+}
+
+// modernClient is a client of MCP 2026-07-28 on the gateway's in-memory front, as
+// profile: every request carries its envelope, and there is no initialize.
+type modernClient struct {
+	t    *testing.T
+	conn mcp.Connection
+	id   int64
+}
+
+func newModernClient(t *testing.T, h *harness, profile string) *modernClient {
+	return &modernClient{t: t, conn: h.rawClient(profile)}
+}
+
+var modernEnvelope = map[string]any{
+	"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
+	"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "modern-test", "version": "1"},
+	"io.modelcontextprotocol/clientCapabilities": map[string]any{"elicitation": map[string]any{"form": map[string]any{}}, "sampling": map[string]any{}},
+}
+
+// mrtrResult is what a modern client reads of a tools/call result.
+type mrtrResult struct {
+	ResultType    string                     `json:"resultType"`
+	InputRequests map[string]json.RawMessage `json:"inputRequests"`
+	RequestState  string                     `json:"requestState"`
+	Content       []struct{ Text string }    `json:"content"`
+	IsError       bool                       `json:"isError"`
+	raw           string
+}
+
+func (r mrtrResult) text() string {
+	var parts []string
+	for _, c := range r.Content {
+		parts = append(parts, c.Text)
+	}
+	return strings.Join(parts, "\n")
+}
+
+// call sends tools/call with the envelope and meta, and params' other members (the
+// retry's inputResponses and requestState).
+func (m *modernClient) call(tool string, args any, meta map[string]any, params map[string]any) mrtrResult {
+	m.t.Helper()
+	all := map[string]any{}
+	for k, v := range modernEnvelope {
+		all[k] = v
+	}
+	for k, v := range meta {
+		all[k] = v
+	}
+	p := map[string]any{"name": tool, "arguments": args, "_meta": all}
+	for k, v := range params {
+		p[k] = v
+	}
+	body, _ := json.Marshal(p)
+	m.id++
+	id, _ := jsonrpc.MakeID(float64(m.id))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := m.conn.Write(ctx, &jsonrpc.Request{ID: id, Method: "tools/call", Params: body}); err != nil {
+		m.t.Fatal(err)
+	}
+	for {
+		msg, err := m.conn.Read(ctx)
+		if err != nil {
+			m.t.Fatalf("reading the answer to %s: %v", tool, err)
+		}
+		resp, ok := msg.(*jsonrpc.Response)
+		if !ok || resp.ID != id {
+			continue
+		}
+		if resp.Error != nil {
+			m.t.Fatalf("%s: %v", tool, resp.Error)
+		}
+		var r mrtrResult
+		if err := json.Unmarshal(resp.Result, &r); err != nil {
+			m.t.Fatalf("%s: %s: %v", tool, resp.Result, err)
+		}
+		r.raw = string(resp.Result)
+		return r
+	}
+}
+
+const traceparent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+// A client of 2026-07-28 gets a modern upstream's question as input_required on its own
+// call, under a requestState of toolshed's (never the upstream's), and its retry with
+// the answers completes the call: the upstream gets its own requestState back, only
+// the answers it asked for, and the client's trace context on every round.
+func TestMRTRModernClient(t *testing.T) {
+	h, wires := mrtrUpstreams(t, policy.Off, config.Hooks{})
+	m := newModernClient(t, h, "")
+	trace := map[string]any{"traceparent": traceparent, "tracestate": "vendor=1", "baggage": "k=v"}
+	accept := map[string]any{"ok": map[string]any{"action": "accept", "content": map[string]any{"yes": true}},
+		"unasked": map[string]any{"action": "accept", "content": map[string]any{"smuggled": true}}}
+	for _, server := range []string{"mstdio", "mhttp"} {
+		first := m.call(server+"__confirm", map[string]any{"what": "deploy"}, trace, nil)
+		if first.ResultType != "input_required" || first.InputRequests["ok"] == nil || !strings.Contains(string(first.InputRequests["ok"]), "Really deploy?") {
+			t.Fatalf("%s__confirm = %s, want input_required asking ok", server, first.raw)
+		}
+		if first.RequestState == "" || strings.Contains(first.RequestState, "round1") || strings.Contains(first.raw, "round1:deploy") {
+			t.Errorf("%s: the client got the upstream's requestState: %s", server, first.raw)
+		}
+		done := m.call(server+"__confirm", map[string]any{"what": "deploy"}, trace, map[string]any{"requestState": first.RequestState, "inputResponses": accept})
+		if done.ResultType != "complete" || done.text() != "confirmed=true state=round1:deploy" {
+			t.Errorf("%s__confirm retried = %s, want the upstream's completed result", server, done.raw)
+		}
+		wire := readWire(t, wires[server])
+		var calls [][]byte
+		for _, line := range bytes.Split(wire, []byte("\n")) {
+			if bytes.Contains(line, []byte(`"name":"confirm"`)) {
+				calls = append(calls, line)
+			}
+		}
+		if len(calls) != 2 {
+			t.Fatalf("%s got confirm %d times, want 2:\n%s", server, len(calls), wire)
+		}
+		for _, c := range calls {
+			for _, want := range []string{`"traceparent":"` + traceparent + `"`, `"tracestate":"vendor=1"`, `"baggage":"k=v"`} {
+				if !bytes.Contains(c, []byte(want)) {
+					t.Errorf("%s: a round lacks %s:\n%s", server, want, c)
+				}
+			}
+		}
+		if retry := calls[1]; !bytes.Contains(retry, []byte(`"requestState":"round1:deploy"`)) || bytes.Contains(retry, []byte("unasked")) ||
+			bytes.Contains(retry, []byte(first.RequestState)) {
+			t.Errorf("%s's retry, want its own requestState and only the answer it asked:\n%s", server, retry)
+		}
+	}
+
+	// Sampling, and several rounds, with the go-sdk's server.
+	first := m.call("gostdio__test_input_required_result_multi_round", map[string]any{}, nil, nil)
+	if first.ResultType != "input_required" || first.InputRequests["step1"] == nil || strings.Contains(first.raw, "round=1") {
+		t.Fatalf("multi_round = %s", first.raw)
+	}
+	second := m.call("gostdio__test_input_required_result_multi_round", map[string]any{}, nil, map[string]any{"requestState": first.RequestState,
+		"inputResponses": map[string]any{"step1": map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}}})
+	if second.ResultType != "input_required" || second.InputRequests["step2"] == nil || second.RequestState == first.RequestState || strings.Contains(second.raw, "name=Ada") {
+		t.Fatalf("multi_round, round 2 = %s", second.raw)
+	}
+	done := m.call("gostdio__test_input_required_result_multi_round", map[string]any{}, nil, map[string]any{"requestState": second.RequestState,
+		"inputResponses": map[string]any{"step2": map[string]any{"action": "accept", "content": map[string]any{"color": "green"}}}})
+	if done.text() != "Multi-round complete: Ada likes green" {
+		t.Errorf("multi_round, done = %s", done.raw)
+	}
+	llm := m.call("gohttp__test_input_required_result_sampling", map[string]any{}, nil, nil)
+	if llm.ResultType != "input_required" || llm.InputRequests["capital_question"] == nil {
+		t.Fatalf("sampling = %s", llm.raw)
+	}
+	done = m.call("gohttp__test_input_required_result_sampling", map[string]any{}, nil, map[string]any{"requestState": llm.RequestState,
+		"inputResponses": map[string]any{"capital_question": map[string]any{"role": "assistant", "model": "m", "content": map[string]any{"type": "text", "text": "Paris"}}}})
+	if done.text() != "Sampling response: Paris" {
+		t.Errorf("sampling, done = %s", done.raw)
+	}
+}
+
+// A requestState that is made up, replayed, presented by another principal or for
+// another tool ends nowhere: the client is told the call ended or expired, and the
+// upstream gets nothing. The call it was made for still completes with its own.
+func TestMRTRRequestStateRefused(t *testing.T) {
+	h, wires := mrtrUpstreams(t, policy.Off, config.Hooks{})
+	a, b := newModernClient(t, h, "a"), newModernClient(t, h, "b")
+	accept := map[string]any{"ok": map[string]any{"action": "accept", "content": map[string]any{"yes": true}}}
+	confirms := func() int { return bytes.Count(readWire(t, wires["mstdio"]), []byte(`"name":"confirm"`)) }
+	refused := func(what string, c *modernClient, tool, state string) {
+		t.Helper()
+		before := confirms()
+		r := c.call(tool, map[string]any{"what": "deploy"}, nil, map[string]any{"requestState": state, "inputResponses": accept})
+		if !r.IsError || !strings.Contains(r.text(), "ended or expired") {
+			t.Errorf("%s: %s, want the call refused as ended or expired", what, r.raw)
+		}
+		if n := confirms(); n != before {
+			t.Errorf("%s reached the upstream (%d calls of confirm, %d before)", what, n, before)
+		}
+	}
+	first := a.call("mstdio__confirm", map[string]any{"what": "deploy"}, nil, nil)
+	if first.ResultType != "input_required" {
+		t.Fatalf("confirm = %s", first.raw)
+	}
+	refused("a made-up state", a, "mstdio__confirm", "toolshed-1-abc.nonce.0000")
+	refused("a state with another MAC", a, "mstdio__confirm", first.RequestState[:len(first.RequestState)-4]+"0000")
+	refused("another principal's state", b, "mstdio__confirm", first.RequestState)
+	refused("the state for another tool", a, "mhttp__confirm", first.RequestState)
+	refused("the upstream's own state", a, "mstdio__confirm", "round1:deploy")
+	if done := a.call("mstdio__confirm", map[string]any{"what": "deploy"}, nil, map[string]any{"requestState": first.RequestState, "inputResponses": accept}); done.text() != "confirmed=true state=round1:deploy" {
+		t.Fatalf("the call's own retry = %s", done.raw)
+	}
+	refused("a replayed state", a, "mstdio__confirm", first.RequestState)
+}
+
+// tool_call takes the same path: the old client is asked on its session, the modern
+// one gets input_required on its tool_call and retries it; the activity log says via
+// tool_call.
+func TestMRTRThroughToolCall(t *testing.T) {
+	logFile := filepath.Join(t.TempDir(), "activity.jsonl")
+	h, wires := mrtrUpstreams(t, policy.On, config.Hooks{ActivityLog: logFile})
+	var mu sync.Mutex
+	var asked []string
+	cs := h.clientVersion("", oldClientOptions("Ada", &asked, &mu), "2025-11-25")
+	args := map[string]any{"name": "mhttp__confirm", "arguments": map[string]any{"what": "ship"}}
+	if res := call(t, cs, "tool_call", args); res.IsError || resultText(res) != "confirmed=true state=round1:ship" {
+		t.Errorf("tool_call of confirm, old client = %q", resultText(res))
+	}
+	m := newModernClient(t, h, "")
+	trace := map[string]any{"traceparent": traceparent}
+	first := m.call("tool_call", args, trace, nil)
+	if first.ResultType != "input_required" || first.InputRequests["ok"] == nil {
+		t.Fatalf("tool_call of confirm, modern client = %s", first.raw)
+	}
+	done := m.call("tool_call", args, trace, map[string]any{"requestState": first.RequestState,
+		"inputResponses": map[string]any{"ok": map[string]any{"action": "accept", "content": map[string]any{"yes": false}}}})
+	if done.text() != "confirmed=false state=round1:ship" {
+		t.Errorf("tool_call of confirm retried = %s", done.raw)
+	}
+	if w := readWire(t, wires["mhttp"]); bytes.Count(w, []byte(`"traceparent":"`+traceparent+`"`)) != 2 {
+		t.Errorf("the trace context did not reach both rounds through tool_call:\n%s", w)
+	}
+	data, err := os.ReadFile(logFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(data), `"via":"tool_call"`); n < 2 || strings.Contains(string(data), `"via":"direct"`) {
+		t.Errorf("activity log, want the calls via tool_call:\n%s", data)
+	}
+}
+
+// An upstream's input_required that toolshed cannot relay ends the call with
+// input_not_relayed saying why: more rounds than the SDK allows, a requestState over
+// toolshed's bound, no question at all. The client is asked nothing it should not be.
+func TestMRTRBounds(t *testing.T) {
+	s := testServer("bad", "mrtr")
+	s.Env[bothErasEnv] = "1"
+	h := startGateway(t, &config.Config{Servers: []config.Server{s}}, gateway.Options{Mode: policy.Off})
+	if st := status(h, "bad"); st.Protocol != "2026-07-28" {
+		t.Fatalf("bad: %+v, want 2026-07-28", st)
+	}
+	var mu sync.Mutex
+	var asked []string
+	cs := h.clientVersion("", oldClientOptions("Ada", &asked, &mu), "2025-11-25")
+	for _, tc := range []struct {
+		tool, why string
+		asked     int
+	}{
+		{"ask_forever", "toolshed relays at most 10 rounds", 10},
+		{"big_state", "its requestState is 70000 bytes, more than the 65536", 0},
+		{"busy", "it asked for no input", 0},
+	} {
+		mu.Lock()
+		asked = nil
+		mu.Unlock()
+		res := call(t, cs, "bad__"+tc.tool, map[string]any{})
+		if errorCode(t, res) != "input_not_relayed" || !strings.Contains(resultText(res), tc.why) {
+			t.Errorf("%s = %q (%s), want input_not_relayed saying %q", tc.tool, resultText(res), errorCode(t, res), tc.why)
+		}
+		mu.Lock()
+		if len(asked) != tc.asked {
+			t.Errorf("%s asked the client %d times, want %d", tc.tool, len(asked), tc.asked)
+		}
+		mu.Unlock()
+	}
+	if got := resultText(call(t, cs, "bad__count", map[string]any{})); got != `{"ask_forever":11,"big_state":1,"busy":1}` {
+		t.Errorf("the server's calls: %s, want ask_forever asked 10 times and given up at its 11th answer", got)
+	}
+}
+
+// An old upstream's server-to-client request (elicitation) during a modern client's
+// call becomes input_required on that call, under toolshed's requestState; the retry
+// with the answer completes it, and only the principal that made the call may retry.
+func TestMRTRLegacyUpstreamModernClient(t *testing.T) {
+	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("legacy", "basic")},
+		Profiles: map[string]config.Profile{"a": {}, "b": {}}}, gateway.Options{Mode: policy.Off})
+	if st := status(h, "legacy"); st.Protocol == "2026-07-28" {
+		t.Fatalf("legacy speaks %s", st.Protocol)
+	}
+	a, b := newModernClient(t, h, "a"), newModernClient(t, h, "b")
+	first := a.call("legacy__elicit", map[string]any{}, nil, nil)
+	var key string
+	for k := range first.InputRequests {
+		key = k
+	}
+	if first.ResultType != "input_required" || len(first.InputRequests) != 1 || first.RequestState == "" {
+		t.Fatalf("legacy__elicit = %s, want input_required with one question", first.raw)
+	}
+	answer := map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}}
+	if r := b.call("legacy__elicit", map[string]any{}, nil, map[string]any{"requestState": first.RequestState, "inputResponses": answer}); !strings.Contains(r.text(), "ended or expired") {
+		t.Errorf("another principal's retry = %s, want it refused", r.raw)
+	}
+	if done := a.call("legacy__elicit", map[string]any{}, nil, map[string]any{"requestState": first.RequestState, "inputResponses": answer}); done.text() != "accept Ada" {
+		t.Errorf("legacy__elicit retried = %s, want accept Ada", done.raw)
+	}
+}
+
+// The approval prompt comes first, for old and modern clients alike, then the
+// upstream's own question.
+func TestMRTRApproval(t *testing.T) {
+	h, _ := mrtrUpstreams(t, policy.Off, config.Hooks{Approve: []string{"mstdio__confirm"}})
+	var mu sync.Mutex
+	var asked []string
+	opts := oldClientOptions("Ada", &asked, &mu)
+	opts.ElicitationHandler = func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		mu.Lock()
+		asked = append(asked, req.Params.Message)
+		mu.Unlock()
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true, "yes": true}}, nil
+	}
+	cs := h.clientVersion("", opts, "2025-11-25")
+	if res := call(t, cs, "mstdio__confirm", map[string]any{"what": "deploy"}); resultText(res) != "confirmed=true state=round1:deploy" {
+		t.Errorf("old client: %q", resultText(res))
+	}
+	if len(asked) != 2 || !strings.HasPrefix(asked[0], "Allow the assistant to call mstdio__confirm") || asked[1] != "Really deploy?" {
+		t.Errorf("old client was asked %q, want the approval then the server's question", asked)
+	}
+
+	m := newModernClient(t, h, "")
+	args := map[string]any{"what": "deploy"}
+	approval := m.call("mstdio__confirm", args, nil, nil)
+	if approval.ResultType != "input_required" || approval.InputRequests["toolshed-approval"] == nil {
+		t.Fatalf("modern client, first = %s, want the approval asked", approval.raw)
+	}
+	approve := map[string]any{"toolshed-approval": map[string]any{"action": "accept", "content": map[string]any{"approve": true}}}
+	question := m.call("mstdio__confirm", args, nil, map[string]any{"requestState": approval.RequestState, "inputResponses": approve})
+	if question.ResultType != "input_required" || question.InputRequests["ok"] == nil || question.RequestState == "" {
+		t.Fatalf("modern client, approved = %s, want the server's question", question.raw)
+	}
+	done := m.call("mstdio__confirm", args, nil, map[string]any{"requestState": question.RequestState,
+		"inputResponses": map[string]any{"ok": map[string]any{"action": "accept", "content": map[string]any{"yes": true}}}})
+	if done.text() != "confirmed=true state=round1:deploy" {
+		t.Errorf("modern client, done = %s", done.raw)
+	}
+}
