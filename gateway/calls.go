@@ -75,6 +75,7 @@ type call struct {
 	name      string          // the tool's name at its server
 	args      json.RawMessage // as sent upstream, again with each retry
 	meta      mcp.Meta        // likewise (the client's trace context, the progress token)
+	caller    clientSupport   // what the client supports, which a modern upstream is told
 	session   *mcp.ServerSession
 	principal principal // the session's, as the call starts (see cause, newRequestState)
 	downToken any       // the client's progress token, nil if it sent none
@@ -235,6 +236,7 @@ func (r *callRegistry) start(ctx context.Context, spec callSpec, u *Upstream) *c
 		u:         u,
 		name:      spec.tool.Name,
 		args:      spec.args,
+		caller:    r.callerSupport(spec.req.Session),
 		session:   spec.req.Session,
 		principal: who,
 		mrtr:      speaksMRTR(spec.req.Session),
@@ -274,7 +276,7 @@ func (r *callRegistry) start(ctx context.Context, spec callSpec, u *Upstream) *c
 // send sends c upstream: the call itself, or its retry with the client's answers to
 // what the upstream asked.
 func (r *callRegistry) send(c *call, retry *callRetry) {
-	c.u.startCall(c.upCtx, c.name, c.args, c.meta, retry, func(raw json.RawMessage, err error) {
+	c.u.startCall(c.upCtx, upstreamCall{name: c.name, args: c.args, meta: c.meta, caller: c.caller, retry: retry}, func(raw json.RawMessage, err error) {
 		c.done <- outcome{raw, err}
 	})
 }

@@ -42,10 +42,13 @@ var ErrInputNotRelayed = errors.New("the server asked for the client's input thr
 // baggage and any other key pass), and, on a modern connection, toolshed's own envelope
 // (the one the SDK stamped on this connection's requests, see captureConn.learn) with
 // the log level toolshed asks every upstream for (a modern server takes it per request,
-// not from logging/setLevel). The SDK's Streamable HTTP client stamps the envelope
-// itself, but only the keys not present already: hence the client's are dropped on
-// every connection.
-func (l *link) callMeta(client mcp.Meta) mcp.Meta {
+// not from logging/setLevel) and the capabilities of the calling client, caller: a
+// modern server asks for input as part of the call (MRTR), and toolshed relays it to
+// that client only, so what the other clients support (what the connection declared,
+// see clientSupport) is not what this call can be asked. The SDK's Streamable HTTP
+// client stamps the envelope itself, but only the keys not present already: hence the
+// client's are dropped on every connection.
+func (l *link) callMeta(client mcp.Meta, caller clientSupport) mcp.Meta {
 	if !l.modern() && !hasEnvelopeKey(client) {
 		return client // the common case of an old server, as it always was
 	}
@@ -62,6 +65,7 @@ func (l *link) callMeta(client mcp.Meta) mcp.Meta {
 			}
 		}
 		m[mcp.MetaKeyLogLevel] = upstreamLogLevel
+		m[mcp.MetaKeyClientCapabilities] = caller.capabilities()
 	}
 	if len(m) == 0 {
 		return nil

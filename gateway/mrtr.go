@@ -136,6 +136,12 @@ func (need *inputNeed) answers(responses mcp.InputResponseMap) mcp.InputResponse
 // the call (the gateway stopping, the session ending) stops waiting, and so does a
 // client that does not answer within pendingTimeout.
 func askOld(ctx context.Context, c *call, need *inputNeed) (mcp.InputResponseMap, error) {
+	for key, req := range need.requests {
+		if kind, ok := canAnswer(c.caller, req); !ok {
+			// The server was told this client cannot answer, and asked anyway.
+			return nil, fmt.Errorf("%s: %w: it asks for %s (%q), which this client cannot be asked (it did not declare it, or its requests are stateless HTTP POSTs)", c.server, ErrInputNotRelayed, kind, key)
+		}
+	}
 	askCtx, stop := context.WithTimeout(ctx, pendingTimeout)
 	defer stop()
 	unhook := context.AfterFunc(c.upCtx, stop)
@@ -294,4 +300,29 @@ func askClient(ctx context.Context, ss *mcp.ServerSession, params mcp.InputReque
 		return ss.ListRoots(ctx, p)
 	}
 	return nil, fmt.Errorf("toolshed cannot relay a %T request", params)
+}
+
+// canAnswer reports whether a client that supports s can be asked req, and names
+// req's kind.
+func canAnswer(s clientSupport, req mcp.InputRequest) (kind string, ok bool) {
+	switch req.(type) {
+	case *mcp.ElicitParams:
+		return "elicitation", s.elicits()
+	case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
+		return "sampling", s.sampling
+	case *mcp.ListRootsParams:
+		return "roots", s.roots
+	}
+	return fmt.Sprintf("%T", req), false
+}
+
+// callerSupport is what the client of session ss can be asked during a call: what it
+// declared, but nothing for no session, nor for an old client's stateless HTTP POST,
+// which toolshed cannot send requests to (a modern client is asked in the call's
+// result, which a POST carries).
+func (r *callRegistry) callerSupport(ss *mcp.ServerSession) clientSupport {
+	if ss == nil || (!speaksMRTR(ss) && r.g.clients.isStateless(ss)) {
+		return clientSupport{}
+	}
+	return supportOf(ss.InitializeParams())
 }

@@ -75,9 +75,12 @@ func oldClientOptions(name string, asked *[]string, mu *sync.Mutex) *mcp.ClientO
 
 // A client of the 2025 era gets a modern upstream's MRTR questions as the elicitation
 // and sampling requests it knows, on its own session, and the call ends with the
-// upstream's result to the retry, which carried the upstream's own requestState.
+// upstream's result to the retry, which carried the upstream's own requestState. A
+// client connected beside it that can neither elicit nor sample changes nothing for it:
+// each call tells the server what its own client supports.
 func TestMRTROldClient(t *testing.T) {
 	h, wires := mrtrUpstreams(t, policy.Off, config.Hooks{})
+	plain := h.clientVersion("", nil, "2025-11-25")
 	var mu sync.Mutex
 	var asked []string
 	cs := h.clientVersion("", oldClientOptions("Ada", &asked, &mu), "2025-11-25")
@@ -114,6 +117,36 @@ func TestMRTROldClient(t *testing.T) {
 		if w := readWire(t, wires[server]); !bytes.Contains(w, []byte(`"requestState":"round1:deploy"`)) || !bytes.Contains(w, []byte(`"inputResponses":{"ok":{"action":"accept"`)) {
 			t.Errorf("%s never got the retry with its own requestState and the answer:\n%s", server, w)
 		}
+	}
+
+	// roots/list: the client's own roots.
+	ct, st := mcp.NewInMemoryTransports()
+	if _, err := h.g.Connect(context.Background(), st, ""); err != nil {
+		t.Fatal(err)
+	}
+	rooted := mcp.NewClient(&mcp.Implementation{Name: "rooted", Version: "1"}, nil)
+	rooted.AddRoots(&mcp.Root{URI: "file:///work/project", Name: "project"})
+	rcs, err := rooted.Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rcs.Close() })
+	if got := resultText(call(t, rcs, "gohttp__test_input_required_result_list_roots", nil)); got != "Client exposed 1 root(s): file:///work/project" {
+		t.Errorf("list_roots = %q", got)
+	}
+
+	// The server is told that a client that cannot answer cannot: it refuses the call
+	// itself, and toolshed asks that client nothing.
+	before := bytes.Count(readWire(t, wires["mstdio"]), []byte(`"name":"confirm"`))
+	if res := call(t, plain, "mstdio__confirm", map[string]any{"what": "x"}); !res.IsError || !strings.Contains(resultText(res), "capabilit") {
+		t.Errorf("confirm for a client without elicitation = %q (%s), want the server's refusal", resultText(res), errorCode(t, res))
+	}
+	if n := bytes.Count(readWire(t, wires["mstdio"]), []byte(`"name":"confirm"`)); n != before+1 {
+		t.Errorf("the server got confirm %d times for a client that cannot answer, want once", n-before)
+	}
+	// A server that asks it anyway gets the call ended, saying why.
+	if res := call(t, plain, "gostdio__test_input_required_result_elicitation", nil); errorCode(t, res) != "input_not_relayed" || !strings.Contains(resultText(res), `asks for elicitation ("user_name"), which this client cannot be asked`) {
+		t.Errorf("an elicitation for a client without elicitation = %q (%s)", resultText(res), errorCode(t, res))
 	}
 }
 
@@ -520,5 +553,28 @@ func TestMRTRApproval(t *testing.T) {
 		"inputResponses": map[string]any{"ok": map[string]any{"action": "accept", "content": map[string]any{"yes": true}}}})
 	if done.text() != "confirmed=true state=round1:deploy" {
 		t.Errorf("modern client, done = %s", done.raw)
+	}
+}
+
+// A stateless HTTP POST of the 2025 era cannot be asked anything: the server is told
+// so (its call refuses the question itself), and a server that asks anyway gets the
+// call ended with the reason, never a request sent on a POST that cannot answer it.
+func TestMRTRStatelessOldClient(t *testing.T) {
+	h, wires := mrtrUpstreams(t, policy.Off, config.Hooks{})
+	endpoint := serveHTTP(t, h, gateway.HTTPOptions{Stateless: true}) + "/mcp/a"
+	post := func(tool, args string) string {
+		t.Helper()
+		line := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":` + args + `}}`
+		_, body := rawPOST(t, context.Background(), endpoint, line, map[string]string{"Mcp-Protocol-Version": "2025-11-25", "Authorization": "Bearer token-a"})
+		return string(body)
+	}
+	if body := post("mstdio__confirm", `{"what":"x"}`); !strings.Contains(body, "capabilit") || !strings.Contains(body, `"isError":true`) {
+		t.Errorf("confirm over stateless HTTP = %s, want the server's refusal", body)
+	}
+	if n := bytes.Count(readWire(t, wires["mstdio"]), []byte(`"name":"confirm"`)); n != 1 {
+		t.Errorf("the server got confirm %d times, want once", n)
+	}
+	if body := post("gostdio__test_input_required_result_elicitation", `{}`); !strings.Contains(body, "input_not_relayed") || !strings.Contains(body, "which this client cannot be asked") {
+		t.Errorf("an elicitation over stateless HTTP = %s, want input_not_relayed", body)
 	}
 }

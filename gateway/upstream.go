@@ -437,13 +437,23 @@ func signal(c chan struct{}) {
 	}
 }
 
-// startCall calls tool name of the upstream with args, as given, within the call
-// timeout; meta is sent as the request's _meta (carrying the progress token), and
-// retry, when not nil, makes it the retry of a call the server asked input for (MRTR),
-// with a JSON-RPC id of its own. done gets the outcome, once: the server's result as
-// the JSON it sent (an input_required one included), or an error. It is called from
-// the goroutine that reads the answer, and must not block.
-func (u *Upstream) startCall(ctx context.Context, name string, args json.RawMessage, meta mcp.Meta, retry *callRetry, done func(json.RawMessage, error)) {
+// upstreamCall is a tools/call toolshed sends an upstream for a client's call.
+type upstreamCall struct {
+	name string          // the tool's name at the server
+	args json.RawMessage // sent as given
+	meta mcp.Meta        // the client's _meta (carrying the progress token), see link.callMeta
+	// caller is what the calling client supports, which a modern server is told (see
+	// link.callMeta).
+	caller clientSupport
+	// retry, when not nil, makes the request the retry of a call the server asked
+	// input for (MRTR), with a JSON-RPC id of its own.
+	retry *callRetry
+}
+
+// startCall sends uc to the upstream, within the call timeout. done gets the outcome,
+// once: the server's result as the JSON it sent (an input_required one included), or
+// an error. It is called from the goroutine that reads the answer, and must not block.
+func (u *Upstream) startCall(ctx context.Context, uc upstreamCall, done func(json.RawMessage, error)) {
 	// The call counts in l.busy from the moment it takes l, under u.mu, where a
 	// replacement connection is installed: a connection being replaced closes only
 	// once its calls are answered (see Upstream.drain).
@@ -458,10 +468,9 @@ func (u *Upstream) startCall(ctx context.Context, name string, args json.RawMess
 		return
 	}
 	cs, conn := l.cs, l.conn
-	meta = l.callMeta(meta)
-	params := callParams{Meta: meta, Name: name, Arguments: args}
-	if retry != nil {
-		params.InputResponses, params.RequestState = retry.responses, retry.state
+	params := callParams{Meta: l.callMeta(uc.meta, uc.caller), Name: uc.name, Arguments: uc.args}
+	if uc.retry != nil {
+		params.InputResponses, params.RequestState = uc.retry.responses, uc.retry.state
 	}
 	timeout := u.cfg.CallTimeout
 	if timeout <= 0 {
@@ -479,8 +488,8 @@ func (u *Upstream) startCall(ctx context.Context, name string, args json.RawMess
 		// the result's bytes to the sink on their way in.
 		go func() {
 			sink := &resultSink{}
-			res, err := cs.CallTool(withResultSink(callCtx, sink), &mcp.CallToolParams{Name: name, Arguments: args, Meta: meta,
-				InputResponses: params.InputResponses, RequestState: params.RequestState})
+			res, err := cs.CallTool(withResultSink(callCtx, sink), &mcp.CallToolParams{Name: params.Name, Arguments: params.Arguments,
+				Meta: params.Meta, InputResponses: params.InputResponses, RequestState: params.RequestState})
 			var raw json.RawMessage
 			if err == nil {
 				if raw = sink.result(); raw == nil {
