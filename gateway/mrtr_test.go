@@ -578,3 +578,42 @@ func TestMRTRStatelessOldClient(t *testing.T) {
 		t.Errorf("an elicitation over stateless HTTP = %s, want input_not_relayed", body)
 	}
 }
+
+// A 2025 client that cancels its call while it is being asked the server's question
+// has the question withdrawn, and the server gets no retry.
+func TestMRTROldClientCancels(t *testing.T) {
+	h, wires := mrtrUpstreams(t, policy.Off, config.Hooks{})
+	asking := make(chan struct{})
+	withdrawn := make(chan struct{})
+	cs := h.clientVersion("", &mcp.ClientOptions{ElicitationHandler: func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		close(asking)
+		<-ctx.Done()
+		close(withdrawn)
+		return nil, ctx.Err()
+	}}, "2025-11-25")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "mstdio__confirm", Arguments: map[string]any{"what": "x"}})
+		done <- err
+	}()
+	select {
+	case <-asking:
+	case <-time.After(time.Minute):
+		t.Fatal("the client was never asked")
+	}
+	cancel()
+	select {
+	case <-withdrawn:
+	case <-time.After(time.Minute):
+		t.Fatal("the question was not withdrawn")
+	}
+	if err := <-done; err == nil {
+		t.Error("the cancelled call returned no error")
+	}
+	// The call has ended at toolshed, which would have sent a retry by then.
+	waitFor(t, "the cancelled call to end", func() bool { return h.g.CallsRunning() == 0 })
+	if n := bytes.Count(readWire(t, wires["mstdio"]), []byte(`"name":"confirm"`)); n != 1 {
+		t.Errorf("the server got confirm %d times, want once (no retry)", n)
+	}
+}
