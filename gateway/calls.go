@@ -48,6 +48,8 @@ type callRegistry struct {
 	byToken  map[string]*call   // upstream progress token -> call
 	inflight map[string][]*call // server -> its calls in flight, oldest first
 	pending  map[string]*call   // requestState (see newRequestState) -> call suspended for input
+	// suspended counts the calls in pending by principal (see maxSuspended).
+	suspended map[principal]int
 	// used holds, per server, when each principal's last call on it ended: a server may
 	// send a request about a call after answering it (see cause).
 	used map[string]map[principal]time.Time
@@ -57,7 +59,7 @@ type callRegistry struct {
 }
 
 func newCallRegistry(g *Gateway) *callRegistry {
-	return &callRegistry{g: g, byToken: map[string]*call{}, inflight: map[string][]*call{}, pending: map[string]*call{}, used: map[string]map[principal]time.Time{}, gone: map[*mcp.ServerSession]bool{}}
+	return &callRegistry{g: g, byToken: map[string]*call{}, inflight: map[string][]*call{}, pending: map[string]*call{}, suspended: map[principal]int{}, used: map[string]map[principal]time.Time{}, gone: map[*mcp.ServerSession]bool{}}
 }
 
 // call is one call of a real tool in flight.
@@ -328,10 +330,15 @@ func (r *callRegistry) wait(ctx context.Context, c *call, finish func(*mcp.CallT
 			}
 			// Suspend: hand the request to the client, keep the upstream call going,
 			// and resume when the client retries with the answer.
+			res, err := r.suspend(c, mcp.InputRequestMap{rr.id: rr.params})
+			if err != nil {
+				rr.reply <- relayReply{err: err}
+				continue
+			}
 			r.mu.Lock()
 			c.waiting[rr.id] = rr
 			r.mu.Unlock()
-			return r.suspend(c, mcp.InputRequestMap{rr.id: rr.params}), nil
+			return res, nil
 		case <-ctx.Done():
 			return cancelled()
 		}
@@ -348,7 +355,7 @@ func (r *callRegistry) resume(ctx context.Context, spec callSpec, finish func(*m
 	r.mu.Lock()
 	c, ok := r.pending[state]
 	if ok = ok && checkRequestState(state, who, spec.tool.Qualified); ok {
-		delete(r.pending, state)
+		r.unsuspend(c)
 		c.expiry.Stop()
 	}
 	r.mu.Unlock()
@@ -378,7 +385,7 @@ func (r *callRegistry) expire(c *call) {
 	r.mu.Lock()
 	ok := c.state != "" && r.pending[c.state] == c
 	if ok {
-		delete(r.pending, c.state)
+		r.unsuspend(c)
 	}
 	r.mu.Unlock()
 	if ok {

@@ -210,8 +210,12 @@ func (r *callRegistry) needInput(ctx context.Context, c *call, raw json.RawMessa
 		return nil, nil, err
 	}
 	if c.mrtr {
+		res, err := r.suspend(c, need.requests)
+		if err != nil {
+			return nil, nil, err
+		}
 		c.need = need
-		return r.suspend(c, need.requests), nil, nil
+		return res, nil, nil
 	}
 	answers, err := askOld(ctx, c, need)
 	if err != nil {
@@ -220,16 +224,35 @@ func (r *callRegistry) needInput(ctx context.Context, c *call, raw json.RawMessa
 	return nil, &callRetry{responses: answers, state: need.state}, nil
 }
 
+// maxSuspended bounds the calls of one principal suspended for its clients' answers at
+// once. Each holds what its server asked (a requestState of up to maxUpstreamState
+// included) until the answer comes or pendingTimeout passes, and a client that calls
+// and never answers must not make toolshed hold that without end.
+const maxSuspended = 256
+
 // suspend parks c until its client comes back with the answers to requests (see
 // resume), and returns the input_required result that asks them, under a requestState
-// of toolshed's own. r.mu is not held.
-func (r *callRegistry) suspend(c *call, requests mcp.InputRequestMap) *mcp.CallToolResult {
+// of toolshed's own; or an error wrapping ErrInputNotRelayed when c's principal has
+// maxSuspended calls waiting already. r.mu is not held.
+func (r *callRegistry) suspend(c *call, requests mcp.InputRequestMap) (*mcp.CallToolResult, error) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.suspended[c.principal] >= maxSuspended {
+		return nil, fmt.Errorf("%s: %w: %d calls of this client (its profile and token) are waiting for its answers already, the most toolshed holds; answer them, or let them expire (%v)", c.server, ErrInputNotRelayed, maxSuspended, pendingTimeout)
+	}
+	r.suspended[c.principal]++
 	c.state = newRequestState(c)
 	r.pending[c.state] = c
 	c.expiry = time.AfterFunc(pendingTimeout, func() { r.expire(c) })
-	r.mu.Unlock()
-	return &mcp.CallToolResult{InputRequests: requests, RequestState: c.state}
+	return &mcp.CallToolResult{InputRequests: requests, RequestState: c.state}, nil
+}
+
+// unsuspend takes c, suspended, out of pending; r.mu is held.
+func (r *callRegistry) unsuspend(c *call) {
+	delete(r.pending, c.state)
+	if r.suspended[c.principal]--; r.suspended[c.principal] <= 0 {
+		delete(r.suspended, c.principal)
+	}
 }
 
 // singleContent returns p as the sampling request of the 2025 era (one content block

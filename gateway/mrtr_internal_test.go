@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -97,4 +99,46 @@ func FuzzParseInputNeed(f *testing.F) {
 			t.Errorf("%s: need %+v", raw, need)
 		}
 	})
+}
+
+// One principal holds at most maxSuspended calls waiting for its answers; another
+// principal is not held up by it, and an answered call frees its place.
+func TestSuspendBound(t *testing.T) {
+	r := &callRegistry{pending: map[string]*call{}, suspended: map[principal]int{}}
+	a, b := principal{profile: "a"}, principal{profile: "b"}
+	ask := mcp.InputRequestMap{"ok": &mcp.ElicitParams{Message: "?"}}
+	var calls []*call
+	suspend := func(who principal) error {
+		c := &call{id: fmt.Sprintf("toolshed-%d", len(calls)), principal: who, tool: "s__t"}
+		_, err := r.suspend(c, ask)
+		if err == nil {
+			calls = append(calls, c)
+		}
+		return err
+	}
+	t.Cleanup(func() {
+		for _, c := range calls {
+			c.expiry.Stop()
+		}
+	})
+	for i := range maxSuspended {
+		if err := suspend(a); err != nil {
+			t.Fatalf("call %d of a: %v", i, err)
+		}
+	}
+	if err := suspend(a); !errors.Is(err, ErrInputNotRelayed) || !strings.Contains(err.Error(), "waiting for its answers already") {
+		t.Errorf("a call past the bound: %v", err)
+	}
+	if err := suspend(b); err != nil {
+		t.Errorf("another principal's call: %v", err)
+	}
+	r.mu.Lock()
+	r.unsuspend(calls[0])
+	r.mu.Unlock()
+	if err := suspend(a); err != nil {
+		t.Errorf("a call once one was answered: %v", err)
+	}
+	if len(r.pending) != maxSuspended+1 || r.suspended[a] != maxSuspended || r.suspended[b] != 1 {
+		t.Errorf("pending %d, suspended %v", len(r.pending), r.suspended)
+	}
 }
