@@ -26,8 +26,8 @@ import (
 const (
 	PermissionDenied search.Code = "permission_denied"
 	ToolError        search.Code = "tool_error"
-	// InputNotRelayed: the server asked for the client's input through MRTR, which
-	// toolshed does not relay yet (see ErrInputNotRelayed).
+	// InputNotRelayed: the server asked for the client's input through MRTR in a way
+	// toolshed could not relay (see ErrInputNotRelayed).
 	InputNotRelayed search.Code = "input_not_relayed"
 )
 
@@ -47,7 +47,9 @@ type callRegistry struct {
 	seq      uint64
 	byToken  map[string]*call   // upstream progress token -> call
 	inflight map[string][]*call // server -> its calls in flight, oldest first
-	pending  map[string]*call   // request state -> call suspended for input
+	pending  map[string]*call   // requestState (see newRequestState) -> call suspended for input
+	// suspended counts the calls in pending by principal (see maxSuspended).
+	suspended map[principal]int
 	// used holds, per server, when each principal's last call on it ended: a server may
 	// send a request about a call after answering it (see cause).
 	used map[string]map[principal]time.Time
@@ -57,7 +59,7 @@ type callRegistry struct {
 }
 
 func newCallRegistry(g *Gateway) *callRegistry {
-	return &callRegistry{g: g, byToken: map[string]*call{}, inflight: map[string][]*call{}, pending: map[string]*call{}, used: map[string]map[principal]time.Time{}, gone: map[*mcp.ServerSession]bool{}}
+	return &callRegistry{g: g, byToken: map[string]*call{}, inflight: map[string][]*call{}, pending: map[string]*call{}, suspended: map[principal]int{}, used: map[string]map[principal]time.Time{}, gone: map[*mcp.ServerSession]bool{}}
 }
 
 // call is one call of a real tool in flight.
@@ -70,8 +72,14 @@ type call struct {
 
 	id        string
 	server    string
+	tool      string // qualified name, which a retry's requestState is bound to
+	u         *Upstream
+	name      string          // the tool's name at its server
+	args      json.RawMessage // as sent upstream, again with each retry
+	meta      mcp.Meta        // likewise (the client's trace context, the progress token)
+	caller    clientSupport   // what the client supports, which a modern upstream is told
 	session   *mcp.ServerSession
-	principal principal // the session's, as the call starts (see cause)
+	principal principal // the session's, as the call starts (see cause, newRequestState)
 	downToken any       // the client's progress token, nil if it sent none
 	upToken   string    // the token toolshed sent upstream
 	mrtr      bool      // the client speaks multi round-trip requests (protocol >= 2026-07-28)
@@ -100,6 +108,13 @@ type call struct {
 	cancel  context.CancelCauseFunc
 	waiting map[string]*relayRequest // input id -> relay awaiting the client's answer
 	expiry  *time.Timer
+	// state is the requestState the call is suspended under, if it is (see suspend).
+	state string
+	// need is what the upstream asked for while a modern client is asked it, and
+	// rounds how many times it asked for this call (see needInput). Both belong to
+	// the goroutine serving the call's current request.
+	need   *inputNeed
+	rounds int
 }
 
 // outcome is how an upstream call ended: the server's result, as the JSON it sent, or
@@ -229,6 +244,11 @@ func (r *callRegistry) start(ctx context.Context, spec callSpec, u *Upstream) *c
 	c := &call{
 		id:         "toolshed-" + strconv.FormatUint(r.seq, 36) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36),
 		server:     u.cfg.Name,
+		tool:       spec.tool.Qualified,
+		u:          u,
+		name:       spec.tool.Name,
+		args:       spec.args,
+		caller:     r.callerSupport(spec.req.Session),
 		session:    spec.req.Session,
 		principal:  who,
 		mrtr:       speaksMRTR(spec.req.Session),
@@ -255,6 +275,7 @@ func (r *callRegistry) start(ctx context.Context, spec callSpec, u *Upstream) *c
 	if len(meta) == 0 {
 		meta = nil
 	}
+	c.meta = meta
 	r.inflight[c.server] = append(r.inflight[c.server], c)
 	gone := r.gone[c.session]
 	r.mu.Unlock()
@@ -262,20 +283,47 @@ func (r *callRegistry) start(ctx context.Context, spec callSpec, u *Upstream) *c
 		cancel(nil) // its client went away before it registered (see sessionGone)
 	}
 
-	u.startCall(callCtx, spec.tool.Name, spec.args, meta, func(raw json.RawMessage, err error) {
-		c.done <- r.watchTask(c, u, outcome{raw: raw, err: err})
-	})
+	r.send(c, nil)
 	return c
+}
+
+// send sends c upstream: the call itself, or its retry with the client's answers to
+// what the upstream asked.
+func (r *callRegistry) send(c *call, retry *callRetry) {
+	c.u.startCall(c.upCtx, upstreamCall{name: c.name, args: c.args, meta: c.meta, caller: c.caller, retry: retry}, func(raw json.RawMessage, err error) {
+		c.done <- r.watchTask(c, c.u, outcome{raw: raw, err: err})
+	})
 }
 
 // wait waits for a call's outcome, relaying the upstream's requests for input.
 func (r *callRegistry) wait(ctx context.Context, c *call, finish func(*mcp.CallToolResult, string) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
 	c.setContext(ctx)
 	defer c.setContext(context.Background())
+	cancelled := func() (*mcp.CallToolResult, error) {
+		c.cancel(nil)
+		r.end(c)
+		_, _ = finish(nil, "cancelled")
+		return nil, ctx.Err()
+	}
 	for {
 		select {
 		case out := <-c.done:
 			out = r.taskOutcome(ctx, c, out) // a task handle: the client's, or polled for
+			if out.err == nil && needsInput(out.raw) {
+				res, retry, err := r.needInput(ctx, c, out.raw)
+				switch {
+				case res != nil:
+					return res, nil // a modern client is asked; the call comes back with the answers
+				case err == nil:
+					r.send(c, retry)
+					continue
+				case ctx.Err() != nil:
+					return cancelled()
+				case c.upCtx.Err() != nil:
+					err = context.Cause(c.upCtx) // the gateway stopping, the session ending
+				}
+				out = outcome{err: err}
+			}
 			r.end(c)
 			c.notesWritten(ctx)
 			res, tag := mapOutcome(ctx, out)
@@ -295,32 +343,42 @@ func (r *callRegistry) wait(ctx context.Context, c *call, finish func(*mcp.CallT
 			}
 			// Suspend: hand the request to the client, keep the upstream call going,
 			// and resume when the client retries with the answer.
+			res, err := r.suspend(c, mcp.InputRequestMap{rr.id: rr.params})
+			if err != nil {
+				rr.reply <- relayReply{err: err}
+				continue
+			}
 			r.mu.Lock()
 			c.waiting[rr.id] = rr
-			r.pending[c.id] = c
-			c.expiry = time.AfterFunc(pendingTimeout, func() { r.expire(c) })
 			r.mu.Unlock()
-			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{rr.id: rr.params}, RequestState: c.id}, nil
+			return res, nil
 		case <-ctx.Done():
-			c.cancel(nil)
-			r.end(c)
-			_, _ = finish(nil, "cancelled")
-			return nil, ctx.Err()
+			return cancelled()
 		}
 	}
 }
 
-// resume continues a call suspended for input, with the client's answers.
+// resume continues a call suspended for input, with the client's answers. The retry
+// must carry the requestState the call was suspended under, once, from the principal
+// that made the call and for the same tool (see newRequestState); anything else is
+// refused as a call that ended, and nothing reaches the upstream.
 func (r *callRegistry) resume(ctx context.Context, spec callSpec, finish func(*mcp.CallToolResult, string) (*mcp.CallToolResult, error)) (*mcp.CallToolResult, error) {
+	state := spec.req.Params.RequestState
+	who := r.g.clients.principalOf(spec.req.Session)
 	r.mu.Lock()
-	c, ok := r.pending[spec.req.Params.RequestState]
-	if ok && c.session == spec.req.Session {
-		delete(r.pending, c.id)
+	c, ok := r.pending[state]
+	if ok = ok && checkRequestState(state, who, spec.tool.Qualified); ok {
+		r.unsuspend(c)
 		c.expiry.Stop()
 	}
 	r.mu.Unlock()
-	if !ok || c.session != spec.req.Session {
+	if !ok {
 		return finish(errorResult(search.InvalidToolInput, "the call this retry continues has ended or expired; call %s again", spec.tool.Qualified), "expired")
+	}
+	if need := c.need; need != nil {
+		c.need = nil
+		r.send(c, &callRetry{responses: need.answers(spec.req.Params.InputResponses), state: need.state})
+		return r.wait(ctx, c, finish)
 	}
 	for id, resp := range spec.req.Params.InputResponses {
 		if rr, ok := c.waiting[id]; ok {
@@ -338,8 +396,10 @@ func (r *callRegistry) resume(ctx context.Context, spec callSpec, finish func(*m
 // expire cancels a call whose client never came back with the input it was asked for.
 func (r *callRegistry) expire(c *call) {
 	r.mu.Lock()
-	_, ok := r.pending[c.id]
-	delete(r.pending, c.id)
+	ok := c.state != "" && r.pending[c.state] == c
+	if ok {
+		r.unsuspend(c)
+	}
 	r.mu.Unlock()
 	if ok {
 		c.cancel(nil)
@@ -498,46 +558,6 @@ func (r *callRegistry) relay(ctx context.Context, server string, params mcp.Inpu
 	}
 }
 
-// convertResponse turns a client's answer into the type the upstream's handler returns.
-func convertResponse(params mcp.InputRequest, res mcp.InputResponse) (mcp.InputResponse, error) {
-	switch params.(type) {
-	case *mcp.ElicitParams:
-		if er, ok := res.(*mcp.ElicitResult); ok {
-			return er, nil
-		}
-	case *mcp.CreateMessageParams:
-		switch m := res.(type) {
-		case *mcp.CreateMessageResult:
-			return m, nil
-		case *mcp.CreateMessageWithToolsResult:
-			out := &mcp.CreateMessageResult{Meta: m.Meta, Model: m.Model, Role: m.Role, StopReason: m.StopReason}
-			if len(m.Content) > 0 {
-				out.Content = m.Content[0]
-			}
-			return out, nil
-		}
-	case *mcp.ListRootsParams:
-		if lr, ok := res.(*mcp.ListRootsResult); ok {
-			return lr, nil
-		}
-	}
-	return nil, fmt.Errorf("the client answered %T to a %T request", res, params)
-}
-
-// askClient sends a sampling, elicitation or roots/list request to a client directly
-// (protocols before 2026-07-28).
-func askClient(ctx context.Context, ss *mcp.ServerSession, params mcp.InputRequest) (mcp.InputResponse, error) {
-	switch p := params.(type) {
-	case *mcp.ElicitParams:
-		return ss.Elicit(ctx, p)
-	case *mcp.CreateMessageParams:
-		return ss.CreateMessage(ctx, p)
-	case *mcp.ListRootsParams:
-		return ss.ListRoots(ctx, p)
-	}
-	return nil, fmt.Errorf("toolshed cannot relay a %T request", params)
-}
-
 // mapOutcome turns an upstream call's outcome into the client's result and an activity
 // log outcome. The server's own result goes to the client as the server wrote it (see
 // forwardResult).
@@ -557,7 +577,7 @@ func mapOutcome(ctx context.Context, out outcome) (*mcp.CallToolResult, string) 
 	case errors.Is(out.err, context.Canceled):
 		return errorResult(search.Unavailable, "the call was cancelled"), "cancelled"
 	case errors.Is(out.err, ErrInputNotRelayed):
-		return errorResult(InputNotRelayed, "%v; the call ended without a result. Use a tool that needs no input, or call the server without toolshed", out.err), "tool_error"
+		return errorResult(InputNotRelayed, "%v; the call ended without a result. Retry it, or use a tool that needs no input", out.err), "tool_error"
 	}
 	var je *jsonrpc.Error
 	if errors.As(out.err, &je) && je.Code == jsonrpc.CodeInvalidParams {

@@ -418,9 +418,12 @@ func withResultSink(ctx context.Context, s *resultSink) context.Context {
 	return context.WithValue(ctx, resultSinkKey{}, s)
 }
 
+// expect starts waiting for the result of the call with this id. A sink that saw the
+// result of an earlier request (a retry the SDK made on the same context) forgets it:
+// the call ends with the last result, not the first.
 func (s *resultSink) expect(id string) {
 	s.mu.Lock()
-	s.id = id
+	s.id, s.raw = id, nil
 	s.mu.Unlock()
 }
 

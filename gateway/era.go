@@ -32,20 +32,23 @@ const envelopePrefix = "io.modelcontextprotocol/"
 // dates, so they compare as strings.
 func modernVersion(v string) bool { return v >= modernProtocol }
 
-// ErrInputNotRelayed is the error of a call whose upstream answered that it needs the
-// client's input through MRTR (resultType "input_required"), which toolshed does not
-// relay yet.
-var ErrInputNotRelayed = errors.New("the server asks for the client's input through MRTR (resultType input_required), which toolshed does not relay yet")
+// ErrInputNotRelayed is the error of a call whose upstream asked for the client's
+// input through MRTR (resultType "input_required") in a way toolshed could not relay
+// (see parseInputNeed, needInput); the error says why.
+var ErrInputNotRelayed = errors.New("the server asked for the client's input through MRTR (resultType input_required), and toolshed could not relay it")
 
 // callMeta is the _meta of a tools/call toolshed forwards on l, made from the client's
 // meta: every key but the client's envelope (progressToken, traceparent, tracestate,
 // baggage and any other key pass), and, on a modern connection, toolshed's own envelope
 // (the one the SDK stamped on this connection's requests, see captureConn.learn) with
 // the log level toolshed asks every upstream for (a modern server takes it per request,
-// not from logging/setLevel). The SDK's Streamable HTTP client stamps the envelope
-// itself, but only the keys not present already: hence the client's are dropped on
-// every connection.
-func (l *link) callMeta(client mcp.Meta) mcp.Meta {
+// not from logging/setLevel) and the capabilities of the calling client, caller: a
+// modern server asks for input as part of the call (MRTR), and toolshed relays it to
+// that client only, so what the other clients support (what the connection declared,
+// see clientSupport) is not what this call can be asked. The SDK's Streamable HTTP
+// client stamps the envelope itself, but only the keys not present already: hence the
+// client's are dropped on every connection.
+func (l *link) callMeta(client mcp.Meta, caller clientSupport) mcp.Meta {
 	if !l.modern() && !hasEnvelopeKey(client) {
 		return client // the common case of an old server, as it always was
 	}
@@ -62,13 +65,11 @@ func (l *link) callMeta(client mcp.Meta) mcp.Meta {
 			}
 		}
 		m[mcp.MetaKeyLogLevel] = upstreamLogLevel
+		var caps any = caller.capabilities()
 		if l.advertisesTasks() {
-			caps, ok := m[mcp.MetaKeyClientCapabilities]
-			if !ok { // Streamable HTTP: the SDK's client stamps what is not there
-				caps = l.support.capabilities()
-			}
-			m[mcp.MetaKeyClientCapabilities] = declareTasks(caps)
+			caps = declareTasks(caps)
 		}
+		m[mcp.MetaKeyClientCapabilities] = caps
 	}
 	if len(m) == 0 {
 		return nil

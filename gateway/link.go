@@ -288,8 +288,8 @@ func (u *Upstream) clientOptions(support clientSupport) *mcp.ClientOptions {
 	opts := &mcp.ClientOptions{
 		Capabilities: support.capabilities(),
 		// A modern server asks for input by answering a call with input_required; the
-		// SDK would answer it itself, through the handlers below, and retry: that
-		// input is not relayed to the calling client yet (see ErrInputNotRelayed).
+		// SDK would answer it itself, through the handlers below, and retry. The
+		// calling client must answer it instead: the registry relays it (see mrtr.go).
 		MultiRoundTrip:             &mcp.MultiRoundTripOptions{Disabled: true},
 		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { signal(u.relisted) },
 		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { signal(u.refeatured) },

@@ -10,9 +10,12 @@ import (
 )
 
 // Routing of what an upstream server sends on its own (sampling, elicitation and roots
-// requests, log messages) to the client it is for. MCP links none of them to the client
-// request that caused it, so toolshed passes them on only when they cannot be another
-// principal's (see principals), and refuses them otherwise.
+// requests, log messages) to the client it is for. MCP before 2026-07-28 links none of
+// them to the client request that caused it, so toolshed passes them on only when they
+// cannot be another principal's (see principals), and refuses them otherwise. A
+// 2026-07-28 server asks for input as part of the call (multi round-trip requests,
+// see mrtr.go), which goes to that call's client whoever else uses the server: the
+// refusal is for older servers' own requests only.
 
 // principalMemory is how long after a principal's last call on a server ended its
 // clients still count among those the server's requests may be for (see cause). MCP

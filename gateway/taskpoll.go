@@ -235,7 +235,7 @@ func (t upTask) request(ctx context.Context, method string, inputs map[string]js
 	if !l.followsTasks() {
 		return nil, fmt.Errorf("%s: %w", u.cfg.Name, ErrTaskRequests)
 	}
-	meta := l.callMeta(withoutProgress(client))
+	meta := l.callMeta(withoutProgress(client), l.support)
 	if meta == nil {
 		meta = mcp.Meta{}
 	}

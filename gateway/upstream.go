@@ -437,11 +437,23 @@ func signal(c chan struct{}) {
 	}
 }
 
-// startCall calls tool name of the upstream with args, as given, within the call
-// timeout; meta is sent as the request's _meta (carrying the progress token). done gets
-// the outcome, once: the server's result as the JSON it sent, or an error. It is called
-// from the goroutine that reads the answer, and must not block.
-func (u *Upstream) startCall(ctx context.Context, name string, args json.RawMessage, meta mcp.Meta, done func(json.RawMessage, error)) {
+// upstreamCall is a tools/call toolshed sends an upstream for a client's call.
+type upstreamCall struct {
+	name string          // the tool's name at the server
+	args json.RawMessage // sent as given
+	meta mcp.Meta        // the client's _meta (carrying the progress token), see link.callMeta
+	// caller is what the calling client supports, which a modern server is told (see
+	// link.callMeta).
+	caller clientSupport
+	// retry, when not nil, makes the request the retry of a call the server asked
+	// input for (MRTR), with a JSON-RPC id of its own.
+	retry *callRetry
+}
+
+// startCall sends uc to the upstream, within the call timeout. done gets the outcome,
+// once: the server's result as the JSON it sent (an input_required one included), or
+// an error. It is called from the goroutine that reads the answer, and must not block.
+func (u *Upstream) startCall(ctx context.Context, uc upstreamCall, done func(json.RawMessage, error)) {
 	// The call counts in l.busy from the moment it takes l, under u.mu, where a
 	// replacement connection is installed: a connection being replaced closes only
 	// once its calls are answered (see Upstream.drain).
@@ -456,7 +468,10 @@ func (u *Upstream) startCall(ctx context.Context, name string, args json.RawMess
 		return
 	}
 	cs, conn := l.cs, l.conn
-	meta = l.callMeta(meta)
+	params := callParams{Meta: l.callMeta(uc.meta, uc.caller), Name: uc.name, Arguments: uc.args}
+	if uc.retry != nil {
+		params.InputResponses, params.RequestState = uc.retry.responses, uc.retry.state
+	}
 	timeout := u.cfg.CallTimeout
 	if timeout <= 0 {
 		timeout = config.DefaultCallTimeout
@@ -473,7 +488,8 @@ func (u *Upstream) startCall(ctx context.Context, name string, args json.RawMess
 		// the result's bytes to the sink on their way in.
 		go func() {
 			sink := &resultSink{}
-			res, err := cs.CallTool(withResultSink(callCtx, sink), &mcp.CallToolParams{Name: name, Arguments: args, Meta: meta})
+			res, err := cs.CallTool(withResultSink(callCtx, sink), &mcp.CallToolParams{Name: params.Name, Arguments: params.Arguments,
+				Meta: params.Meta, InputResponses: params.InputResponses, RequestState: params.RequestState})
 			var raw json.RawMessage
 			if err == nil {
 				if raw = sink.result(); raw == nil {
@@ -486,12 +502,12 @@ func (u *Upstream) startCall(ctx context.Context, name string, args json.RawMess
 	}
 	// stdio, SSE and catalog upstreams: the call goes out on the connection, and its
 	// result comes back undecoded (see captureConn.start).
-	params, err := marshal(callParams{Meta: meta, Name: name, Arguments: args})
+	body, err := marshal(params)
 	if err != nil {
 		finish(nil, err)
 		return
 	}
-	conn.start(callCtx, "tools/call", params, finish)
+	conn.start(callCtx, "tools/call", body, finish)
 }
 
 // unavailable is the error of a call the upstream has no connection for.
@@ -512,10 +528,7 @@ func (u *Upstream) callOutcome(ctx, callCtx context.Context, timeout time.Durati
 		if k := bytes.TrimSpace(raw); len(k) == 0 || k[0] != '{' {
 			return nil, fmt.Errorf("%s answered tools/call with a result that is not a JSON object: %.100s", u.cfg.Name, raw)
 		}
-		if needsInput(raw) {
-			return nil, fmt.Errorf("%s: %w", u.cfg.Name, ErrInputNotRelayed)
-		}
-		return raw, nil
+		return raw, nil // an input_required result too: the registry relays it
 	case ctx.Err() != nil:
 		return nil, context.Cause(ctx) // the caller cancelled, or the gateway is stopping
 	case errors.Is(context.Cause(callCtx), ErrTimeout):
@@ -531,9 +544,11 @@ func (u *Upstream) callOutcome(ctx, callCtx context.Context, timeout time.Durati
 
 // callParams are the params of a tools/call request, in the order the SDK writes them.
 type callParams struct {
-	Meta      mcp.Meta        `json:"_meta,omitempty"`
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Meta           mcp.Meta             `json:"_meta,omitempty"`
+	Name           string               `json:"name"`
+	Arguments      json.RawMessage      `json:"arguments,omitempty"`
+	InputResponses mcp.InputResponseMap `json:"inputResponses,omitempty"`
+	RequestState   string               `json:"requestState,omitempty"`
 }
 
 // transport builds the transport of a new connection l to the upstream, and a cleanup

@@ -127,6 +127,9 @@ func serveTestUpstream(mode string) int {
 	case mode == "odd":
 		addBasicTools(server)
 		addOddTools(server)
+	case mode == "mrtr":
+		addBasicTools(server)
+		addBadInputTools(server)
 	default:
 		addBasicTools(server)
 	}
@@ -154,6 +157,40 @@ func addOddTools(server *mcp.Server) {
 		return text("relisted"), nil
 	}
 	server.AddTool(relist, h)
+}
+
+// addBadInputTools adds tools that ask for input through MRTR (served at 2026-07-28,
+// with bothErasEnv) in ways a gateway must not relay: forever, with a requestState
+// over toolshed's bound, and asking nothing (a busy server). Each tool's calls are
+// counted in the text of the echo tool "count", by tool name.
+func addBadInputTools(server *mcp.Server) {
+	var mu sync.Mutex
+	calls := map[string]int{}
+	ask := mcp.InputRequestMap{"again": &mcp.ElicitParams{Message: "Once more?", RequestedSchema: map[string]any{"type": "object"}}}
+	for name, res := range map[string]func(state string) *mcp.CallToolResult{
+		"ask_forever": func(state string) *mcp.CallToolResult {
+			return &mcp.CallToolResult{InputRequests: ask, RequestState: state + "x"}
+		},
+		"big_state": func(string) *mcp.CallToolResult {
+			return &mcp.CallToolResult{InputRequests: ask, RequestState: strings.Repeat("s", 70000)}
+		},
+		"busy": func(string) *mcp.CallToolResult { return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{}} },
+	} {
+		server.AddTool(&mcp.Tool{Name: name, InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				mu.Lock()
+				calls[name]++
+				mu.Unlock()
+				return res(req.Params.RequestState), nil
+			})
+	}
+	server.AddTool(&mcp.Tool{Name: "count", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			b, _ := json.Marshal(calls)
+			return text(string(b)), nil
+		})
 }
 
 func text(s string) *mcp.CallToolResult {

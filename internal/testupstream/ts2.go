@@ -13,8 +13,9 @@ import (
 // started with legacy "reject" is modern-only (it answers initialize with -32022), one
 // with "serve" (stdio) or "stateless" (HTTP) serves both eras. They run on the SDK that
 // scripts/deps.sh installs into .deps/npm (@modelcontextprotocol/server 2.4.0), with
-// the tools echo, confirm (asks for an elicitation through MRTR) and slow (waits until
-// cancelled). env is added to the server's environment: WIRE_LOG=FILE logs every
+// the tools echo, confirm (asks for an elicitation through MRTR, and reports the answer
+// and the requestState it got back), ask_llm (asks for a sampling through MRTR) and slow
+// (waits until cancelled). env is added to the server's environment: WIRE_LOG=FILE logs every
 // message it receives, LATE=MS adds the tool late after MS milliseconds, LATE=FILE
 // once FILE exists.
 

@@ -15,15 +15,16 @@
 //                milliseconds when it is a number, else once the file LATE exists
 //
 // Tools: echo {text} returns text; confirm {what} asks for an elicitation through
-// MRTR (input_required) and reports the answer; slow waits until it is cancelled
-// (or 60 s).
+// MRTR (input_required) and reports the answer and the requestState it got back
+// ("confirmed=true state=round1:WHAT"); ask_llm {q} asks for a sampling through MRTR and
+// reports the answer's content; slow waits until it is cancelled (or 60 s).
 import fs from 'node:fs';
 import http from 'node:http';
 import { PassThrough } from 'node:stream';
 import { createRequire } from 'node:module';
 
 const require = createRequire((process.env.TS2_MODULES ?? '.') + '/');
-const { McpServer, createMcpHandler, inputRequired, acceptedContent } = require('@modelcontextprotocol/server');
+const { McpServer, createMcpHandler, inputRequired, acceptedContent, inputResponse } = require('@modelcontextprotocol/server');
 const { serveStdio, StdioServerTransport } = require('@modelcontextprotocol/server/stdio');
 const z = require('zod');
 
@@ -61,7 +62,14 @@ const factory = () => {
       const ok = acceptedContent(c.mcpReq.inputResponses, 'ok', z.object({ yes: z.boolean() }));
       if (!ok) return inputRequired({ requestState: 'round1:' + what, inputRequests: {
         ok: inputRequired.elicit({ message: `Really ${what}?`, requestedSchema: z.object({ yes: z.boolean() }) }) } });
-      return { content: [{ type: 'text', text: `confirmed=${ok.yes}` }] };
+      return { content: [{ type: 'text', text: `confirmed=${ok.yes} state=${c.mcpReq.requestState?.() ?? '?'}` }] };
+    });
+  s.registerTool('ask_llm', { description: 'asks the client for a sampling', inputSchema: z.object({ q: z.string() }) },
+    async ({ q }, c) => {
+      const v = inputResponse(c.mcpReq.inputResponses, 'llm');
+      if (v.kind !== 'sampling') return inputRequired({ inputRequests: {
+        llm: inputRequired.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: q } }], maxTokens: 50 }) } });
+      return { content: [{ type: 'text', text: 'llm said: ' + JSON.stringify(v.result.content) }] };
     });
   // A tool without inputSchema gets the context as its only argument.
   s.registerTool('slow', { description: 'waits until cancelled' }, async (c) => {
