@@ -48,6 +48,8 @@ type callRegistry struct {
 	byToken  map[string]*call   // upstream progress token -> call
 	inflight map[string][]*call // server -> its calls in flight, oldest first
 	pending  map[string]*call   // requestState (see newRequestState) -> call suspended for input
+	// approvals holds the approval questions asked and not yet answered (see approval.go).
+	approvals approvals
 	// suspended counts the calls in pending by principal (see maxSuspended).
 	suspended map[principal]int
 	// used holds, per server, when each principal's last call on it ended: a server may
@@ -164,7 +166,7 @@ func (r *callRegistry) run(ctx context.Context, spec callSpec) (*mcp.CallToolRes
 		r.g.rec.call(entry, spec.tool, res, time.Since(start))
 		return res, nil
 	}
-	if state := spec.req.Params.RequestState; state != "" {
+	if state := spec.req.Params.RequestState; state != "" && !isApprovalState(state) {
 		return r.resume(ctx, spec, finish)
 	}
 	if !r.g.limits.allow(r.g.clients.rateKey(spec.req.Session)) {
@@ -210,7 +212,15 @@ func (r *callRegistry) run(ctx context.Context, spec callSpec) (*mcp.CallToolRes
 // once the user accepted; otherwise the result to return (a question for the client, or
 // a refusal).
 func (r *callRegistry) approval(spec callSpec) (*mcp.CallToolResult, bool) {
-	if resp, ok := spec.req.Params.InputResponses[approvalInput]; ok {
+	who := r.g.clients.principalOf(spec.req.Session)
+	resp, answered := spec.req.Params.InputResponses[approvalInput]
+	if state := spec.req.Params.RequestState; answered || state != "" {
+		r.mu.Lock()
+		asked := isApprovalState(state) && r.approvals.take(state, who, spec.tool.Qualified, spec.args, time.Now())
+		r.mu.Unlock()
+		if !asked || !answered {
+			return errorResult(PermissionDenied, "%s", errApprovalNotAsked(spec.tool.Qualified)), false
+		}
 		if er, ok := resp.(*mcp.ElicitResult); ok && er.Action == "accept" {
 			if v, ok := er.Content["approve"].(bool); !ok || v {
 				return nil, true
@@ -222,7 +232,10 @@ func (r *callRegistry) approval(spec callSpec) (*mcp.CallToolResult, bool) {
 		return errorResult(PermissionDenied, "%s needs the user's approval, but this client cannot ask the user (it does not support MCP elicitation); use a client that does, or ask the operator to lift the approval rule", spec.tool.Qualified), false
 	}
 	args := string(redactArguments(spec.args, r.g.hooks.secrets))
-	return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{approvalInput: &mcp.ElicitParams{
+	r.mu.Lock()
+	state := r.approvals.issue(who, spec.tool.Qualified, spec.args, time.Now())
+	r.mu.Unlock()
+	return &mcp.CallToolResult{RequestState: state, InputRequests: mcp.InputRequestMap{approvalInput: &mcp.ElicitParams{
 		Message: fmt.Sprintf("Allow the assistant to call %s (server %s) with these arguments?\n%s", spec.tool.Qualified, spec.tool.Server, args),
 		RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
 			"approve": map[string]any{"type": "boolean", "title": "Approve", "description": "Allow this call", "default": false},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -140,5 +141,51 @@ func TestSuspendBound(t *testing.T) {
 	}
 	if len(r.pending) != maxSuspended+1 || r.suspended[a] != maxSuspended || r.suspended[b] != 1 {
 		t.Errorf("pending %d, suspended %v", len(r.pending), r.suspended)
+	}
+}
+
+// The approval questions waiting for answers are bounded, oldest dropped first, and one
+// answers only the call it was asked for, once, until it expires.
+func TestApprovals(t *testing.T) {
+	var a approvals
+	who := principal{profile: "a", cred: credential{1}}
+	now := time.Now()
+	first := a.issue(who, "s__t", []byte(`{"x":1}`), now)
+	for i := 0; i < maxApprovals; i++ {
+		a.issue(who, "s__t", []byte(`{}`), now)
+	}
+	if len(a.asked) != maxApprovals || a.take(first, who, "s__t", []byte(`{"x":1}`), now) {
+		t.Errorf("%d questions kept, the oldest among them: want %d, the oldest dropped", len(a.asked), maxApprovals)
+	}
+	for i := 0; i < 3*maxApprovals; i++ { // answered ones behind live ones
+		state := a.issue(who, "s__t", []byte(`{}`), now)
+		if i%2 == 0 && !a.take(state, who, "s__t", []byte(`{}`), now) {
+			t.Fatalf("question %d: its own answer refused", i)
+		}
+	}
+	if len(a.asked) > maxApprovals || len(a.order) > 2*maxApprovals+1 {
+		t.Errorf("%d questions kept in %d slots, want at most %d", len(a.asked), len(a.order), maxApprovals)
+	}
+	state := a.issue(who, "s__t", []byte(`{}`), now)
+	for name, c := range map[string]struct {
+		who  principal
+		tool string
+		args string
+		at   time.Time
+	}{
+		"other principal": {principal{profile: "b", cred: credential{1}}, "s__t", `{}`, now},
+		"other tool":      {who, "s__u", `{}`, now},
+		"other arguments": {who, "s__t", `{"x":2}`, now},
+	} {
+		if a.take(state, c.who, c.tool, []byte(c.args), c.at) {
+			t.Errorf("%s: answer taken", name)
+		}
+	}
+	if a.take(state, who, "s__t", []byte(`{}`), now.Add(pendingTimeout)) {
+		t.Error("an expired question's answer was taken")
+	}
+	state = a.issue(who, "s__t", []byte(`{}`), now)
+	if !a.take(state, who, "s__t", []byte(`{}`), now) || a.take(state, who, "s__t", []byte(`{}`), now) {
+		t.Error("want the answer taken once")
 	}
 }

@@ -232,3 +232,39 @@ func TestMRTRLegacyUpstreamModernClient(t *testing.T) {
 		t.Errorf("legacy__elicit retried = %s, want accept Ada", done.raw)
 	}
 }
+
+// An approval answers the question toolshed asked, for the call it asked it for, once:
+// an answer a call brings without being asked, an answer for other arguments, another
+// principal's or a used one runs nothing (the server never sees the call), and the
+// answer to the question asked runs the call once.
+func TestApprovalBoundToItsQuestion(t *testing.T) {
+	h, wires := mrtrUpstreams(t, policy.Off, config.Hooks{Approve: []string{"mstdio__echo"}})
+	a, b := newModernClient(t, h, "a"), newModernClient(t, h, "b")
+	args := map[string]any{"text": "ship it"}
+	accept := map[string]any{"toolshed-approval": map[string]any{"action": "accept", "content": map[string]any{"approve": true}}}
+	refused := func(what string, r mrtrResult) {
+		t.Helper()
+		if !r.IsError || !strings.Contains(r.text(), "did not ask") {
+			t.Errorf("%s = %s, want the approval refused as not asked", what, r.raw)
+		}
+	}
+
+	refused("an answer nobody asked for", a.call("mstdio__echo", args, nil, map[string]any{"inputResponses": accept}))
+	asked := a.call("mstdio__echo", args, nil, nil)
+	if asked.ResultType != "input_required" || asked.InputRequests["toolshed-approval"] == nil || !strings.HasPrefix(asked.RequestState, "approve.") {
+		t.Fatalf("first call = %s, want the approval asked under a state of its own", asked.raw)
+	}
+	retry := map[string]any{"requestState": asked.RequestState, "inputResponses": accept}
+	refused("the answer for other arguments", a.call("mstdio__echo", map[string]any{"text": "rm -rf /"}, nil, retry))
+	refused("another principal's retry", b.call("mstdio__echo", args, nil, retry))
+	if n := bytes.Count(readWire(t, wires["mstdio"]), []byte(`"name":"echo"`)); n != 0 {
+		t.Fatalf("the server got echo %d times before the user's answer came back", n)
+	}
+	if done := a.call("mstdio__echo", args, nil, retry); done.IsError || !strings.Contains(done.text(), "ship it") {
+		t.Errorf("the answer to the question asked = %s, want the call run", done.raw)
+	}
+	refused("the same answer again", a.call("mstdio__echo", args, nil, retry))
+	if n := bytes.Count(readWire(t, wires["mstdio"]), []byte(`"name":"echo"`)); n != 1 {
+		t.Errorf("the server got echo %d times, want once", n)
+	}
+}

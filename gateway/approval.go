@@ -1,0 +1,95 @@
+package gateway
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// An approval rule (hooks: approve) makes toolshed ask the user, through elicitation,
+// before a call runs: the call is answered with the question (input_required), and the
+// client calls again with the user's answer. Honouring any answer a retry carries would
+// let a client skip the question (a first call that brings "accept" itself), and an
+// answer given for one call approve another: different arguments, another tool, another
+// principal's call, or the same call again and again. So the question goes out under a
+// requestState of its own (approvalStatePrefix) that binds the answer to what the user
+// was shown: an HMAC under the process's key over a nonce, the principal, the tool and
+// the call's arguments; it is good for one retry, within pendingTimeout, and a retry
+// without it, or with one used, expired or made for anything else, is refused before
+// anything runs. Both eras take the same path: the go-sdk's server asks a 2025 client
+// itself and calls again with the state (serverMultiRoundTripMiddleware), a 2026-07-28
+// client retries with it.
+
+// approvalStatePrefix starts the requestState of an approval question, which resume
+// (the call suspended for an upstream's input) never takes for its own.
+const approvalStatePrefix = "approve."
+
+// maxApprovals bounds the approval questions waiting for their answers at once: each
+// is a few bytes, but a client that calls and never answers must not grow the table
+// without end. Past it the oldest is dropped (its retry is then refused, as expired).
+const maxApprovals = 4096
+
+// approvals holds the approval questions asked and not yet answered: state -> expiry.
+type approvals struct {
+	asked map[string]time.Time
+	order []string // states in the order asked, for the bound
+}
+
+// issue returns the requestState of a new approval question for a call of tool with
+// args by who. r.mu is held.
+func (a *approvals) issue(who principal, tool string, args []byte, now time.Time) string {
+	if a.asked == nil {
+		a.asked = map[string]time.Time{}
+	}
+	for len(a.order) > 0 && (len(a.asked) >= maxApprovals || !now.Before(a.asked[a.order[0]])) {
+		delete(a.asked, a.order[0])
+		a.order = a.order[1:]
+	}
+	nonce := rand.Text()
+	state := approvalStatePrefix + nonce + "." + approvalMAC(nonce, who, tool, args)
+	a.asked[state] = now.Add(pendingTimeout)
+	a.order = append(a.order, state)
+	if len(a.order) > 2*maxApprovals { // answered questions behind a live one
+		a.order = slices.DeleteFunc(a.order, func(s string) bool { _, ok := a.asked[s]; return !ok })
+	}
+	return state
+}
+
+// take reports whether state is an approval question asked for a call of tool with args
+// by who, unanswered and unexpired, and forgets it: it answers one retry only. r.mu is
+// held.
+func (a *approvals) take(state string, who principal, tool string, args []byte, now time.Time) bool {
+	expiry, ok := a.asked[state]
+	if !ok {
+		return false
+	}
+	rest := strings.TrimPrefix(state, approvalStatePrefix)
+	nonce, mac, ok := strings.Cut(rest, ".")
+	if !ok || !hmac.Equal([]byte(mac), []byte(approvalMAC(nonce, who, tool, args))) {
+		return false // not this call's: left for the call it is for
+	}
+	delete(a.asked, state) // order keeps it until it comes first; asked is what counts
+	return now.Before(expiry)
+}
+
+// approvalMAC binds an approval question to the principal, the tool and the arguments
+// the user was shown.
+func approvalMAC(nonce string, who principal, tool string, args []byte) string {
+	sum := sha256.Sum256(args)
+	return stateMAC("approval", nonce+"."+hex.EncodeToString(sum[:]), who, tool)
+}
+
+// isApprovalState reports whether state is the requestState of an approval question
+// (see approvals), rather than of a call suspended for an upstream's input.
+func isApprovalState(state string) bool { return strings.HasPrefix(state, approvalStatePrefix) }
+
+// errApprovalNotAsked is what a retry gets that brings an approval toolshed did not ask
+// for this call, or asked and has had its answer already, or asked too long ago.
+func errApprovalNotAsked(tool string) string {
+	return fmt.Sprintf("this call carries an answer to an approval question toolshed did not ask for it (or asked for other arguments, or had answered already, or more than %v ago); call %s again to be asked", pendingTimeout, tool)
+}
