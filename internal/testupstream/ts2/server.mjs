@@ -43,7 +43,8 @@ const factory = () => {
         ok: inputRequired.elicit({ message: `Really ${what}?`, requestedSchema: z.object({ yes: z.boolean() }) }) } });
       return { content: [{ type: 'text', text: `confirmed=${ok.yes}` }] };
     });
-  s.registerTool('slow', { description: 'waits until cancelled' }, async (_args, c) => {
+  // A tool without an input schema gets the context as its only argument.
+  s.registerTool('slow', { description: 'waits until cancelled' }, async (c) => {
     await new Promise((resolve) => {
       const t = setTimeout(resolve, 60000);
       c.mcpReq?.signal?.addEventListener('abort', () => { clearTimeout(t); resolve(); });
