@@ -465,7 +465,9 @@ func (g *Gateway) sessionMiddleware(profile string) mcp.Middleware {
 					g.join(ss, profile)
 				}
 				return res, err
-			case method == "ping" || method == "logging/setLevel" || strings.HasPrefix(method, "notifications/"):
+			case method == "ping" || method == "logging/setLevel" || method == "subscriptions/listen" || strings.HasPrefix(method, "notifications/"):
+				// Nothing an upstream answers: not held while they start. A listen (MCP
+				// 2026-07-28) is acknowledged at once, and carries their arrival.
 				if ss.InitializeParams() != nil {
 					g.join(ss, profile)
 				}

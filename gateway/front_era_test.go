@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -186,5 +188,62 @@ func TestToolsListCacheable(t *testing.T) {
 				t.Errorf("ttlMs %v cacheScope %q, want %v %q", r.TTLMs, r.CacheScope, tc.ttl, tc.scope)
 			}
 		})
+	}
+}
+
+// A 2026-07-28 client learns of list changes through subscriptions/listen, which the
+// go-sdk client opens by itself when it has a list-changed handler: over stdio, and
+// over HTTP, where the listen is a POST of its own whose session lasts as long as it.
+// An upstream that adds a tool reaches both.
+func TestListenCarriesListChanges(t *testing.T) {
+	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
+	endpoint := serveHTTP(t, h, gateway.HTTPOptions{}) + "/mcp"
+	changed := map[string]chan struct{}{"stdio": make(chan struct{}, 8), "http": make(chan struct{}, 8)}
+	opts := func(front string) *mcp.ClientOptions {
+		ch := changed[front]
+		return &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			select {
+			case ch <- struct{}{}:
+			default: // heard already
+			}
+		}}
+	}
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	if _, err := h.g.Connect(context.Background(), gateway.LineTransport(inR, outW, func() error {
+		inR.Close()
+		return outW.Close()
+	}), ""); err != nil {
+		t.Fatal(err)
+	}
+	stdio, err := mcp.NewClient(&mcp.Implementation{Name: "go-modern", Version: "1"}, opts("stdio")).Connect(context.Background(), &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdio.Close() })
+	web := httpClient(t, endpoint, nil, opts("http"), sdkDefault)
+	for _, cs := range []*mcp.ClientSession{stdio, web} {
+		if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+			t.Fatalf("negotiated %s, want 2026-07-28", v)
+		}
+	}
+	// The listens are open once their acknowledgement came; a change before would be
+	// missed, so the tool is added until both have heard of one.
+	for n := 1; len(changed) > 0; n++ {
+		if n > 40 {
+			t.Fatalf("no tools/list_changed reached %v", slices.Collect(maps.Keys(changed)))
+		}
+		call(t, stdio, "alpha__grow", map[string]any{"n": n})
+		deadline := time.Now().Add(500 * time.Millisecond)
+		for front, ch := range changed {
+			select {
+			case <-ch:
+				delete(changed, front)
+			case <-time.After(time.Until(deadline)):
+			}
+		}
+	}
+	if names := toolNames(t, web); !has(names, "alpha__extra_1") {
+		t.Errorf("tools after the change: %v", names)
 	}
 }

@@ -145,7 +145,11 @@ func (h *streamableFront) servePerPOST(w http.ResponseWriter, r *http.Request, o
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	finished = h.write(w, r, s, s.attach(), streamWriter{json: single, hold: true, modern: modern != ""})
+	listen := false
+	if req, ok := p.msgs[0].(*jsonrpc.Request); ok && single {
+		listen = req.Method == "subscriptions/listen"
+	}
+	finished = h.write(w, r, s, s.attach(), streamWriter{json: single, hold: true, modern: modern != "", listen: listen})
 }
 
 // clientGone cancels the requests of a stateless POST whose client went away, whether

@@ -438,6 +438,10 @@ type streamWriter struct {
 	// modern answers a JSON-RPC error with the HTTP status MCP 2026-07-28 gives it
 	// (see errorStatus), when the answer is not an event stream.
 	modern bool
+	// listen is the stream of a subscriptions/listen POST, which has no answer but
+	// its client's going: it ends when the gateway drains or stops, as a GET stream
+	// does when it stops, rather than hold the drain for its whole timeout.
+	listen bool
 }
 
 // write writes s's messages to w until s is finished, the client goes away, another
@@ -462,6 +466,10 @@ func (h *streamableFront) write(w http.ResponseWriter, r *http.Request, s *strea
 	}
 	closing := false
 	life := h.g.life.Done()
+	var drain <-chan struct{}
+	if sw.listen {
+		drain = h.g.drainSignal()
+	}
 	for {
 		if !sw.json && !sw.started {
 			start()
@@ -477,12 +485,15 @@ func (h *streamableFront) write(w http.ResponseWriter, r *http.Request, s *strea
 			return false
 		case <-s.conn.closed:
 			closing = true
+		case <-drain:
+			s.abandon(gen, false)
+			return false
 		case <-life:
 			// A client's standing stream waits for messages as long as its session
 			// lives: it ends when the gateway stops, or it would hold a stopping
 			// server's drain (http.Server.Shutdown) until its timeout. A POST's
 			// stream ends with its answers, which the stop sends.
-			if s.standing {
+			if s.standing || sw.listen {
 				return false
 			}
 			life = nil

@@ -1,13 +1,17 @@
 package gateway_test
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -227,5 +231,37 @@ func TestHTTPMissingCapability(t *testing.T) {
 	r = post(t, endpoint, headers, strings.NewReader(body(`{"elicitation":{"form":{}}}`)))
 	if r.status != http.StatusOK || !strings.Contains(r.body, `"resultType":"input_required"`) {
 		t.Errorf("with elicitation declared: %d %s, want the approval prompt", r.status, r.body)
+	}
+}
+
+// A subscriptions/listen POST lasts as long as its client stays, and ends when the
+// gateway drains: it is not a call in flight, and must not hold the drain (and so a
+// restart) for the whole drain timeout.
+func TestHTTPListenEndsOnDrain(t *testing.T) {
+	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off, DrainTimeout: 20 * time.Second})
+	endpoint := serveHTTP(t, h, gateway.HTTPOptions{}) + "/mcp"
+	req := testupstream.Request(t, http.MethodPost, endpoint, map[string]string{"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+		"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "subscriptions/listen"},
+		strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},`+envelope+`}}`))
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	defer cancel()
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	ack, err := bufio.NewReader(resp.Body).ReadString('}')
+	if err != nil || !strings.Contains(ack, "notifications/subscriptions/acknowledged") {
+		t.Fatalf("listen: %d %q %v", resp.StatusCode, ack, err)
+	}
+	start := time.Now()
+	if left := h.g.Drain(context.Background()); left != 0 {
+		t.Errorf("%d calls left after the drain", left)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the drain took %v with a listen open, want it to end the listen at once", d)
+	}
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		t.Errorf("the listen's stream did not end cleanly: %v", err)
 	}
 }
