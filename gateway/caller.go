@@ -123,9 +123,6 @@ func classifyRequest(req *jsonrpc.Request) (envelope, *jsonrpc.Error) {
 	if !slices.Contains(protocolVersions, env.version) {
 		return env, unsupportedVersion(env.version)
 	}
-	if req.Method == "server/discover" {
-		return env, nil
-	}
 	if slices.Contains(removedMethods, req.Method) {
 		return env, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
 			Message: fmt.Sprintf("Method not found: %s is not part of MCP %s; a request that carries %q needs no session", req.Method, env.version, mcp.MetaKeyProtocolVersion)}
