@@ -54,7 +54,7 @@ func pipeClient(tb testing.TB, g *gateway.Gateway, profile string) *mcp.ClientSe
 	if _, err := g.Connect(context.Background(), &mcp.IOTransport{Reader: toGateway, Writer: fromGateway}, profile); err != nil {
 		tb.Fatal(err)
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(context.Background(), &mcp.IOTransport{Reader: toClient, Writer: fromClient}, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(context.Background(), &mcp.IOTransport{Reader: toClient, Writer: fromClient}, sessionOptions(""))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func pipeClient(tb testing.TB, g *gateway.Gateway, profile string) *mcp.ClientSe
 func loopbackClient(tb testing.TB, g *gateway.Gateway) *mcp.ClientSession {
 	srv := httptest.NewServer(g.Handler(gateway.HTTPOptions{}))
 	tb.Cleanup(srv.Close)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", MaxRetries: -1}, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", MaxRetries: -1}, sessionOptions(""))
 	if err != nil {
 		tb.Fatal(err)
 	}

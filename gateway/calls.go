@@ -191,7 +191,7 @@ func (r *callRegistry) run(ctx context.Context, spec callSpec) (*mcp.CallToolRes
 			res, tag := mapOutcome(ctx, outcome{err: u.unavailable()})
 			return finish(res, tag)
 		}
-		res, approved := r.approval(spec)
+		res, approved := r.approval(ctx, spec)
 		if !approved {
 			if res.InputRequests != nil {
 				return res, nil // asking the user; the call comes back with the answer
@@ -211,7 +211,7 @@ func (r *callRegistry) run(ctx context.Context, spec callSpec) (*mcp.CallToolRes
 // approval asks the user, through elicitation, whether to run a tool. It reports true
 // once the user accepted; otherwise the result to return (a question for the client, or
 // a refusal).
-func (r *callRegistry) approval(spec callSpec) (*mcp.CallToolResult, bool) {
+func (r *callRegistry) approval(ctx context.Context, spec callSpec) (*mcp.CallToolResult, bool) {
 	who := r.g.clients.principalOf(spec.req.Session)
 	resp, answered := spec.req.Params.InputResponses[approvalInput]
 	if state := spec.req.Params.RequestState; answered || state != "" {
@@ -228,7 +228,8 @@ func (r *callRegistry) approval(spec callSpec) (*mcp.CallToolResult, bool) {
 		}
 		return errorResult(PermissionDenied, "the user did not approve calling %s; do not retry it without asking the user", spec.tool.Qualified), false
 	}
-	if !canElicit(spec.req.Session) {
+	if !canElicit(spec.req) {
+		missingCapability(ctx, needsElicitation(spec.tool.Qualified))
 		return errorResult(PermissionDenied, "%s needs the user's approval, but this client cannot ask the user (it does not support MCP elicitation); use a client that does, or ask the operator to lift the approval rule", spec.tool.Qualified), false
 	}
 	args := string(redactArguments(spec.args, r.g.hooks.secrets))
@@ -261,10 +262,10 @@ func (r *callRegistry) start(ctx context.Context, spec callSpec, u *Upstream) *c
 		u:          u,
 		name:       spec.tool.Name,
 		args:       spec.args,
-		caller:     r.callerSupport(spec.req.Session),
+		caller:     r.callerSupport(spec.req),
 		session:    spec.req.Session,
 		principal:  who,
-		mrtr:       speaksMRTR(spec.req.Session),
+		mrtr:       speaksMRTR(spec.req),
 		tasks:      declaresTasks(spec.req.Params.Meta),
 		clientMeta: spec.req.Params.Meta,
 		inputs:     make(chan *relayRequest),
@@ -593,6 +594,9 @@ func mapOutcome(ctx context.Context, out outcome) (*mcp.CallToolResult, string) 
 		return errorResult(InputNotRelayed, "%v; the call ended without a result. Retry it, or use a tool that needs no input", out.err), "tool_error"
 	}
 	var je *jsonrpc.Error
+	if errors.As(out.err, &je) && je.Code == mcp.CodeMissingRequiredClientCapabilities {
+		missingCapability(ctx, je)
+	}
 	if errors.As(out.err, &je) && je.Code == jsonrpc.CodeInvalidParams {
 		return errorResult(search.InvalidToolInput, "the server rejected the call: %s; fix the arguments and retry", je.Message), "invalid_arguments"
 	}
@@ -610,21 +614,16 @@ func fromBridge(r bridge.Result) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: r.Text}}, StructuredContent: r.Structured, IsError: r.IsError}
 }
 
-func canElicit(ss *mcp.ServerSession) bool {
-	if ss == nil {
-		return false
-	}
-	p := ss.InitializeParams()
-	return p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil
+// canElicit reports whether the caller of req can be asked for input through
+// elicitation: it declared so, in its own envelope or at its session's initialize.
+func canElicit(req mcp.Request) bool {
+	c := callerOf(req)
+	return c.caps != nil && c.caps.Elicitation != nil
 }
 
-func speaksMRTR(ss *mcp.ServerSession) bool {
-	if ss == nil {
-		return false
-	}
-	p := ss.InitializeParams()
-	return p != nil && p.ProtocolVersion >= "2026-07-28"
-}
+// speaksMRTR reports whether the caller of req is asked for input by a result of
+// resultType input_required (multi round-trip requests) rather than by a request.
+func speaksMRTR(req mcp.Request) bool { return callerOf(req).modern }
 
 // sessionTag names a client session in the activity log: the first 12 hex digits of an
 // HMAC-SHA256 of its id under a key drawn when the process starts. A session id is a

@@ -28,15 +28,14 @@ import (
 // go to the new one once it has listed its tools, and the old one closes when the
 // requests in flight on it have ended (see Upstream.swap).
 
-// ProtocolVersions returns the MCP versions toolshed speaks, newest first: it offers
-// all of them to its clients, over stdio and Streamable HTTP alike, and the first to
-// upstream servers. It stops at 2025-11-25, the last version with requests from server
-// to client at any time (roots/list when a server starts, sampling, elicitation), which
-// toolshed relays between upstreams and clients; the go-sdk serves 2026-07-28 over
-// Streamable HTTP only without sessions.
+// ProtocolVersions returns the MCP versions toolshed speaks to its clients, newest
+// first, over stdio and Streamable HTTP alike: 2026-07-28, whose requests each carry
+// their envelope and need no session (see caller.go), and 2025-11-25 to 2024-11-05,
+// which initialize a session. One front serves both at once. Upstream servers are
+// reached at the newest version each speaks (see era.go).
 func ProtocolVersions() []string { return slices.Clone(protocolVersions) }
 
-var protocolVersions = []string{UpstreamProtocol, "2025-06-18", "2025-03-26", "2024-11-05"}
+var protocolVersions = []string{modernProtocol, UpstreamProtocol, "2025-06-18", "2025-03-26", "2024-11-05"}
 
 // clientSupport is the part of a client's capabilities that toolshed relays from
 // upstreams to clients.
@@ -466,7 +465,9 @@ func (g *Gateway) sessionMiddleware(profile string) mcp.Middleware {
 					g.join(ss, profile)
 				}
 				return res, err
-			case method == "ping" || method == "logging/setLevel" || strings.HasPrefix(method, "notifications/"):
+			case method == "ping" || method == "logging/setLevel" || method == "subscriptions/listen" || strings.HasPrefix(method, "notifications/"):
+				// Nothing an upstream answers: not held while they start. A listen (MCP
+				// 2026-07-28) is acknowledged at once, and carries their arrival.
 				if ss.InitializeParams() != nil {
 					g.join(ss, profile)
 				}

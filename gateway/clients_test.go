@@ -38,16 +38,16 @@ func connectVersion(t *testing.T, h *harness, version string) *mcp.ClientSession
 }
 
 // The gateway offers the same protocol versions whichever way a client comes (the MCP
-// server of stdio and in-memory clients, and Streamable HTTP), and speaks the newest of
-// them to its upstreams. A client asking for a newer version gets the newest offered.
+// server of stdio and in-memory clients, and Streamable HTTP): 2026-07-28 and the
+// versions of sessions, down to 2024-11-05. A client gets the version it asks for.
 func TestProtocolVersionsAgree(t *testing.T) {
 	versions := gateway.ProtocolVersions()
-	if versions[0] != gateway.UpstreamProtocol {
-		t.Errorf("the newest version offered, %s, is not the one spoken to upstreams, %s", versions[0], gateway.UpstreamProtocol)
+	if want := []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}; !slices.Equal(versions, want) {
+		t.Errorf("versions offered: %v, want %v", versions, want)
 	}
 	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
 	endpoint := serveHTTP(t, h, gateway.HTTPOptions{}) + "/mcp"
-	for _, asked := range append([]string{"2026-07-28"}, versions...) {
+	for _, asked := range versions {
 		want := asked
 		if !slices.Contains(versions, asked) {
 			want = versions[0]
@@ -201,7 +201,7 @@ func TestRedeclareOnClientChange(t *testing.T) {
 	if _, err := h.g.Connect(context.Background(), st, ""); err != nil {
 		t.Fatal(err)
 	}
-	plain, err := mcp.NewClient(&mcp.Implementation{Name: "plain", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}).Connect(context.Background(), ct, nil)
+	plain, err := mcp.NewClient(&mcp.Implementation{Name: "plain", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}}).Connect(context.Background(), ct, sessionOptions(""))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +359,7 @@ func TestRootsReachFilesystem(t *testing.T) {
 			if _, err := h.g.Connect(context.Background(), st, ""); err != nil {
 				t.Fatal(err)
 			}
-			cs, err := client.Connect(context.Background(), ct, nil)
+			cs, err := client.Connect(context.Background(), ct, sessionOptions(""))
 			if err != nil {
 				t.Fatal(err)
 			}

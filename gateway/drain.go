@@ -18,9 +18,17 @@ import (
 // are not waited for: their next request finds the gateway gone (behind a load balancer,
 // another replica), as after any restart.
 func (g *Gateway) Drain(ctx context.Context) int {
-	g.draining.Store(true)
+	if g.draining.CompareAndSwap(false, true) {
+		close(g.drainSignal())
+	}
 	poll(ctx, g.opts.drainTimeout(), func() bool { return g.calls.running() == 0 && g.posts.Load() == 0 })
 	return g.calls.running()
+}
+
+// drainSignal returns the channel the first Drain closes when it starts.
+func (g *Gateway) drainSignal() chan struct{} {
+	g.drainOnce.Do(func() { g.drainStarted = make(chan struct{}) })
+	return g.drainStarted
 }
 
 // Draining reports whether Drain has started.

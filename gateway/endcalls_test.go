@@ -115,7 +115,7 @@ func TestStopCancelsCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts, progressed := progressSignal()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, opts).Connect(ctx, ct, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, opts).Connect(ctx, ct, sessionOptions(""))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,7 +66,7 @@ func (g *Gateway) fastCallOf(profile string, ss *mcp.ServerSession, msg *jsonrpc
 	if len(g.hooks.cfg.Approve) > 0 || g.hooks.cfg.ApproveDestructive {
 		return nil, false
 	}
-	if p := ss.InitializeParams(); p == nil || speaksMRTR(ss) || !g.clients.serving(ss) {
+	if p := ss.InitializeParams(); p == nil || sessionCaller(ss).modern || !g.clients.serving(ss) {
 		return nil, false
 	}
 	params, ok := fastParams(msg.Params)

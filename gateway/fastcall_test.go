@@ -67,6 +67,16 @@ func newLineSession(t *testing.T, h *harness) *lineSession {
 // newLineSessionVersion is newLineSession for a client of protocol version.
 func newLineSessionVersion(t *testing.T, h *harness, version string) *lineSession {
 	t.Helper()
+	s := newRawLineSession(t, h)
+	s.send(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+version+`","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	s.until(t, "1")
+	s.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return s
+}
+
+// newRawLineSession is a client on the stdio front that has sent nothing yet.
+func newRawLineSession(t *testing.T, h *harness) *lineSession {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	if _, err := h.g.Connect(context.Background(), gateway.LineTransport(inR, outW, func() error {
@@ -77,9 +87,6 @@ func newLineSessionVersion(t *testing.T, h *harness, version string) *lineSessio
 	}
 	s := &lineSession{in: inW, out: bufio.NewReader(outR), outR: outR}
 	t.Cleanup(s.close)
-	s.send(t, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+version+`","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
-	s.until(t, "1")
-	s.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	return s
 }
 

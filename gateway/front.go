@@ -210,6 +210,11 @@ func (c *stdioConn) observe(msg jsonrpc.Message) bool {
 			c.mu.Unlock()
 		}
 	case req.IsCall():
+		if err := c.classify(req); err != nil {
+			resp := &jsonrpc.Response{ID: req.ID, Error: err}
+			_ = c.Connection.Write(context.Background(), resp)
+			return true
+		}
 		if c.tryTask(req) {
 			return true
 		}
@@ -232,6 +237,29 @@ func (c *stdioConn) observe(msg jsonrpc.Message) bool {
 		c.mu.Unlock()
 	}
 	return false
+}
+
+// classify reads the era of a client's request (see classifyRequest), and returns the
+// error it is refused with, if it is: a malformed envelope, a version toolshed does not
+// speak, a method the modern protocol removed, or, once the client has spoken the
+// modern protocol on this connection, a request without an envelope. The connection's
+// version then becomes the modern one, so that a batch is refused (see batching).
+// server/discover does not make a connection modern: a client may probe with it and
+// then initialize (the AI SDK does).
+func (c *stdioConn) classify(req *jsonrpc.Request) *jsonrpc.Error {
+	env, err := classifyRequest(req)
+	if err != nil || req.Method == "server/discover" {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case env.version != "":
+		c.version = env.version
+	case modernVersion(c.version) && req.Method != "initialize":
+		return missingEnvelope(req.Method, c.version)
+	}
+	return nil
 }
 
 // tryFast serves req on the fast path when it can (see fastCallOf), and reports

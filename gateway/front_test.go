@@ -114,8 +114,8 @@ func TestStdioConnDropsCancelledResponses(t *testing.T) {
 	}
 }
 
-// The stdio front serves the versions the HTTP front does, and nothing the transport it
-// wraps cannot.
+// The stdio front serves the versions the HTTP front does, 2026-07-28 included, and
+// nothing the transport it wraps cannot.
 func TestStdioFrontProtocolVersions(t *testing.T) {
 	front := &directFront{Transport: stdioTransport{}}
 	for _, v := range mcp.SupportedProtocolVersions() {
@@ -123,8 +123,8 @@ func TestStdioFrontProtocolVersions(t *testing.T) {
 			t.Errorf("SupportsProtocolVersion(%s) = %v, want %v", v, got, want)
 		}
 	}
-	if front.SupportsProtocolVersion("2026-07-28") {
-		t.Error("the stdio front offers 2026-07-28, which the Streamable HTTP front cannot serve with sessions")
+	if !front.SupportsProtocolVersion("2026-07-28") {
+		t.Error("the stdio front does not offer 2026-07-28, which the Streamable HTTP front serves")
 	}
 	narrow := &directFront{Transport: versionsTransport{"2025-06-18"}}
 	if narrow.SupportsProtocolVersion(UpstreamProtocol) || !narrow.SupportsProtocolVersion("2025-06-18") {

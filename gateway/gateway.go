@@ -216,6 +216,10 @@ type Gateway struct {
 	// which Drain waits for.
 	draining atomic.Bool
 	posts    atomic.Int64
+	// drainOnce makes drainStarted, closed when Drain starts: what lasts as long as
+	// its client stays (a subscriptions/listen POST) ends then.
+	drainOnce    sync.Once
+	drainStarted chan struct{}
 	// life ends when Run's context does: requests relayed to clients end with it.
 	life      context.Context
 	endLife   context.CancelFunc

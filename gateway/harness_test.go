@@ -84,12 +84,36 @@ func (h *harness) stopped(wait time.Duration) bool {
 // elicitation).
 var protocols = []string{"2025-11-25", "2025-03-26"}
 
-// client connects an MCP client to the gateway in memory, as profile.
+// client connects an MCP client of protocol oldClient to the gateway in memory, as
+// profile.
 func (h *harness) client(profile string, opts *mcp.ClientOptions) *mcp.ClientSession {
 	return h.clientVersion(profile, opts, "")
 }
 
-// clientVersion is client speaking a given protocol version ("" for the SDK's latest).
+// oldClient is the protocol version of the tests' clients that ask for none: the newest
+// with sessions, whose behaviour (requests from server to client, a session's
+// capabilities) those tests are about. The go-sdk v1.8 client would otherwise
+// negotiate 2026-07-28, which the tests of front_era_test.go and
+// streamable_envelope_test.go cover, asking for sdkDefault.
+const oldClient = "2025-11-25"
+
+// sdkDefault asks clientVersion and dialHTTP for a client with the SDK's default
+// options (no version asked for): it negotiates the newest version both speak.
+const sdkDefault = "sdk default"
+
+// sessionOptions are the client session options of a test client of version (see
+// oldClient, sdkDefault).
+func sessionOptions(version string) *mcp.ClientSessionOptions {
+	switch version {
+	case "":
+		return &mcp.ClientSessionOptions{ProtocolVersion: oldClient}
+	case sdkDefault:
+		return nil
+	}
+	return &mcp.ClientSessionOptions{ProtocolVersion: version}
+}
+
+// clientVersion is client speaking a given protocol version ("": oldClient).
 func (h *harness) clientVersion(profile string, opts *mcp.ClientOptions, version string) *mcp.ClientSession {
 	h.t.Helper()
 	ct, st := mcp.NewInMemoryTransports()
@@ -97,11 +121,11 @@ func (h *harness) clientVersion(profile string, opts *mcp.ClientOptions, version
 	if _, err := h.g.Connect(ctx, st, profile); err != nil {
 		h.t.Fatal(err)
 	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, opts).Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, opts).Connect(ctx, ct, sessionOptions(version))
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	if version != "" && cs.InitializeResult().ProtocolVersion != version {
+	if version != "" && version != sdkDefault && cs.InitializeResult().ProtocolVersion != version {
 		h.t.Fatalf("negotiated %s, want %s", cs.InitializeResult().ProtocolVersion, version)
 	}
 	h.t.Cleanup(func() { cs.Close() })

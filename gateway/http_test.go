@@ -46,13 +46,13 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return h.base.RoundTrip(r)
 }
 
-// dialHTTP connects a go-sdk client to endpoint over Streamable HTTP, sending headers
-// with every request.
+// dialHTTP connects a go-sdk client of protocol version (see sessionOptions) to
+// endpoint over Streamable HTTP, sending headers with every request.
 func dialHTTP(endpoint string, headers map[string]string, opts *mcp.ClientOptions, version string) (*mcp.ClientSession, func(), error) {
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	client := &http.Client{Transport: headerTransport{headers: headers, base: base}}
 	t := &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: client}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-http-client", Version: "1"}, opts).Connect(context.Background(), t, &mcp.ClientSessionOptions{ProtocolVersion: version})
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test-http-client", Version: "1"}, opts).Connect(context.Background(), t, sessionOptions(version))
 	if err != nil {
 		base.CloseIdleConnections()
 		return nil, nil, err
@@ -71,7 +71,7 @@ func httpClient(t *testing.T, endpoint string, headers map[string]string, opts *
 		t.Fatalf("connecting to %s: %v", endpoint, err)
 	}
 	t.Cleanup(closeFn)
-	if version != "" && cs.InitializeResult().ProtocolVersion != version {
+	if version != "" && version != sdkDefault && cs.InitializeResult().ProtocolVersion != version {
 		t.Fatalf("negotiated %s, want %s", cs.InitializeResult().ProtocolVersion, version)
 	}
 	return cs

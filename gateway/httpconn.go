@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -234,6 +235,10 @@ func (c *httpConn) write(ctx context.Context, msg jsonrpc.Message, data []byte) 
 		s.send(data, note)
 		return nil
 	}
+	if s := c.listenStream(note, data); s != nil {
+		s.send(data, note)
+		return nil
+	}
 	if c.standing != nil {
 		c.standing.send(data, note)
 		return nil
@@ -245,6 +250,23 @@ func (c *httpConn) write(ctx context.Context, msg jsonrpc.Message, data []byte) 
 		c.unsent = c.unsent[1:]
 	}
 	c.unsent = append(c.unsent, data)
+	return nil
+}
+
+// listenStream returns the stream a notification of a subscriptions/listen request
+// (one that names its subscription in _meta) goes to on a POST's own session (MCP
+// 2026-07-28, or --stateless): the POST's, which that listen keeps open. The SDK sends
+// such notifications outside the listen's handler, where no stream is known, and
+// there is no standing GET stream without a session. c.mu is held.
+func (c *httpConn) listenStream(note bool, data []byte) *stream {
+	if !c.stateless || !note || !bytes.Contains(data, []byte(mcp.MetaKeySubscriptionID)) {
+		return nil
+	}
+	for _, s := range c.pending {
+		if s.open() {
+			return s
+		}
+	}
 	return nil
 }
 

@@ -339,13 +339,15 @@ func canAnswer(s clientSupport, req mcp.InputRequest) (kind string, ok bool) {
 	return fmt.Sprintf("%T", req), false
 }
 
-// callerSupport is what the client of session ss can be asked during a call: what it
+// callerSupport is what the client of req can be asked during a call: what it
 // declared, but nothing for no session, nor for an old client's stateless HTTP POST,
 // which toolshed cannot send requests to (a modern client is asked in the call's
 // result, which a POST carries).
-func (r *callRegistry) callerSupport(ss *mcp.ServerSession) clientSupport {
-	if ss == nil || (!speaksMRTR(ss) && r.g.clients.isStateless(ss)) {
+func (r *callRegistry) callerSupport(req mcp.Request) clientSupport {
+	ss, _ := req.GetSession().(*mcp.ServerSession)
+	c := callerOf(req)
+	if ss == nil || (!c.modern && r.g.clients.isStateless(ss)) {
 		return clientSupport{}
 	}
-	return supportOf(ss.InitializeParams())
+	return c.support()
 }

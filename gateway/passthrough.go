@@ -3,8 +3,10 @@ package gateway
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -64,6 +66,17 @@ func (l *listedTools) handler(name string) mcp.ToolHandler {
 	return l.handlers[name]
 }
 
+// inputSchema returns the input schema of the tool listed under name, nil when none is.
+func (l *listedTools) inputSchema(name string) json.RawMessage {
+	l.mu.RLock()
+	raw := l.byName[name]
+	l.mu.RUnlock()
+	if raw == nil {
+		return nil
+	}
+	return memberValue(raw, "inputSchema")
+}
+
 // middleware answers tools/list with the listed bytes and tools/call with the
 // upstream's result bytes (see forwardResult).
 func (l *listedTools) middleware(next mcp.MethodHandler) mcp.MethodHandler {
@@ -78,6 +91,9 @@ func (l *listedTools) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		case "tools/call":
 			slot := &forwardSlot{}
 			res, err := next(context.WithValue(ctx, forwardKey{}, slot), method, req)
+			if slot.refusal != nil && err == nil && callerLacks(callerOf(req), slot.refusal) {
+				return nil, slot.refusal
+			}
 			if cr, ok := res.(*mcp.CallToolResult); ok && err == nil && cr != nil && cr == slot.placeholder {
 				return &forwardedResult{CallToolResult: cr, raw: slot.raw}, nil
 			}
@@ -129,6 +145,9 @@ func (p *rawToolsPage) MarshalJSON() ([]byte, error) {
 type forwardSlot struct {
 	placeholder *mcp.CallToolResult
 	raw         json.RawMessage
+	// refusal is the upstream's MissingRequiredClientCapability error, when it
+	// refused the call for want of a capability (see missingCapability).
+	refusal *jsonrpc.Error
 }
 
 type forwardKey struct{}
@@ -153,9 +172,8 @@ func forwardResult(ctx context.Context, raw json.RawMessage) *mcp.CallToolResult
 
 // forwardedResult is a tools/call result written as the upstream's bytes. The SDK
 // annotates the placeholder for the client's protocol version (resultType, and
-// _meta.serverInfo for per-request clients); those members are added where the
-// upstream's result lacks them, as the SDK itself adds serverInfo only where a result
-// has none.
+// _meta.serverInfo for per-request clients); resultType is added where the upstream's
+// result lacks it, and toolshed's serverInfo replaces the upstream's.
 type forwardedResult struct {
 	*mcp.CallToolResult
 	raw json.RawMessage
@@ -174,7 +192,9 @@ func (f *forwardedResult) MarshalJSON() ([]byte, error) {
 		own := memberValue(out, "_meta")
 		var add []member
 		memberSpans(meta, func(key string, start, end int) {
-			if own == nil || memberValue(own, key) == nil {
+			// The protocol's own keys (serverInfo) are toolshed's: the client's server
+			// is toolshed, not the upstream whose result this is.
+			if own == nil || memberValue(own, key) == nil || strings.HasPrefix(key, envelopePrefix) {
 				add = append(add, member{Key: key, Value: meta[start:end]})
 			}
 		})

@@ -47,6 +47,7 @@ func newProfileServer(g *Gateway, profile string) *profileServer {
 		SubscribeHandler:        ps.subscribe,
 		UnsubscribeHandler:      ps.unsubscribe,
 		CompletionHandler:       ps.complete,
+		SetCacheable:            g.cacheable(profile),
 		Instructions: "toolshed aggregates several MCP servers. When tool_search is listed, more tools are available " +
 			"than are shown: search for the tool you need, read its schema with tool_describe, and run it with tool_call.",
 	})

@@ -108,7 +108,7 @@ func TestImpatientClientAnsweredInTime(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // Codex's startup_timeout_sec
 	defer cancel()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "codex-mcp-client", Version: "0.171.0"}, nil).Connect(ctx, ct, nil)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "codex-mcp-client", Version: "0.171.0"}, nil).Connect(ctx, ct, sessionOptions(""))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,13 +47,30 @@ func (h *streamableFront) serveStateless(w http.ResponseWriter, r *http.Request,
 	if !ok {
 		return
 	}
+	modern, ok := h.modernPOST(w, r, p, owner.profile)
+	if !ok {
+		return
+	}
+	h.servePerPOST(w, r, owner, p, modern)
+}
+
+// servePerPOST serves a POST on a session of its own, which ends with it: every POST
+// of a stateless front, and a modern client's (whose protocol, modern, has no
+// sessions) on any front. The session is counted against no session cap, and its
+// token and profile (owner) are the request's.
+func (h *streamableFront) servePerPOST(w http.ResponseWriter, r *http.Request, owner sessionOwner, p post, modern string) {
 	if p.initialize && h.g.refuseDraining(w) {
 		return // a new client: let another replica take it
 	}
 	state := &mcp.ServerSessionState{LogLevel: "info"}
-	if !p.initialize {
+	switch {
+	case modern != "":
+		// The request's envelope is its caller (see callerOf); the session's version
+		// makes the SDK answer input requests as results (MRTR) to it.
+		state.InitializeParams = &mcp.InitializeParams{ProtocolVersion: modern}
+	case !p.initialize:
 		v := p.version
-		if !slices.Contains(protocolVersions, v) {
+		if !slices.Contains(protocolVersions, v) || modernVersion(v) {
 			v = statelessVersion
 		}
 		state.InitializeParams = &mcp.InitializeParams{ProtocolVersion: v}
@@ -107,7 +124,7 @@ func (h *streamableFront) serveStateless(w http.ResponseWriter, r *http.Request,
 			// (serveInline). A client that goes away meanwhile has its call cancelled, as
 			// below (clientGone): no session outlives the POST to end it later.
 			stop := context.AfterFunc(r.Context(), conn.clientGone)
-			h.serveInline(w, r, s, streamWriter{json: true, hold: true}, serve, func() {})
+			h.serveInline(w, r, s, streamWriter{json: true, hold: true, modern: modern != ""}, serve, func() {})
 			stop()
 			finished = true // the call has ended: nothing is in flight
 			return
@@ -128,7 +145,11 @@ func (h *streamableFront) serveStateless(w http.ResponseWriter, r *http.Request,
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	finished = h.write(w, r, s, s.attach(), streamWriter{json: single, hold: true})
+	listen := false
+	if req, ok := p.msgs[0].(*jsonrpc.Request); ok && single {
+		listen = req.Method == "subscriptions/listen"
+	}
+	finished = h.write(w, r, s, s.attach(), streamWriter{json: single, hold: true, modern: modern != "", listen: listen})
 }
 
 // clientGone cancels the requests of a stateless POST whose client went away, whether

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,9 +21,10 @@ import (
 	"github.com/toolshed/toolshed/internal/jsonscan"
 )
 
-// streamableFront serves MCP's Streamable HTTP transport (protocols 2025-03-26 to
-// 2025-11-25) on httpConn sessions (see httpconn.go). Its answers to bad requests are
-// the SDK handler's, status and text, so that clients see no difference.
+// streamableFront serves MCP's Streamable HTTP transport: protocols 2025-03-26 to
+// 2025-11-25 on httpConn sessions (see httpconn.go), and 2026-07-28, which has no
+// sessions, on a session per POST (see streamable_era.go). Its answers to bad requests
+// are the SDK handler's, status and text, so that clients see no difference.
 type streamableFront struct {
 	g        *Gateway
 	sessions *httpSessions
@@ -62,10 +62,6 @@ var primeDelay atomic.Int64 // time.Duration
 
 func init() { primeDelay.Store(int64(20 * time.Millisecond)) }
 
-// versionShape is the shape of an MCP protocol version: a header that is not one is
-// refused, whatever it sorts after.
-var versionShape = regexp.MustCompile(`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`)
-
 // primingVersion is the first protocol whose clients expect priming events (SEP-1699).
 const primingVersion = "2025-11-25"
 
@@ -83,14 +79,23 @@ func (h *streamableFront) newID() string {
 
 // serve serves one request of a client that carries credential cred as profile.
 func (h *streamableFront) serve(w http.ResponseWriter, r *http.Request, cred credential, profile string) {
-	// MCP-Protocol-Version, when sent, must be a version toolshed negotiates; newer
-	// versions are the session's to answer, as on stdio.
-	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(protocolVersions, v) && (v < "2026-07-28" || !versionShape.MatchString(v)) {
+	// MCP-Protocol-Version, when sent, must be a version toolshed speaks. A POST
+	// without a session that names a later one (or one that is no date, which sorts
+	// after every date) is a client of a later protocol: it is refused in that
+	// protocol's terms, which name the versions toolshed speaks (see modernPOST).
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(protocolVersions, v) &&
+		(v < modernProtocol || r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "") {
 		http.Error(w, fmt.Sprintf("Bad Request: Unsupported protocol version (supported versions: %s)", strings.Join(protocolVersions, ",")), http.StatusBadRequest)
 		return
 	}
 	if h.stateless {
 		h.serveStateless(w, r, sessionOwner{cred, profile})
+		return
+	}
+	if r.Method != http.MethodPost && modernVersion(r.Header.Get("Mcp-Protocol-Version")) {
+		// MCP 2026-07-28 has no sessions to stream from or end: its POSTs are all.
+		w.Header().Set("Allow", "POST")
+		http.Error(w, fmt.Sprintf("Method Not Allowed: MCP %s has no sessions; send each request as a POST", r.Header.Get("Mcp-Protocol-Version")), http.StatusMethodNotAllowed)
 		return
 	}
 	switch r.Method {
@@ -278,10 +283,12 @@ func (h *streamableFront) servePOST(w http.ResponseWriter, r *http.Request, owne
 	var err error
 	if sess == nil {
 		// A POST without a session starts one, for an initialize (or a probe before
-		// it, such as server/discover, whose session ends with the POST), unless it
-		// asks for a protocol toolshed does not serve (see streamable_era.go).
-		if req, v := unservedVersion(msgs); req != nil {
-			refuseVersion(w, req, v)
+		// it, whose session ends with the POST), unless it speaks the modern protocol,
+		// which has no sessions (see streamable_era.go).
+		if v, ok := h.modernPOST(w, r, p, owner.profile); !ok {
+			return
+		} else if v != "" {
+			h.servePerPOST(w, r, owner, p, v)
 			return
 		}
 		if h.g.refuseDraining(w) {
@@ -428,6 +435,13 @@ type streamWriter struct {
 	hold    bool
 	prime   bool // the stream is resumable: it starts with a priming event, its events have IDs
 	started bool // the event stream's headers are written
+	// modern answers a JSON-RPC error with the HTTP status MCP 2026-07-28 gives it
+	// (see errorStatus), when the answer is not an event stream.
+	modern bool
+	// listen is the stream of a subscriptions/listen POST, which has no answer but
+	// its client's going: it ends when the gateway drains or stops, as a GET stream
+	// does when it stops, rather than hold the drain for its whole timeout.
+	listen bool
 }
 
 // write writes s's messages to w until s is finished, the client goes away, another
@@ -452,6 +466,10 @@ func (h *streamableFront) write(w http.ResponseWriter, r *http.Request, s *strea
 	}
 	closing := false
 	life := h.g.life.Done()
+	var drain <-chan struct{}
+	if sw.listen {
+		drain = h.g.drainSignal()
+	}
 	for {
 		if !sw.json && !sw.started {
 			start()
@@ -467,12 +485,15 @@ func (h *streamableFront) write(w http.ResponseWriter, r *http.Request, s *strea
 			return false
 		case <-s.conn.closed:
 			closing = true
+		case <-drain:
+			s.abandon(gen, false)
+			return false
 		case <-life:
 			// A client's standing stream waits for messages as long as its session
 			// lives: it ends when the gateway stops, or it would hold a stopping
 			// server's drain (http.Server.Shutdown) until its timeout. A POST's
 			// stream ends with its answers, which the stop sends.
-			if s.standing {
+			if s.standing || sw.listen {
 				return false
 			}
 			life = nil
@@ -486,6 +507,9 @@ func (h *streamableFront) write(w http.ResponseWriter, r *http.Request, s *strea
 		}
 		if sw.json && done && len(msgs) == 1 {
 			w.Header().Set("Content-Type", "application/json")
+			if sw.modern {
+				w.WriteHeader(answerStatus(msgs[0]))
+			}
 			w.Write(msgs[0])
 			return true
 		}

@@ -126,7 +126,7 @@ func (c *goClient) elicitations() []string {
 	return append([]string(nil), c.asked...)
 }
 
-type tsMatrixClient struct{ c *testupstream.TS2Client }
+type tsMatrixClient struct{ c *testupstream.TS2Session }
 
 func (c tsMatrixClient) version() string { return c.c.Version }
 func (c tsMatrixClient) listTools(ctx context.Context) (json.RawMessage, error) {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -202,6 +203,41 @@ func startCommand(t *testing.T, bin string, env, args []string, ready func(stder
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	return testupstream.Start(t, cmd, ready)
+}
+
+// The conformance suite's 2026-07-28 requirement set (server role, Streamable HTTP)
+// passes against toolshed in off mode in front of the go-sdk everything-server, which
+// toolshed reaches at 2026-07-28 too; what a gateway cannot pass yet is in
+// testdata/conformance-2026-baseline.yml, each with its reason. Before toolshed served
+// 2026-07-28 to its clients, 112 checks passed and 66 failed (the envelope, header and
+// status checks of server-stateless, http-header-validation and
+// http-custom-header-server-validation among them).
+func TestServeConformance2026(t *testing.T) {
+	bin := toolshedBinary(t)
+	b, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{"everything": map[string]any{
+		"command": testupstream.ConformanceServer(t)}}})
+	cfg := filepath.Join(t.TempDir(), "mcp.json")
+	if err := os.WriteFile(cfg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	url := startServe(t, bin, "--config", cfg, "--tool-search", "off", "--no-prefix")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	baseline, _ := filepath.Abs("testdata/conformance-2026-baseline.yml")
+	out, code, err := testupstream.ConformanceSuite2026(t, ctx, url, "--requirements", "2026-07-28", "--expected-failures", baseline)
+	if err != nil {
+		t.Fatal(err)
+	}
+	passed, failed := testupstream.ParseConformance(out)
+	t.Logf("conformance 2026-07-28: %d scenarios passed, failed: %v", len(passed), failed)
+	for _, want := range []string{"server-stateless", "http-header-validation", "http-custom-header-server-validation", "caching", "tools-list"} {
+		if !slices.Contains(passed, want) {
+			t.Errorf("scenario %s did not pass", want)
+		}
+	}
+	if code != 0 || len(passed) < 30 {
+		t.Errorf("conformance suite exited %d with %d scenarios passed, failed %v:\n%s", code, len(passed), failed, out)
+	}
 }
 
 // The conformance suite passes against toolshed in off mode in front of the go-sdk

@@ -120,8 +120,20 @@ func InspectorToolNames(stdout []byte) ([]string, error) {
 // deadline gets DefaultTimeout).
 func ConformanceSuite(t testing.TB, ctx context.Context, url string, args ...string) (stdout []byte, exitCode int, err error) {
 	t.Helper()
+	return conformanceSuite(t, ctx, npmFile(t, "the MCP conformance suite", "@modelcontextprotocol/conformance/dist/index.js"), url, args...)
+}
+
+// ConformanceSuite2026 is ConformanceSuite with the suite's 0.2 alpha (installed as
+// conformance-2026), the first that knows MCP 2026-07-28 ("--requirements",
+// "2026-07-28").
+func ConformanceSuite2026(t testing.TB, ctx context.Context, url string, args ...string) (stdout []byte, exitCode int, err error) {
+	t.Helper()
+	return conformanceSuite(t, ctx, npmFile(t, "the MCP conformance suite for 2026-07-28", "conformance-2026/dist/index.js"), url, args...)
+}
+
+func conformanceSuite(t testing.TB, ctx context.Context, cli, url string, args ...string) (stdout []byte, exitCode int, err error) {
+	t.Helper()
 	node := Node22(t)
-	cli := npmFile(t, "the MCP conformance suite", "@modelcontextprotocol/conformance/dist/index.js")
 	argv := append([]string{cli, "server", "--url", url}, args...)
 	stdout, stderr, exitCode, err := run(ctx, t.TempDir(), node, argv...)
 	if len(bytes.TrimSpace(stderr)) > 0 {

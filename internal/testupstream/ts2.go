@@ -1,6 +1,10 @@
 package testupstream
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
 	"net"
 	"os/exec"
 	"path/filepath"
@@ -19,7 +23,7 @@ import (
 // message it receives, LATE=MS adds the tool late after MS milliseconds, LATE=FILE
 // once FILE exists.
 
-// ts2Script returns the path of a server script of ts2/ (server.mjs, tasks.mjs), and
+// ts2Script returns the path of a script of ts2/ (server.mjs, tasks.mjs, client.mjs…), and
 // the node_modules its SDK is installed in.
 func ts2Script(t testing.TB, name string) (script, modules string) {
 	t.Helper()
@@ -96,4 +100,56 @@ func TS2HTTP(t testing.TB, legacy string, env map[string]string) (url string) {
 		command, args := ts2Command(t, env, "http", legacy, port)
 		return exec.Command(command, args...)
 	})
+}
+
+// TS2Step is one step of a TS2Client run, as the client saw it: the tools a list
+// returned, a call's result, or the error a step got.
+type TS2Step struct {
+	Tools  []string        `json:"tools"`
+	Result json.RawMessage `json:"result"`
+	// Error is the error a step got: Code is the JSON-RPC error code, or the SDK's
+	// own (a string, such as "REQUEST_TIMEOUT" for a call it cancelled).
+	Error *struct {
+		Code    json.RawMessage `json:"code"`
+		Message string          `json:"message"`
+	} `json:"error"`
+}
+
+// TS2Run is what a TS2Client run did: the protocol version it negotiated, its steps,
+// and the messages of the elicitations it answered.
+type TS2Run struct {
+	Version      string                    `json:"version"`
+	Connect      *struct{ Message string } `json:"connect"`
+	Steps        []TS2Step                 `json:"steps"`
+	Elicitations []string                  `json:"elicitations"`
+}
+
+// TS2Client runs the TypeScript SDK v2 test client (ts2/client.mjs) against a server:
+// target is "stdio", COMMAND, ARGS... (a server the client starts) or "http", URL.
+// mode is its version negotiation ("auto", "legacy", or a version to pin); steps are
+// what it does, in order (see client.mjs): {"op": "list"}, {"op": "call", "name": …,
+// "args": …}, {"op": "cancel", "name": …, "args": …, "ms": …}. The client and what it
+// starts run in a process group the run kills at its end, bounded by ctx.
+func TS2Client(t testing.TB, ctx context.Context, mode string, steps []map[string]any, target ...string) (*TS2Run, error) {
+	t.Helper()
+	npmFile(t, "@modelcontextprotocol/client (TypeScript SDK v2)", "@modelcontextprotocol/client/package.json")
+	script, modules := ts2Script(t, "client.mjs")
+	plan, err := json.Marshal(steps)
+	if err != nil {
+		return nil, err
+	}
+	envPath, err := exec.LookPath("env")
+	if err != nil {
+		t.Fatalf("testupstream: env(1) not found: %v", err)
+	}
+	argv := append([]string{"TS2_MODULES=" + modules, Node(t), script, mode, string(plan)}, target...)
+	stdout, stderr, code, err := run(ctx, t.TempDir(), envPath, argv...)
+	if err != nil || code != 0 {
+		return nil, fmt.Errorf("ts2 client exited %d (%v); stderr:\n%s", code, err, stderr)
+	}
+	var out TS2Run
+	if err := json.Unmarshal(bytes.TrimSpace(stdout), &out); err != nil {
+		return nil, fmt.Errorf("ts2 client output %q: %v; stderr:\n%s", stdout, err, stderr)
+	}
+	return &out, nil
 }

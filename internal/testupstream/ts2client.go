@@ -15,12 +15,12 @@ import (
 	"time"
 )
 
-// TS2Client is a running MCP TypeScript SDK v2 client (@modelcontextprotocol/client
+// TS2Session is a running MCP TypeScript SDK v2 client (@modelcontextprotocol/client
 // 2.4.0, ts2/matrixclient.mjs) that a test drives command by command: list tools, call
 // a tool, abort a call. It declares elicitation and answers it (accept {yes: true} when
 // the schema asks for "yes", else decline), and counts the tool list changes it is told
 // of, by the old notification or through subscriptions/listen alike.
-type TS2Client struct {
+type TS2Session struct {
 	// Version is the protocol version the client negotiated.
 	Version string
 
@@ -52,7 +52,7 @@ func (e *TS2Error) Error() string { return fmt.Sprintf("%s (code %v)", e.Message
 // target: a URL (Streamable HTTP) or a command line (stdio). mode is the SDK's
 // versionNegotiation: "auto", "legacy", or a version to pin. It returns once the client
 // has connected, and fails the test if it cannot within two minutes.
-func TS2MatrixClient(t testing.TB, mode string, target ...string) *TS2Client {
+func TS2MatrixClient(t testing.TB, mode string, target ...string) *TS2Session {
 	t.Helper()
 	npmFile(t, "@modelcontextprotocol/client (TypeScript SDK v2)", "@modelcontextprotocol/client/package.json")
 	script := filepath.Join(Root(t), "internal", "testupstream", "ts2", "matrixclient.mjs")
@@ -80,7 +80,7 @@ func TS2MatrixClient(t testing.TB, mode string, target ...string) *TS2Client {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("testupstream: starting the TS v2 client: %v", err)
 	}
-	c := &TS2Client{stdin: stdin, waiting: map[int]chan ts2Reply{}}
+	c := &TS2Session{stdin: stdin, waiting: map[int]chan ts2Reply{}}
 	connected := make(chan string, 1)
 	done := make(chan struct{})
 	go func() {
@@ -113,7 +113,7 @@ func TS2MatrixClient(t testing.TB, mode string, target ...string) *TS2Client {
 }
 
 // read handles one line the client wrote.
-func (c *TS2Client) read(line []byte, connected chan<- string) {
+func (c *TS2Session) read(line []byte, connected chan<- string) {
 	var ev struct {
 		ID      *int            `json:"id"`
 		Event   string          `json:"event"`
@@ -143,7 +143,7 @@ func (c *TS2Client) read(line []byte, connected chan<- string) {
 }
 
 // send writes a command and returns its id and the channel its reply comes on.
-func (c *TS2Client) send(cmd map[string]any) (int, chan ts2Reply, error) {
+func (c *TS2Session) send(cmd map[string]any) (int, chan ts2Reply, error) {
 	c.mu.Lock()
 	c.nextID++
 	id := c.nextID
@@ -157,7 +157,7 @@ func (c *TS2Client) send(cmd map[string]any) (int, chan ts2Reply, error) {
 }
 
 // ListTools returns the client's tools/list result as the SDK gave it.
-func (c *TS2Client) ListTools(ctx context.Context) (json.RawMessage, error) {
+func (c *TS2Session) ListTools(ctx context.Context) (json.RawMessage, error) {
 	_, ch, err := c.send(map[string]any{"op": "list"})
 	if err != nil {
 		return nil, err
@@ -176,7 +176,7 @@ func (c *TS2Client) ListTools(ctx context.Context) (json.RawMessage, error) {
 // CallTool calls a tool and returns the CallToolResult as the SDK gave it. When ctx
 // ends first the call is aborted (the SDK sends notifications/cancelled) and CallTool
 // returns what the SDK then reports, normally an error.
-func (c *TS2Client) CallTool(ctx context.Context, name string, args any) (json.RawMessage, error) {
+func (c *TS2Session) CallTool(ctx context.Context, name string, args any) (json.RawMessage, error) {
 	id, ch, err := c.send(map[string]any{"op": "call", "name": name, "arguments": args})
 	if err != nil {
 		return nil, err
@@ -204,14 +204,14 @@ func (c *TS2Client) CallTool(ctx context.Context, name string, args any) (json.R
 }
 
 // ListChanges returns how many tool list changes the client has been told of.
-func (c *TS2Client) ListChanges() int {
+func (c *TS2Session) ListChanges() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.changes
 }
 
 // Elicitations returns the messages of the elicitations the client answered.
-func (c *TS2Client) Elicitations() []string {
+func (c *TS2Session) Elicitations() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]string(nil), c.elicited...)

@@ -71,7 +71,7 @@ const factory = () => {
         llm: inputRequired.createMessage({ messages: [{ role: 'user', content: { type: 'text', text: q } }], maxTokens: 50 }) } });
       return { content: [{ type: 'text', text: 'llm said: ' + JSON.stringify(v.result.content) }] };
     });
-  // A tool without inputSchema gets the context as its only argument.
+  // A tool without an input schema gets the context as its only argument.
   s.registerTool('slow', { description: 'waits until cancelled' }, async (c) => {
     await new Promise((resolve) => {
       const t = setTimeout(resolve, 60000);
