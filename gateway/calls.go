@@ -528,8 +528,9 @@ func (r *callRegistry) relay(ctx context.Context, server string, params mcp.Inpu
 	if err != nil {
 		return nil, err
 	}
-	if r.g.clients.isStateless(ss) {
-		// Its client cannot answer: the request would fail the session's connection.
+	if r.g.clients.isStateless(ss) && (c == nil || !c.mrtr) {
+		// Its client cannot answer: the request would fail the session's connection. A
+		// 2026-07-28 client's POST is stateless too, but is asked in its call's result.
 		return nil, errStateless
 	}
 	r.g.rememberElicitation(server, params, ss)

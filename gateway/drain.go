@@ -42,7 +42,7 @@ func (r *callRegistry) running() int {
 	n := 0
 	for _, calls := range r.inflight {
 		for _, c := range calls {
-			if _, ok := r.pending[c.id]; !ok {
+			if c.state == "" || r.pending[c.state] != c { // not suspended for its client's input
 				n++
 			}
 		}

@@ -78,10 +78,20 @@ func TestStdioCallerIsEachRequests(t *testing.T) {
 		s.send(t, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"alpha__echo","arguments":{"text":"hi"},`+extra+env26(caps)+`}}`)
 		return lastLine(s.until(t, id))
 	}
-	if got := call("2", `{"elicitation":{"form":{}}}`, ""); !strings.Contains(got, `"resultType":"input_required"`) || !strings.Contains(got, `Allow the assistant to call alpha__echo`) {
-		t.Errorf("a call from a client that declares elicitation now: %s, want the approval as input_required", got)
+	asked := call("2", `{"elicitation":{"form":{}}}`, "")
+	if !strings.Contains(asked, `"resultType":"input_required"`) || !strings.Contains(asked, `Allow the assistant to call alpha__echo`) {
+		t.Errorf("a call from a client that declares elicitation now: %s, want the approval as input_required", asked)
 	}
-	if got := call("3", `{"elicitation":{"form":{}}}`, `"inputResponses":{"toolshed-approval":{"action":"accept","content":{"approve":true}}},`); !strings.Contains(got, `"text":"hi"`) || strings.Contains(got, `"isError":true`) {
+	var question struct {
+		Result struct {
+			RequestState string `json:"requestState"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(asked), &question); err != nil || question.Result.RequestState == "" {
+		t.Fatalf("the approval question has no requestState (%v): %s", err, asked)
+	}
+	state, _ := json.Marshal(question.Result.RequestState)
+	if got := call("3", `{"elicitation":{"form":{}}}`, `"requestState":`+string(state)+`,"inputResponses":{"toolshed-approval":{"action":"accept","content":{"approve":true}}},`); !strings.Contains(got, `"text":"hi"`) || strings.Contains(got, `"isError":true`) {
 		t.Errorf("the call with the approval: %s", got)
 	}
 	want := `{"jsonrpc":"2.0","id":4,"error":{"code":-32021,"message":"Missing required client capability: alpha__echo needs the user's approval, asked through elicitation; declare the elicitation capability in _meta \"io.modelcontextprotocol/clientCapabilities\"","data":{"requiredCapabilities":{"elicitation":{}}}}}`

@@ -268,3 +268,22 @@ func TestApprovalBoundToItsQuestion(t *testing.T) {
 		t.Errorf("the server got echo %d times, want once", n)
 	}
 }
+
+// A call suspended for its client's answers (a 2026-07-28 client asked a server's
+// question) is not running upstream: a drain does not wait for a client that may never
+// come back with the answers (it waited the whole drain timeout before).
+func TestSuspendedCallDoesNotHoldDrain(t *testing.T) {
+	h, _ := mrtrUpstreams(t, policy.Off, config.Hooks{})
+	m := newModernClient(t, h, "")
+	if q := m.call("mstdio__confirm", map[string]any{"what": "deploy"}, nil, nil); q.ResultType != "input_required" {
+		t.Fatalf("confirm = %s, want the server's question", q.raw)
+	}
+	if n := h.g.CallsRunning(); n != 0 {
+		t.Errorf("%d calls running while the only one waits for its client's answers, want 0", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if left := h.g.Drain(ctx); left != 0 {
+		t.Errorf("drain left %d calls running, want 0", left)
+	}
+}
