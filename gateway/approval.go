@@ -9,6 +9,10 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/toolshed/toolshed/search"
 )
 
 // An approval rule (hooks: approve) makes toolshed ask the user, through elicitation,
@@ -92,4 +96,14 @@ func isApprovalState(state string) bool { return strings.HasPrefix(state, approv
 // for this call, or asked and has had its answer already, or asked too long ago.
 func errApprovalNotAsked(tool string) string {
 	return fmt.Sprintf("this call carries an answer to an approval question toolshed did not ask for it (or asked for other arguments, or had answered already, or more than %v ago); call %s again to be asked", pendingTimeout, tool)
+}
+
+// refuseState refuses a retry whose requestState toolshed did not issue for it (made up,
+// tampered with, another principal's or another call's, used, expired) with
+// InvalidParams, as MCP 2026-07-28 says a server rejects state that fails its integrity
+// check (SEP-2322), rather than with a result a client could take for the call's. The
+// activity log records it as expired.
+func refuseState(finish func(*mcp.CallToolResult, string) (*mcp.CallToolResult, error), msg string) (*mcp.CallToolResult, error) {
+	finish(errorResult(search.InvalidToolInput, "%s", msg), "expired")
+	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Invalid params: " + msg}
 }

@@ -192,6 +192,9 @@ func (r *callRegistry) run(ctx context.Context, spec callSpec) (*mcp.CallToolRes
 			return finish(res, tag)
 		}
 		res, approved := r.approval(ctx, spec)
+		if res == nil && !approved {
+			return refuseState(finish, errApprovalNotAsked(spec.tool.Qualified))
+		}
 		if !approved {
 			if res.InputRequests != nil {
 				return res, nil // asking the user; the call comes back with the answer
@@ -210,7 +213,8 @@ func (r *callRegistry) run(ctx context.Context, spec callSpec) (*mcp.CallToolRes
 
 // approval asks the user, through elicitation, whether to run a tool. It reports true
 // once the user accepted; otherwise the result to return (a question for the client, or
-// a refusal).
+// a refusal), or none when the call brings an answer to a question toolshed did not ask
+// it (see approvals), which is refused as a bad requestState.
 func (r *callRegistry) approval(ctx context.Context, spec callSpec) (*mcp.CallToolResult, bool) {
 	who := r.g.clients.principalOf(spec.req.Session)
 	resp, answered := spec.req.Params.InputResponses[approvalInput]
@@ -219,7 +223,7 @@ func (r *callRegistry) approval(ctx context.Context, spec callSpec) (*mcp.CallTo
 		asked := isApprovalState(state) && r.approvals.take(state, who, spec.tool.Qualified, spec.args, time.Now())
 		r.mu.Unlock()
 		if !asked || !answered {
-			return errorResult(PermissionDenied, "%s", errApprovalNotAsked(spec.tool.Qualified)), false
+			return nil, false
 		}
 		if er, ok := resp.(*mcp.ElicitResult); ok && er.Action == "accept" {
 			if v, ok := er.Content["approve"].(bool); !ok || v {
@@ -297,8 +301,29 @@ func (r *callRegistry) start(ctx context.Context, spec callSpec, u *Upstream) *c
 		cancel(nil) // its client went away before it registered (see sessionGone)
 	}
 
-	r.send(c, nil)
+	r.send(c, offered(spec.req.Params.InputResponses))
 	return c
+}
+
+// offered is what a call brings its server of answers to questions not asked yet: MCP
+// 2026-07-28 lets a client send inputResponses with a first call (a server that needs no
+// state of its own may take them, and should ignore what it does not know), and they are
+// the calling client's own, for the server it calls. toolshed's approval answer is
+// toolshed's, and stays.
+func offered(responses mcp.InputResponseMap) *callRetry {
+	if len(responses) == 0 {
+		return nil
+	}
+	out := make(mcp.InputResponseMap, len(responses))
+	for k, v := range responses {
+		if k != approvalInput {
+			out[k] = v
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return &callRetry{responses: out}
 }
 
 // send sends c upstream: the call itself, or its retry with the client's answers to
@@ -387,7 +412,7 @@ func (r *callRegistry) resume(ctx context.Context, spec callSpec, finish func(*m
 	}
 	r.mu.Unlock()
 	if !ok {
-		return finish(errorResult(search.InvalidToolInput, "the call this retry continues has ended or expired; call %s again", spec.tool.Qualified), "expired")
+		return refuseState(finish, fmt.Sprintf("the call this retry continues has ended or expired; call %s again", spec.tool.Qualified))
 	}
 	if need := c.need; need != nil {
 		c.need = nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"maps"
 	"strings"
 	"sync"
 
@@ -53,11 +54,7 @@ func (l *link) callMeta(client mcp.Meta, caller clientSupport) mcp.Meta {
 		return client // the common case of an old server, as it always was
 	}
 	m := make(mcp.Meta, len(client)+4)
-	for k, v := range client {
-		if !strings.HasPrefix(k, envelopePrefix) {
-			m[k] = v
-		}
-	}
+	maps.Copy(m, withoutEnvelope(client))
 	if l.modern() {
 		if l.conn != nil {
 			for k, v := range l.conn.envelope() {
@@ -73,6 +70,22 @@ func (l *link) callMeta(client mcp.Meta, caller clientSupport) mcp.Meta {
 	}
 	if len(m) == 0 {
 		return nil
+	}
+	return m
+}
+
+// withoutEnvelope is a client's _meta without the keys of its envelope, for a request
+// toolshed forwards through the SDK's client, which stamps toolshed's own but keeps keys
+// already present (see callMeta).
+func withoutEnvelope(client mcp.Meta) mcp.Meta {
+	if !hasEnvelopeKey(client) {
+		return client
+	}
+	m := make(mcp.Meta, len(client))
+	for k, v := range client {
+		if !strings.HasPrefix(k, envelopePrefix) {
+			m[k] = v
+		}
 	}
 	return m
 }

@@ -251,7 +251,11 @@ func (ps *profileServer) syncFeatures(a *assembly) {
 	}
 }
 
-// getPrompt forwards prompts/get to the prompt's server, under its real name.
+// getPrompt forwards prompts/get to the prompt's server, under its real name. A server
+// of 2026-07-28 may answer it with input_required (MRTR): the answer goes back as it
+// came, and the retry (inputResponses and the server's requestState) goes to the server;
+// the server, not toolshed, holds the state of a prompt or resource request, and checks
+// its own (SEP-2322). A client of 2025 is asked by the go-sdk's server, which retries.
 func (ps *profileServer) getPrompt(name string) mcp.PromptHandler {
 	return func(ctx context.Context, req *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		ps.g.serversMu.Lock()
@@ -267,7 +271,8 @@ func (ps *profileServer) getPrompt(name string) mcp.PromptHandler {
 		defer ps.g.forwarding(p.up.cfg.Name, req.Session)()
 		ctx, cancel := p.up.withCallTimeout(ctx)
 		defer cancel()
-		return cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: p.real, Arguments: req.Params.Arguments, Meta: req.Params.Meta})
+		return cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: p.real, Arguments: req.Params.Arguments, Meta: withoutEnvelope(req.Params.Meta),
+			InputResponses: req.Params.InputResponses, RequestState: req.Params.RequestState})
 	}
 }
 
@@ -282,7 +287,8 @@ func (ps *profileServer) readResource(u *Upstream) mcp.ResourceHandler {
 		defer ps.g.forwarding(u.cfg.Name, req.Session)()
 		ctx, cancel := u.withCallTimeout(ctx)
 		defer cancel()
-		return cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: req.Params.URI, Meta: req.Params.Meta})
+		return cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: req.Params.URI, Meta: withoutEnvelope(req.Params.Meta),
+			InputResponses: req.Params.InputResponses, RequestState: req.Params.RequestState})
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +46,13 @@ type mrtrResult struct {
 	Content       []struct{ Text string }    `json:"content"`
 	IsError       bool                       `json:"isError"`
 	raw           string
+	err           *jsonrpc.Error // the JSON-RPC error answered instead of a result
+}
+
+// refused reports whether r is the JSON-RPC refusal of a bad requestState
+// (InvalidParams), its message containing want.
+func (r mrtrResult) refused(want string) bool {
+	return r.err != nil && r.err.Code == jsonrpc.CodeInvalidParams && strings.Contains(r.err.Message, want)
 }
 
 func (r mrtrResult) text() string {
@@ -88,7 +96,11 @@ func (m *modernClient) call(tool string, args any, meta map[string]any, params m
 			continue
 		}
 		if resp.Error != nil {
-			m.t.Fatalf("%s: %v", tool, resp.Error)
+			var je *jsonrpc.Error
+			if !errors.As(resp.Error, &je) {
+				m.t.Fatalf("%s: %v", tool, resp.Error)
+			}
+			return mrtrResult{err: je, raw: je.Error()}
 		}
 		var r mrtrResult
 		if err := json.Unmarshal(resp.Result, &r); err != nil {
@@ -184,7 +196,7 @@ func TestMRTRRequestStateRefused(t *testing.T) {
 		t.Helper()
 		before := confirms()
 		r := c.call(tool, map[string]any{"what": "deploy"}, nil, map[string]any{"requestState": state, "inputResponses": accept})
-		if !r.IsError || !strings.Contains(r.text(), "ended or expired") {
+		if !r.refused("ended or expired") {
 			t.Errorf("%s: %s, want the call refused as ended or expired", what, r.raw)
 		}
 		if n := confirms(); n != before {
@@ -225,7 +237,7 @@ func TestMRTRLegacyUpstreamModernClient(t *testing.T) {
 		t.Fatalf("legacy__elicit = %s, want input_required with one question", first.raw)
 	}
 	answer := map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}}
-	if r := b.call("legacy__elicit", map[string]any{}, nil, map[string]any{"requestState": first.RequestState, "inputResponses": answer}); !strings.Contains(r.text(), "ended or expired") {
+	if r := b.call("legacy__elicit", map[string]any{}, nil, map[string]any{"requestState": first.RequestState, "inputResponses": answer}); !r.refused("ended or expired") {
 		t.Errorf("another principal's retry = %s, want it refused", r.raw)
 	}
 	if done := a.call("legacy__elicit", map[string]any{}, nil, map[string]any{"requestState": first.RequestState, "inputResponses": answer}); done.text() != "accept Ada" {
@@ -244,7 +256,7 @@ func TestApprovalBoundToItsQuestion(t *testing.T) {
 	accept := map[string]any{"toolshed-approval": map[string]any{"action": "accept", "content": map[string]any{"approve": true}}}
 	refused := func(what string, r mrtrResult) {
 		t.Helper()
-		if !r.IsError || !strings.Contains(r.text(), "did not ask") {
+		if !r.refused("did not ask") {
 			t.Errorf("%s = %s, want the approval refused as not asked", what, r.raw)
 		}
 	}
@@ -285,5 +297,23 @@ func TestSuspendedCallDoesNotHoldDrain(t *testing.T) {
 	defer cancel()
 	if left := h.g.Drain(ctx); left != 0 {
 		t.Errorf("drain left %d calls running, want 0", left)
+	}
+}
+
+// Answers a client sends with its first call (MCP 2026-07-28 allows it; a server that
+// keeps no state may take them) reach the server, all but toolshed's own approval
+// answer; the conformance suite's input-required-result-ignore-extra-params.
+func TestMRTROfferedAnswers(t *testing.T) {
+	h, wires := mrtrUpstreams(t, policy.Off, config.Hooks{})
+	m := newModernClient(t, h, "")
+	answers := map[string]any{
+		"ok":                map[string]any{"action": "accept", "content": map[string]any{"yes": true}},
+		"toolshed-approval": map[string]any{"action": "accept", "content": map[string]any{"approve": true}},
+	}
+	if r := m.call("mstdio__confirm", map[string]any{"what": "deploy"}, nil, map[string]any{"inputResponses": answers}); r.text() != "confirmed=true state=?" {
+		t.Errorf("confirm with its answer offered = %s, want it done at once", r.raw)
+	}
+	if wire := readWire(t, wires["mstdio"]); !bytes.Contains(wire, []byte(`"inputResponses":{"ok"`)) || bytes.Contains(wire, []byte("toolshed-approval")) {
+		t.Errorf("the server got:\n%s\nwant the client's answer and not toolshed's", wire)
 	}
 }

@@ -401,3 +401,30 @@ func TestMRTROldClientCancels(t *testing.T) {
 		t.Errorf("the server got confirm %d times, want once (no retry)", n)
 	}
 }
+
+// A 2026-07-28 server's prompts/get may ask for input too (SEP-2322 makes MRTR
+// universal): a 2025 client is asked on its session (the go-sdk's server asks and
+// retries), the retry reaches the server with its inputResponses and requestState, and
+// the prompt comes back complete. A 2026-07-28 client gets the question as the server
+// wrote it, and its retry the same way (the conformance suite's
+// input-required-result-non-tool-request, TestServeConformance2026).
+func TestMRTRPromptOldClient(t *testing.T) {
+	h, _ := mrtrUpstreams(t, policy.Off, config.Hooks{})
+	var asked []string
+	cs := h.clientVersion("", &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked = append(asked, req.Params.Message)
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"context": "a deploy"}}, nil
+	}}, "2025-11-25")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: "gostdio__test_input_required_result_prompt"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Messages) != 1 || len(asked) != 1 {
+		t.Fatalf("prompt = %+v after %d questions, want one message after one", res, len(asked))
+	}
+	if text, _ := res.Messages[0].Content.(*mcp.TextContent); text == nil || text.Text != "Context: a deploy" {
+		t.Errorf("prompt message = %#v, want the server's, made with the client's answer", res.Messages[0].Content)
+	}
+}
