@@ -196,7 +196,7 @@ func TestTSSDKTools(t *testing.T) {
 					t.Errorf("tools/list with tool search on = %v, want the bridge %v", got, want)
 				}
 			} else {
-				checkQualifiedTools(t, list.Tools, direct.Servers, "modern__echo", "modern__confirm", "modern__slow")
+				checkQualifiedTools(t, list.Tools, direct.Servers, "modern__echo", "modern__confirm", "modern__ask_llm", "modern__slow")
 			}
 			if mode == "on" {
 				var search, describe struct{ Result mcpResult }
