@@ -142,6 +142,14 @@ func (c *TS2Session) read(line []byte, connected chan<- string) {
 	}
 }
 
+// result is the reply's result, or its error.
+func (r ts2Reply) result() (json.RawMessage, error) {
+	if r.Err != nil {
+		return nil, r.Err
+	}
+	return r.Result, nil
+}
+
 // send writes a command and returns its id and the channel its reply comes on.
 func (c *TS2Session) send(cmd map[string]any) (int, chan ts2Reply, error) {
 	c.mu.Lock()
@@ -164,10 +172,7 @@ func (c *TS2Session) ListTools(ctx context.Context) (json.RawMessage, error) {
 	}
 	select {
 	case r := <-ch:
-		if r.Err != nil {
-			return nil, r.Err
-		}
-		return r.Result, nil
+		return r.result()
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
@@ -183,10 +188,7 @@ func (c *TS2Session) CallTool(ctx context.Context, name string, args any) (json.
 	}
 	select {
 	case r := <-ch:
-		if r.Err != nil {
-			return nil, r.Err
-		}
-		return r.Result, nil
+		return r.result()
 	case <-ctx.Done():
 	}
 	if _, _, err := c.send(map[string]any{"op": "abort", "target": id}); err != nil {
@@ -194,10 +196,7 @@ func (c *TS2Session) CallTool(ctx context.Context, name string, args any) (json.
 	}
 	select {
 	case r := <-ch:
-		if r.Err != nil {
-			return nil, r.Err
-		}
-		return r.Result, nil
+		return r.result()
 	case <-time.After(30 * time.Second):
 		return nil, fmt.Errorf("the TS v2 client did not end call %d within 30s of its abort", id)
 	}
