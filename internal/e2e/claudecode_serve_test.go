@@ -137,13 +137,12 @@ func testClaudeCodeServe(t *testing.T, front string) {
 	if !toolResultIsError(calls[4], "toolu_04") {
 		t.Errorf("the error of a bad call is not an error result")
 	}
-	// 5. Claude Code's root (its working directory) reached server-filesystem through
-	// toolshed and replaced the directory the server was started with. A stateless
-	// server cannot ask a client for its roots: the server keeps its own directory.
-	root, own := testupstream.RealPath(t, res.Dir), testupstream.RealPath(t, fargs[len(fargs)-1])
-	if stateless {
-		root, own = own, root
-	}
+	// 5. Claude Code's root (its working directory) does not reach server-filesystem:
+	// Claude Code 2.1.332 probes server/discover and speaks MCP 2026-07-28 with
+	// toolshed, which has no requests from server to client outside a call (nor has a
+	// stateless POST), so toolshed cannot ask it for its roots when the server asks,
+	// and the server keeps the directory it was started with (docs/clients.md).
+	root, own := testupstream.RealPath(t, fargs[len(fargs)-1]), testupstream.RealPath(t, res.Dir)
 	if !toolResultContains(calls[5], "anthropic", "toolu_05", root) || toolResultContains(calls[5], "anthropic", "toolu_05", own) {
 		t.Errorf("server-filesystem's allowed directories are not %s (stateless: %v)", root, stateless)
 	}

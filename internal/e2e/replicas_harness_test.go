@@ -197,7 +197,9 @@ func (rs *replicaSet) connectGo(ctx context.Context, s *goSession) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: fmt.Sprintf("go-replica-%d", s.n), Version: "1"}, nil).
-		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: rs.url, HTTPClient: s.hc}, nil)
+		// A session of 2025-11-25: sessions and their affinity are what these tests are
+		// about, and a client of 2026-07-28 (the SDK's default) has none.
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: rs.url, HTTPClient: s.hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		return err
 	}

@@ -44,7 +44,10 @@ func TestReplicasSharePostgresLog(t *testing.T) {
 		r.addr = addr
 		hc := &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
 		cs, err := mcp.NewClient(&mcp.Implementation{Name: "pg-" + id, Version: "1"}, nil).
-			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", HTTPClient: hc}, nil)
+			// A session of 2025-11-25: the search log links a call to the search that
+			// found it within a session, and a client of 2026-07-28 (the SDK's
+			// default) has none (docs/searchlog.md).
+			Connect(ctx, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + "/mcp", HTTPClient: hc}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 		if err != nil {
 			t.Fatal(err)
 		}
