@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -106,4 +107,41 @@ func errApprovalNotAsked(tool string) string {
 func refuseState(finish func(*mcp.CallToolResult, string) (*mcp.CallToolResult, error), msg string) (*mcp.CallToolResult, error) {
 	finish(errorResult(search.InvalidToolInput, "%s", msg), "expired")
 	return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "Invalid params: " + msg}
+}
+
+// approval asks the user, through elicitation, whether to run a tool. It reports true
+// once the user accepted; otherwise the result to return (a question for the client, or
+// a refusal), or none when the call brings an answer to a question toolshed did not ask
+// it (see approvals), which is refused as a bad requestState.
+func (r *callRegistry) approval(ctx context.Context, spec callSpec) (*mcp.CallToolResult, bool) {
+	who := r.g.clients.principalOf(spec.req.Session)
+	resp, answered := spec.req.Params.InputResponses[approvalInput]
+	if state := spec.req.Params.RequestState; answered || state != "" {
+		r.mu.Lock()
+		asked := isApprovalState(state) && r.approvals.take(state, who, spec.tool.Qualified, spec.args, time.Now())
+		r.mu.Unlock()
+		if !asked || !answered {
+			return nil, false
+		}
+		if er, ok := resp.(*mcp.ElicitResult); ok && er.Action == "accept" {
+			if v, ok := er.Content["approve"].(bool); !ok || v {
+				return nil, true
+			}
+		}
+		return errorResult(PermissionDenied, "the user did not approve calling %s; do not retry it without asking the user", spec.tool.Qualified), false
+	}
+	if !canElicit(spec.req) {
+		missingCapability(ctx, needsElicitation(spec.tool.Qualified))
+		return errorResult(PermissionDenied, "%s needs the user's approval, but this client cannot ask the user (it does not support MCP elicitation); use a client that does, or ask the operator to lift the approval rule", spec.tool.Qualified), false
+	}
+	args := string(redactArguments(spec.args, r.g.hooks.secrets))
+	r.mu.Lock()
+	state := r.approvals.issue(who, spec.tool.Qualified, spec.args, time.Now())
+	r.mu.Unlock()
+	return &mcp.CallToolResult{RequestState: state, InputRequests: mcp.InputRequestMap{approvalInput: &mcp.ElicitParams{
+		Message: fmt.Sprintf("Allow the assistant to call %s (server %s) with these arguments?\n%s", spec.tool.Qualified, spec.tool.Server, args),
+		RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
+			"approve": map[string]any{"type": "boolean", "title": "Approve", "description": "Allow this call", "default": false},
+		}, "required": []string{"approve"}},
+	}}}, false
 }

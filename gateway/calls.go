@@ -2,10 +2,6 @@ package gateway
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -209,43 +205,6 @@ func (r *callRegistry) run(ctx context.Context, spec callSpec) (*mcp.CallToolRes
 
 	c := r.start(ctx, spec, u)
 	return r.wait(ctx, c, finish)
-}
-
-// approval asks the user, through elicitation, whether to run a tool. It reports true
-// once the user accepted; otherwise the result to return (a question for the client, or
-// a refusal), or none when the call brings an answer to a question toolshed did not ask
-// it (see approvals), which is refused as a bad requestState.
-func (r *callRegistry) approval(ctx context.Context, spec callSpec) (*mcp.CallToolResult, bool) {
-	who := r.g.clients.principalOf(spec.req.Session)
-	resp, answered := spec.req.Params.InputResponses[approvalInput]
-	if state := spec.req.Params.RequestState; answered || state != "" {
-		r.mu.Lock()
-		asked := isApprovalState(state) && r.approvals.take(state, who, spec.tool.Qualified, spec.args, time.Now())
-		r.mu.Unlock()
-		if !asked || !answered {
-			return nil, false
-		}
-		if er, ok := resp.(*mcp.ElicitResult); ok && er.Action == "accept" {
-			if v, ok := er.Content["approve"].(bool); !ok || v {
-				return nil, true
-			}
-		}
-		return errorResult(PermissionDenied, "the user did not approve calling %s; do not retry it without asking the user", spec.tool.Qualified), false
-	}
-	if !canElicit(spec.req) {
-		missingCapability(ctx, needsElicitation(spec.tool.Qualified))
-		return errorResult(PermissionDenied, "%s needs the user's approval, but this client cannot ask the user (it does not support MCP elicitation); use a client that does, or ask the operator to lift the approval rule", spec.tool.Qualified), false
-	}
-	args := string(redactArguments(spec.args, r.g.hooks.secrets))
-	r.mu.Lock()
-	state := r.approvals.issue(who, spec.tool.Qualified, spec.args, time.Now())
-	r.mu.Unlock()
-	return &mcp.CallToolResult{RequestState: state, InputRequests: mcp.InputRequestMap{approvalInput: &mcp.ElicitParams{
-		Message: fmt.Sprintf("Allow the assistant to call %s (server %s) with these arguments?\n%s", spec.tool.Qualified, spec.tool.Server, args),
-		RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{
-			"approve": map[string]any{"type": "boolean", "title": "Approve", "description": "Allow this call", "default": false},
-		}, "required": []string{"approve"}},
-	}}}, false
 }
 
 // start registers a call and sends it upstream.
@@ -650,46 +609,3 @@ func canElicit(req mcp.Request) bool {
 // speaksMRTR reports whether the caller of req is asked for input by a result of
 // resultType input_required (multi round-trip requests) rather than by a request.
 func speaksMRTR(req mcp.Request) bool { return callerOf(req).modern }
-
-// sessionTag names a client session in the activity log: the first 12 hex digits of an
-// HMAC-SHA256 of its id under a key drawn when the process starts. A session id is a
-// capability (whoever sends it speaks as the session), so the log, which is kept and
-// shared, must not hold it; the keyed hash cannot be turned back into the id, nor
-// matched against a guessed or leaked id, nor compared across runs, yet names the same
-// session the same way throughout a run. Sessions without an id (stdio, in-memory,
-// stateless HTTP POSTs) are named by the random tag newSessionTag drew when toolshed
-// started tracking them; this names one it does not track by its address, hashed the
-// same way.
-func sessionTag(ss *mcp.ServerSession) string {
-	if ss == nil {
-		return ""
-	}
-	id := ss.ID()
-	if id == "" {
-		id = fmt.Sprintf("%p", ss)
-	}
-	m := hmac.New(sha256.New, sessionTagKey)
-	m.Write([]byte(id))
-	return hex.EncodeToString(m.Sum(nil))[:12]
-}
-
-// newSessionTag is the tag of a session toolshed starts tracking: sessionTag's, but
-// for a session without an id one drawn at random, never another session's. An
-// address is not a name: once a session is freed, a later one may get its address,
-// and with it the earlier session's recent searches, to which the search log would
-// link the later session's calls (a stateless HTTP POST's session, freed after its
-// POST, is one such, and may be another client's).
-func newSessionTag(ss *mcp.ServerSession) string {
-	if ss == nil || ss.ID() != "" {
-		return sessionTag(ss)
-	}
-	m := hmac.New(sha256.New, sessionTagKey)
-	m.Write([]byte(rand.Text()))
-	return hex.EncodeToString(m.Sum(nil))[:12]
-}
-
-var sessionTagKey = func() []byte {
-	key := make([]byte, 32)
-	rand.Read(key) // never fails (crypto/rand)
-	return key
-}()
