@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -48,6 +49,11 @@ func callerOf(req mcp.Request) caller {
 	if req == nil {
 		return caller{}
 	}
+	if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p != nil {
+		if c, ok := fastCallers.Load(p); ok {
+			return c.(caller)
+		}
+	}
 	if r, ok := req.(perRequest); ok {
 		if v := r.ProtocolVersion(); modernVersion(v) {
 			return caller{version: v, modern: true, caps: r.ClientCapabilities(), info: r.ClientInfo()}
@@ -56,6 +62,11 @@ func callerOf(req mcp.Request) caller {
 	ss, _ := req.GetSession().(*mcp.ServerSession)
 	return sessionCaller(ss)
 }
+
+// fastCallers holds the caller of each modern call the fast path serves, by its params,
+// while it runs (see fastCallOf): the gateway asks callerOf several times a call, and
+// the SDK decodes the envelope afresh each time, with a decoder that allocates 32 KiB.
+var fastCallers sync.Map // *mcp.CallToolParamsRaw -> caller
 
 // sessionCaller is the caller of a session's requests as its initialize (or, for a
 // stateless POST's session, its one request) set it.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segjson "github.com/segmentio/encoding/json"
 
 	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/internal/jsonscan"
@@ -33,11 +35,23 @@ import (
 //
 // Anything out of the ordinary goes to the SDK as before: a session not initialized
 // and joined yet (a stateless POST's session, which never joins, is served as one
-// that has), upstreams not settled or up but not in the catalog yet, a protocol
-// version with multi round-trip requests or per-request metadata, params with
+// that has), upstreams not settled or up but not in the catalog yet, params with
 // members other than name, arguments and a _meta holding only a progress token, a
 // tool not listed (hidden, restarting, unknown), a gateway with approval rules (the
 // SDK's middleware asks the user and calls again). fastCallsOff turns the fast path off (tests compare both paths).
+//
+// A request of MCP 2026-07-28 (its envelope in _meta, see caller.go) takes the fast
+// path too, on the session whose era it speaks (a modern stdio connection, a modern
+// POST's own session): its _meta is decoded as the SDK decodes it, so that callerOf
+// reads the same caller, capabilities and principal from it, its retry's
+// inputResponses and requestState reach the call registry (MRTR), and its result is
+// annotated as the SDK annotates a modern caller's (resultType, serverInfo; see
+// modernResult). The connection has refused a bad envelope or headers before (see
+// classifyRequest, modernPOST). Left to the SDK: an envelope that asks for a log level
+// (the SDK keeps it in the request's context, where toolshed cannot put it), one
+// whose capabilities or client info the SDK cannot decode (it refuses them), and a
+// modern request on a session of the old era, or the other way round (the SDK judges
+// MRTR by the session's version).
 
 // fastCallsOff, set by tests, sends every tools/call to the SDK;
 // fastCallsServed counts the calls the fast path served (for the tests that check it
@@ -55,6 +69,8 @@ type fastCall struct {
 	handler mcp.ToolHandler
 	params  *mcp.CallToolParamsRaw
 	extra   *mcp.RequestExtra
+	modern  bool   // the request carries a modern envelope (on a modern session)
+	caller  caller // a modern request's (see modernCaller)
 }
 
 // fastCallOf returns the fast path of msg on session ss of profile, or false when the
@@ -66,12 +82,19 @@ func (g *Gateway) fastCallOf(profile string, ss *mcp.ServerSession, msg *jsonrpc
 	if len(g.hooks.cfg.Approve) > 0 || g.hooks.cfg.ApproveDestructive {
 		return nil, false
 	}
-	if p := ss.InitializeParams(); p == nil || sessionCaller(ss).modern || !g.clients.serving(ss) {
-		return nil, false
-	}
 	params, ok := fastParams(msg.Params)
 	if !ok {
 		return nil, false
+	}
+	modern := params.Meta[mcp.MetaKeyProtocolVersion] != nil
+	if p := ss.InitializeParams(); p == nil || sessionCaller(ss).modern != modern || !g.clients.serving(ss) {
+		return nil, false
+	}
+	var who caller
+	if modern {
+		if who, ok = modernCaller(ss, params); !ok {
+			return nil, false
+		}
 	}
 	ps := g.profileServer(profile)
 	h := ps.tools.handler(params.Name)
@@ -80,19 +103,21 @@ func (g *Gateway) fastCallOf(profile string, ss *mcp.ServerSession, msg *jsonrpc
 		return nil, false
 	}
 	extra, _ := msg.Extra.(*mcp.RequestExtra)
-	return &fastCall{ps: ps, ss: ss, id: msg.ID, handler: h, params: params, extra: extra}, true
+	return &fastCall{ps: ps, ss: ss, id: msg.ID, handler: h, params: params, extra: extra, modern: modern, caller: who}, true
 }
 
 // fastParams reads the params of an ordinary tools/call: a name, arguments that are an
-// object (or none), and a _meta with only a progress token (or none). Anything else
-// is false, for the SDK to read.
+// object (or none), and a _meta with only a progress token (or none); or, for a
+// request of MCP 2026-07-28, a _meta with its envelope (see fastMeta) and the retry's
+// inputResponses and requestState. Anything else is false, for the SDK to read.
 func fastParams(raw []byte) (*mcp.CallToolParamsRaw, bool) {
 	if len(raw) == 0 || raw[jsonscan.SkipSpace(raw, 0)] != '{' {
 		return nil, false
 	}
 	p := &mcp.CallToolParamsRaw{}
 	ok, named := true, false
-	var seen [3]bool // name, arguments, _meta: a member twice is left to the SDK
+	var responses []byte
+	var seen [5]bool // name, arguments, _meta, inputResponses, requestState: a member twice is left to the SDK
 	once := func(i int) bool {
 		if seen[i] {
 			return false
@@ -111,32 +136,164 @@ func fastParams(raw []byte) (*mcp.CallToolParamsRaw, bool) {
 				p.Arguments = val
 			}
 		case "_meta":
-			if ok = once(2) && len(val) > 0 && val[0] == '{'; !ok {
-				return false
+			if ok = once(2) && len(val) > 0 && val[0] == '{'; ok {
+				p.Meta, ok = fastMeta(val)
 			}
-			jsonscan.Members(val, func(key string, tok []byte) bool {
-				if key != "progressToken" || len(tok) == 0 || p.Meta != nil {
-					ok = false
-					return false
-				}
-				var v any
-				if tok[0] == '"' {
-					v = jsonscan.Unquote(tok)
-				} else if f, err := strconv.ParseFloat(string(tok), 64); err == nil {
-					v = f
-				} else {
-					ok = false
-					return false
-				}
-				p.Meta = mcp.Meta{"progressToken": v}
-				return true
-			})
+		case "inputResponses":
+			if ok = once(3) && len(val) > 0 && val[0] == '{'; ok {
+				responses = val
+			}
+		case "requestState":
+			if ok = once(4) && len(val) > 0 && val[0] == '"'; ok {
+				p.RequestState = jsonscan.Unquote(val)
+			}
 		default:
 			ok = false
 		}
 		return ok
 	})
-	return p, ok && named && p.Name != ""
+	if !ok || !named || p.Name == "" {
+		return nil, false
+	}
+	if (seen[3] || seen[4]) && p.Meta[mcp.MetaKeyProtocolVersion] == nil {
+		return nil, false // a retry of a client of the old era: the SDK's, as before
+	}
+	if responses != nil && json.Unmarshal(responses, &p.InputResponses) != nil {
+		return nil, false // the SDK refuses it
+	}
+	return p, true
+}
+
+// fastMeta reads the _meta of a tools/call the fast path takes: a progress token alone,
+// as the SDK decodes it, or a modern request's envelope with what else the client
+// sends (a progress token, trace context), decoded as the SDK decodes params' _meta.
+// A key twice, an envelope of a version of the old era, and one that sets a
+// log level are false, for the SDK to read.
+func fastMeta(raw []byte) (mcp.Meta, bool) {
+	ok, modern, keys := true, false, 0
+	var token []byte
+	var seen map[string]bool
+	jsonscan.Members(raw, func(key string, val []byte) bool {
+		keys++
+		switch {
+		case seen[key] || key == mcp.MetaKeyLogLevel:
+			ok = false
+		case key == "progressToken":
+			token = val
+		case key == mcp.MetaKeyProtocolVersion:
+			modern = len(val) > 0 && val[0] == '"' && modernVersion(jsonscan.Unquote(val))
+			ok = modern
+		}
+		if seen == nil {
+			seen = map[string]bool{}
+		}
+		seen[key] = true
+		return ok
+	})
+	switch {
+	case !ok:
+		return nil, false
+	case keys == 0:
+		return mcp.Meta{}, true
+	case modern:
+		var m mcp.Meta
+		if json.Unmarshal(raw, &m) != nil {
+			return nil, false
+		}
+		return m, true
+	case keys > 1 || len(token) == 0:
+		return nil, false
+	}
+	var v any
+	if token[0] == '"' {
+		v = jsonscan.Unquote(token)
+	} else if f, err := strconv.ParseFloat(string(token), 64); err == nil {
+		v = f
+	} else {
+		return nil, false
+	}
+	return mcp.Meta{"progressToken": v}, true
+}
+
+// modernCaller returns the caller of a modern request with params on session ss, as
+// callerOf reads it, and false when the SDK cannot decode the client's capabilities
+// or identity in the envelope, as it must before it serves the request (it refuses
+// it). The envelope is decoded once here, rather than at each callerOf of the call.
+func modernCaller(ss *mcp.ServerSession, params *mcp.CallToolParamsRaw) (caller, bool) {
+	version, _ := params.Meta[mcp.MetaKeyProtocolVersion].(string) // a string: see fastMeta
+	c := caller{version: version, modern: true}
+	var caps envelopeCaps
+	if !decodeMeta(params.Meta[mcp.MetaKeyClientCapabilities], &caps) {
+		return caller{}, false
+	}
+	c.caps = caps.v1()
+	info, named := params.Meta[mcp.MetaKeyClientInfo]
+	if !named {
+		c.info = ss.InitializeParams().ClientInfo // as ServerRequest.ClientInfo falls back
+		return c, true
+	}
+	c.info = &mcp.Implementation{}
+	return c, decodeMeta(info, c.info)
+}
+
+// envelopeCaps is the envelope's clientCapabilities as the SDK reads them (its
+// clientCapabilitiesV2, whose roots are a pointer).
+type envelopeCaps struct {
+	mcp.ClientCapabilities
+	Roots *mcp.RootCapabilities `json:"roots,omitempty"`
+}
+
+// v1 is what ServerRequest.ClientCapabilities returns for c.
+func (c *envelopeCaps) v1() *mcp.ClientCapabilities {
+	caps := c.ClientCapabilities
+	caps.RootsV2 = c.Roots
+	if c.Roots != nil {
+		caps.Roots = *c.Roots
+	}
+	return &caps
+}
+
+// maxMetaValue bounds the envelope values decodeMeta reads itself: a larger one is
+// decoded as the SDK decodes it, whose nesting limit (1,000) only such a value reaches.
+const maxMetaValue = 900
+
+// decodeMeta decodes v, a value of a request's _meta, into out as the SDK's
+// decodeMetaValue does (encoded again, then decoded with case-sensitive field names),
+// and reports whether it could; null is not a value. The SDK's decoder allocates
+// 32 KiB a value, most of what a modern call allocated.
+func decodeMeta(v any, out any) bool {
+	if v == nil {
+		return false
+	}
+	data, err := json.Marshal(v)
+	if err != nil {
+		return false
+	}
+	if len(data) > maxMetaValue {
+		return sdkDecodeMeta(v, out)
+	}
+	rest, err := segjson.Parse(data, out, segjson.DontMatchCaseInsensitiveStructFields)
+	return err == nil && len(rest) == 0
+}
+
+// sdkDecodeMeta decodes v into out through the SDK (ServerRequest's accessors).
+func sdkDecodeMeta(v any, out any) bool {
+	req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Meta: mcp.Meta{mcp.MetaKeyClientCapabilities: v, mcp.MetaKeyClientInfo: v}}}
+	switch out := out.(type) {
+	case *envelopeCaps:
+		caps := req.ClientCapabilities()
+		if caps == nil {
+			return false
+		}
+		*out = envelopeCaps{ClientCapabilities: *caps, Roots: caps.RootsV2}
+	case *mcp.Implementation:
+		info := req.ClientInfo()
+		if info == nil {
+			return false
+		}
+		*out = *info
+	}
+	return true
 }
 
 // fastServer returns what serves fc and hands its response to write, on whichever
@@ -160,6 +317,10 @@ func fastServer(mu *sync.Mutex, fast map[jsonrpc.ID]context.CancelFunc, life con
 // run serves the call: the response to write, as the SDK would have written it.
 func (fc *fastCall) run(ctx context.Context) *jsonrpc.Response {
 	fastCallsServed.Add(1)
+	if fc.modern {
+		fastCallers.Store(fc.params, fc.caller)
+		defer fastCallers.Delete(fc.params)
+	}
 	// What relatedStream does: over Streamable HTTP, what the handler sends with ctx
 	// goes to the request's stream.
 	if fc.extra != nil {
@@ -174,11 +335,18 @@ func (fc *fastCall) run(ctx context.Context) *jsonrpc.Response {
 	if err != nil {
 		return &jsonrpc.Response{ID: fc.id, Error: wireError(err)}
 	}
+	if slot.refusal != nil && callerLacks(callerOf(req), slot.refusal) {
+		return &jsonrpc.Response{ID: fc.id, Error: slot.refusal} // as listedTools.middleware
+	}
 	var result mcp.Result = res
 	switch {
 	case res == nil:
 		// As jsonrpc2 answers a handler that returns neither.
 		return &jsonrpc.Response{ID: fc.id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "internal error: the tool returned no result"}}
+	case fc.modern:
+		if result, err = fc.modernResult(res, slot); err != nil {
+			return &jsonrpc.Response{ID: fc.id, Error: wireError(err)}
+		}
 	case res == slot.placeholder && res.Meta == nil:
 		// The upstream's bytes as they are: the SDK annotates results only for
 		// clients of the protocol versions the fast path leaves to it, so
@@ -202,6 +370,52 @@ func (fc *fastCall) run(ctx context.Context) *jsonrpc.Response {
 		return &jsonrpc.Response{ID: fc.id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: fmt.Sprintf("internal error: %v", err)}}
 	}
 	return &jsonrpc.Response{ID: fc.id, Result: data}
+}
+
+// typedResults are empty tools/call results of each result type, from which
+// modernResult copies the type: the SDK keeps it unexported, and sets it only on its
+// own path (callTool), which the fast path does not take.
+var typedResults = func() map[string]mcp.CallToolResult {
+	m := map[string]mcp.CallToolResult{}
+	for _, rt := range []string{"complete", "input_required"} {
+		var r mcp.CallToolResult
+		// Cannot fail (a constant); TestFastCallBytes would see a result without its type.
+		_ = json.Unmarshal([]byte(`{"content":[],"resultType":"`+rt+`"}`), &r)
+		m[rt] = r
+	}
+	return m
+}()
+
+// modernResult is res as the SDK answers a caller of MCP 2026-07-28 with it: what its
+// callTool does to a handler's result (the result type, input_required when the call
+// asks for the client's input; content [] rather than null when complete; a result
+// with both content and input requests refused), then what it does to every result of
+// such a request (serverInfo in _meta, unless the result names one), and what
+// listedTools.middleware does (the upstream's bytes, annotated, see forwardedResult).
+func (fc *fastCall) modernResult(res *mcp.CallToolResult, slot *forwardSlot) (mcp.Result, error) {
+	rt := "complete"
+	if res.InputRequests != nil {
+		if len(res.Content) > 0 || res.StructuredContent != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "server bug: result has both content and inputRequests"}
+		}
+		rt = "input_required"
+	}
+	typed := typedResults[rt]
+	typed.Meta, typed.Content, typed.StructuredContent, typed.IsError = res.Meta, res.Content, res.StructuredContent, res.IsError
+	typed.InputRequests, typed.RequestState = res.InputRequests, res.RequestState
+	if typed.Content == nil && rt == "complete" {
+		typed.Content = []mcp.Content{}
+	}
+	if _, named := typed.Meta[mcp.MetaKeyServerInfo]; !named {
+		meta := make(mcp.Meta, len(typed.Meta)+1)
+		maps.Copy(meta, typed.Meta)
+		meta[mcp.MetaKeyServerInfo] = fc.ps.impl
+		typed.Meta = meta
+	}
+	if res == slot.placeholder {
+		return &forwardedResult{CallToolResult: &typed, raw: slot.raw}, nil
+	}
+	return &typed, nil
 }
 
 // encodeResponse returns resp as jsonrpc.EncodeMessage writes it, without encoding

@@ -2,7 +2,10 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -26,6 +29,15 @@ var fastParamsCases = []string{
 	`{"name":1}`,
 	`{"name":"x","requestState":"s"}`,
 	`[1]`,
+	// Requests of MCP 2026-07-28: the envelope, trace context, a retry.
+	`{"name":"x","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"traceparent":"00-1-2-01","progressToken":7}}`,
+	`{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"requestState":"s\u0031","inputResponses":{"ok":{"action":"accept","content":{"yes":true}},"llm":{"role":"assistant","model":"m","content":{"type":"text","text":"Paris"}}}}`,
+	`{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"debug"}}`,
+	`{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{}}}`,
+	`{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`,
+	`{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"requestState":1}`,
+	`{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"inputResponses":{"ok":5}}`,
+	`{"name":"x","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"task":{}}`,
 }
 
 // checkFastParams checks that what fastParams reads from params is what the SDK's
@@ -43,8 +55,11 @@ func checkFastParams(t *testing.T, params []byte) {
 	if got.Name != want.Name || !bytes.Equal(got.Arguments, want.Arguments) {
 		t.Errorf("fastParams(%s) = name %q arguments %s; the SDK reads %q %s", params, got.Name, got.Arguments, want.Name, want.Arguments)
 	}
-	if got.GetProgressToken() != want.GetProgressToken() || len(got.Meta) != len(want.Meta) {
+	if !reflect.DeepEqual(got.Meta, want.Meta) || got.GetProgressToken() != want.GetProgressToken() {
 		t.Errorf("fastParams(%s) = _meta %v; the SDK reads %v", params, got.Meta, want.Meta)
+	}
+	if got.RequestState != want.RequestState || !reflect.DeepEqual(got.InputResponses, want.InputResponses) {
+		t.Errorf("fastParams(%s) = requestState %q inputResponses %v; the SDK reads %q %v", params, got.RequestState, got.InputResponses, want.RequestState, want.InputResponses)
 	}
 }
 
@@ -55,6 +70,9 @@ func TestFastParamsLikeSDK(t *testing.T) {
 	for c, want := range map[string]bool{
 		`{"name":"a__b","arguments":{"x":1}}`: true, `{"_meta":{"other":1},"name":"x"}`: false,
 		`{"name":"x","arguments":null}`: false, `{"Name":"x"}`: false, `{"name":"x","requestState":"s"}`: false,
+		fastParamsCases[16]: true, fastParamsCases[17]: true, // modern, a retry
+		fastParamsCases[18]: false, fastParamsCases[19]: false, fastParamsCases[20]: false, // a log level, an old version, a key twice
+		fastParamsCases[21]: false, fastParamsCases[22]: false, fastParamsCases[23]: false, // a bad requestState, inputResponses, a member it does not read
 	} {
 		if _, ok := fastParams([]byte(c)); ok != want {
 			t.Errorf("fastParams(%s) takes it: %t, want %t", c, ok, want)
@@ -109,4 +127,40 @@ func FuzzEncodeResponse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The caller the fast path reads once for a modern call (modernCaller) is the one
+// callerOf reads from the request through the SDK, the session's client info included
+// where the envelope names none; an envelope the SDK cannot decode is left to it.
+func TestModernCallerLikeCallerOf(t *testing.T) {
+	_, st := mcp.NewInMemoryTransports()
+	first := &mcp.InitializeParams{ProtocolVersion: "2026-07-28", ClientInfo: &mcp.Implementation{Name: "first", Version: "1"}, Capabilities: &mcp.ClientCapabilities{}}
+	ss, err := mcp.NewServer(&mcp.Implementation{Name: "t"}, nil).Connect(context.Background(), st, &mcp.ServerSessionOptions{State: &mcp.ServerSessionState{InitializeParams: first}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ss.Close()
+	const v = `"io.modelcontextprotocol/protocolVersion":"2026-07-28"`
+	for params, decodes := range map[string]bool{
+		`{"name":"x","_meta":{` + v + `,"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}},"sampling":{},"roots":{"listChanged":true}},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"2"}}}`: true,
+		`{"name":"x","_meta":{` + v + `,"io.modelcontextprotocol/clientCapabilities":{}}}`:                                                                                                       true,
+		`{"name":"x","_meta":{` + v + `,"io.modelcontextprotocol/clientCapabilities":{"Sampling":{},"elicitation":{"URL":{}}},"io.modelcontextprotocol/clientInfo":{"Name":"c","version":"2"}}}`: true,
+		`{"name":"x","_meta":{` + v + `,"io.modelcontextprotocol/clientCapabilities":{"experimental":{"x":` + strings.Repeat(`[`, 1001) + strings.Repeat(`]`, 1001) + `}}}}`:                     false, // deeper than the SDK reads: it refuses it
+		`{"name":"x","_meta":{` + v + `,"io.modelcontextprotocol/clientCapabilities":{"experimental":{"x":` + strings.Repeat(`[`, 300) + strings.Repeat(`]`, 300) + `}}}}`:                       true,
+		`{"name":"x","_meta":{` + v + `,"io.modelcontextprotocol/clientCapabilities":{"elicitation":5}}}`:                                                                                        false,
+		`{"name":"x","_meta":{` + v + `,"io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":5}}}`:                                                       false,
+	} {
+		p, ok := fastParams([]byte(params))
+		if !ok {
+			t.Fatalf("fastParams(%s) leaves it to the SDK", params)
+		}
+		got, ok := modernCaller(ss, p)
+		if ok != decodes {
+			t.Errorf("modernCaller(%s): %t, want %t", params, ok, decodes)
+			continue
+		}
+		if want := callerOf(&mcp.CallToolRequest{Session: ss, Params: p}); ok && !reflect.DeepEqual(got, want) {
+			t.Errorf("modernCaller(%s) = %+v, callerOf reads %+v", params, got, want)
+		}
+	}
 }

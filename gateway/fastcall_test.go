@@ -182,6 +182,20 @@ func fastCallTranscript(t *testing.T, front string, mode policy.Mode) string {
 			resp.Body.Close()
 			fmt.Fprintf(&out, "%d %s\n%s\n", resp.StatusCode, resp.Header.Get("Content-Type"), body)
 		}
+	case "modern-stdio":
+		// No initialize: the first request makes the connection a modern one.
+		s := newRawLineSession(t, h)
+		for _, line := range modernCallScript(mode) {
+			s.send(t, line)
+			out.WriteString(strings.Join(s.until(t, requestID(t, line)), ""))
+		}
+	case "modern-http":
+		// Each POST on a session of its own, as the protocol has no sessions.
+		endpoint := serveHTTP(t, h, gateway.HTTPOptions{}) + "/mcp"
+		for _, line := range modernCallScript(mode) {
+			resp, body := rawPOST(t, context.Background(), endpoint, line, modernCallHeaders(t, line))
+			fmt.Fprintf(&out, "%d %s\n%s\n", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+		}
 	case "stateless":
 		// Each POST on a session of its own, as a client of 2025-11-25 sends it.
 		endpoint := serveHTTP(t, h, gateway.HTTPOptions{Stateless: true}) + "/mcp"
@@ -195,10 +209,10 @@ func fastCallTranscript(t *testing.T, front string, mode policy.Mode) string {
 
 // TestFastCallBytes checks that a tools/call served by the fast path is answered with
 // the very bytes the SDK's path answers it with (results, errors, progress, event
-// streams), over stdio, Streamable HTTP sessions and stateless HTTP, for direct calls
-// and the bridge tools.
+// streams), over stdio, Streamable HTTP sessions and stateless HTTP, and for clients
+// of MCP 2026-07-28 over stdio and HTTP, for direct calls and the bridge tools.
 func TestFastCallBytes(t *testing.T) {
-	for _, front := range []string{"stdio", "http", "stateless"} {
+	for _, front := range []string{"stdio", "http", "stateless", "modern-stdio", "modern-http"} {
 		for _, mode := range []policy.Mode{policy.Off, policy.On} {
 			t.Run(fmt.Sprintf("%s/%s", front, mode), func(t *testing.T) {
 				restore := gateway.SetFastCalls(false)
@@ -212,7 +226,13 @@ func TestFastCallBytes(t *testing.T) {
 				}
 				// Every call but the ones the fast path leaves to the SDK (an unknown
 				// tool, a _meta it does not read, params without arguments... ).
-				if want := int64(len(fastCallScript(mode)) - 3); served < want {
+				script := fastCallScript(mode)
+				if strings.HasPrefix(front, "modern") {
+					// Left to the SDK besides: a call that asks for a log level, and
+					// the first request of a modern stdio connection, which joins it.
+					script = modernCallScript(mode)
+				}
+				if want := int64(len(script) - 3); served < want {
 					t.Errorf("the fast path served %d calls, want at least %d", served, want)
 				}
 				if !strings.Contains(fast, "done 2 steps") || !strings.Contains(fast, `"progress":2`) {

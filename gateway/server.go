@@ -23,7 +23,10 @@ type profileServer struct {
 	g       *Gateway
 	profile string
 	server  *mcp.Server
-	listed  map[string]string // listed name -> content key of its definition
+	// impl is who server says it is (serverInfo), which the fast path puts in a modern
+	// client's results as the SDK does (see fastCall.modernResult).
+	impl   *mcp.Implementation
+	listed map[string]string // listed name -> content key of its definition
 	// refused has the definitions the SDK would not list, reported once each.
 	refused map[string]string
 	// tools has the bytes each tool is listed with (see listedTools).
@@ -36,7 +39,8 @@ type profileServer struct {
 
 func newProfileServer(g *Gateway, profile string) *profileServer {
 	ps := &profileServer{g: g, profile: profile, listed: map[string]string{}, refused: map[string]string{}, featureKeys: map[string]string{}}
-	ps.server = mcp.NewServer(&mcp.Implementation{Name: "toolshed", Title: "toolshed MCP gateway", Version: Version}, &mcp.ServerOptions{
+	ps.impl = &mcp.Implementation{Name: "toolshed", Title: "toolshed MCP gateway", Version: Version}
+	ps.server = mcp.NewServer(ps.impl, &mcp.ServerOptions{
 		Logger: g.slogger(),
 		// The protocol versions are narrowed by the transports (see directFront), so
 		// that a client probing with server/discover is offered what they serve.

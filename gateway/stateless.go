@@ -68,6 +68,10 @@ func (h *streamableFront) servePerPOST(w http.ResponseWriter, r *http.Request, o
 		// The request's envelope is its caller (see callerOf); the session's version
 		// makes the SDK answer input requests as results (MRTR) to it.
 		state.InitializeParams = &mcp.InitializeParams{ProtocolVersion: modern}
+		// Its log level is its envelope's, which the SDK keeps in the request's
+		// context (none: no log messages). The fast path, which cannot, serves only
+		// requests that name none (see fastMeta), by the session's: none either.
+		state.LogLevel = ""
 	case !p.initialize:
 		v := p.version
 		if !slices.Contains(protocolVersions, v) || modernVersion(v) {
