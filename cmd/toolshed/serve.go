@@ -54,7 +54,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&catalogs, "catalog", "also serve catalog `FILE`'s tools, listed and searched but not run: a call says how to configure the real server (repeatable)")
 	fs.Usage = func() {
 		printUsage(stdout, fs, "[--config FILE] [--catalog FILE]... [--profile NAME] [--tool-search MODE] [--context-window TOKENS] [--no-prefix] [--max-name-length N] [--start-wait DURATION] "+
-			"[--http ADDR] [--stateless] [--replica-id ID] [--max-sessions N] [--max-sessions-per-token N] [--drain-timeout DURATION] [--metrics-addr ADDR] [--probe-addr ADDR] [--memory-target-mib N] "+
+			"[--http ADDR] [--stateless] [--replica-id ID] [--max-sessions N] [--max-sessions-per-token N] [--max-listens N] [--max-listens-per-token N] [--drain-timeout DURATION] [--metrics-addr ADDR] [--probe-addr ADDR] [--memory-target-mib N] "+
 			doorSynopsis+" [--db DSN] [--log-queries MODE] "+embedSynopsis,
 			"Runs the MCP gateway: it serves the tools of every server in the config to one MCP client over stdio, or to many over Streamable HTTP with --http, and, when the tools are many, replaces them with tool_search, tool_describe and tool_call. "+
 				"Without --config or --catalog, it serves the built-in catalog: the tool definitions of 21 real MCP servers, whose calls say how to configure the real server.")
