@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"sync"
@@ -105,6 +106,9 @@ type stdioConn struct {
 	// version is the protocol version the client asked for in its initialize (see
 	// batching).
 	version string
+	// listens holds the ids of the client's subscriptions/listen requests not
+	// answered yet, at most MaxStdioListens (see streamable_listen.go).
+	listens map[jsonrpc.ID]bool
 }
 
 // MaxOpenRequests bounds the requests a client served directly (over stdio, or in
@@ -215,6 +219,11 @@ func (c *stdioConn) observe(msg jsonrpc.Message) bool {
 			_ = c.Connection.Write(context.Background(), resp)
 			return true
 		}
+		if req.Method == "subscriptions/listen" && !c.openListen(req.ID) {
+			e := subscriptionLimit(fmt.Sprintf("this connection has %d subscriptions/listen streams open, the most toolshed allows on one (MaxStdioListens); cancel listens no longer in use (notifications/cancelled), one is enough", MaxStdioListens))
+			_ = c.Connection.Write(context.Background(), &jsonrpc.Response{ID: req.ID, Error: e})
+			return true
+		}
 		if c.tryTask(req) {
 			return true
 		}
@@ -260,6 +269,25 @@ func (c *stdioConn) classify(req *jsonrpc.Request) *jsonrpc.Error {
 		return missingEnvelope(req.Method, c.version)
 	}
 	return nil
+}
+
+// openListen counts a subscriptions/listen request as open until it is answered, and
+// reports false, counting nothing, when MaxStdioListens are open already. A request
+// whose id is in flight is not counted twice: the SDK refuses it.
+func (c *stdioConn) openListen(id jsonrpc.ID) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.listens[id] {
+		return true
+	}
+	if len(c.listens) >= MaxStdioListens {
+		return false
+	}
+	if c.listens == nil {
+		c.listens = map[jsonrpc.ID]bool{}
+	}
+	c.listens[id] = true
+	return true
 }
 
 // tryFast serves req on the fast path when it can (see fastCallOf), and reports
@@ -345,6 +373,7 @@ func (c *stdioConn) answered(id jsonrpc.ID) (drop bool) {
 	defer c.mu.Unlock()
 	drop = c.open[id]
 	delete(c.open, id)
+	delete(c.listens, id)
 	if !drop {
 		c.writing++
 	}

@@ -39,6 +39,12 @@ type HTTPOptions struct {
 	// Past a cap, a new session is refused with 503 and Retry-After. Zero means
 	// DefaultMaxSessions and DefaultMaxSessionsPerToken; a negative value, no cap.
 	MaxSessions, MaxSessionsPerToken int
+	// MaxListens caps the subscriptions/listen streams (MCP 2026-07-28) open at once,
+	// and MaxListensPerToken those of one bearer token: each holds a connection for as
+	// long as its client keeps it. Past a cap, a listen is refused with JSON-RPC error
+	// -32603 "Subscription limit reached" before its acknowledgement. Zero means
+	// DefaultMaxListens and DefaultMaxListensPerToken; a negative value, no cap.
+	MaxListens, MaxListensPerToken int
 	// Stateless serves Streamable HTTP without sessions, as the go-sdk's
 	// StreamableHTTPOptions.Stateless does: no Mcp-Session-Id is issued or read, every
 	// POST is served on its own (a request other than initialize as if its session had

@@ -38,20 +38,18 @@ type sessionOwner struct {
 	profile string
 }
 
-// httpSessions is the session table of one Streamable HTTP handler.
-type httpSessions struct {
-	g                 *Gateway
-	maxTotal, maxCred int // 0: no cap
-	auth              bool
-	idle              time.Duration
-
-	mu      sync.Mutex
-	owners  map[string]sessionOwner
-	perCred map[credential]int // live or being created
-	total   int
+// slots counts what is open per credential and in total, against caps of its own (0:
+// no cap): the sessions of a Streamable HTTP handler, and its listens. Its user holds
+// the lock.
+type slots struct {
+	maxTotal, maxCred int
+	perCred           map[credential]int // open or being opened
+	total             int
 }
 
-func newHTTPSessions(g *Gateway, opts HTTPOptions, auth bool, idle time.Duration) *httpSessions {
+// newSlots returns slots capped at total and perCred, as HTTPOptions give them: zero
+// is the default, def or defCred, and a negative value no cap.
+func newSlots(total, perCred, def, defCred int) slots {
 	limit := func(n, def int) int {
 		switch {
 		case n == 0:
@@ -61,9 +59,48 @@ func newHTTPSessions(g *Gateway, opts HTTPOptions, auth bool, idle time.Duration
 		}
 		return n
 	}
-	s := &httpSessions{g: g, auth: auth, idle: idle,
-		maxTotal: limit(opts.MaxSessions, DefaultMaxSessions), maxCred: limit(opts.MaxSessionsPerToken, DefaultMaxSessionsPerToken),
-		owners: map[string]sessionOwner{}, perCred: map[credential]int{}}
+	return slots{maxTotal: limit(total, def), maxCred: limit(perCred, defCred), perCred: map[credential]int{}}
+}
+
+// take takes a slot for cred; when a cap is reached it takes none, and says which
+// (overTotal, or else overCred).
+func (s *slots) take(cred credential) (overTotal, overCred bool) {
+	if s.maxTotal > 0 && s.total >= s.maxTotal {
+		return true, false
+	}
+	if s.maxCred > 0 && s.perCred[cred] >= s.maxCred {
+		return false, true
+	}
+	s.perCred[cred]++
+	s.total++
+	return false, false
+}
+
+// give gives back a slot take took for cred.
+func (s *slots) give(cred credential) {
+	s.total--
+	if s.perCred[cred]--; s.perCred[cred] <= 0 {
+		delete(s.perCred, cred)
+	}
+}
+
+// httpSessions is the session table of one Streamable HTTP handler, and the count of
+// its subscriptions/listen streams (see streamable_listen.go).
+type httpSessions struct {
+	g    *Gateway
+	auth bool
+	idle time.Duration
+
+	mu       sync.Mutex
+	owners   map[string]sessionOwner
+	sessions slots
+	listens  slots
+}
+
+func newHTTPSessions(g *Gateway, opts HTTPOptions, auth bool, idle time.Duration) *httpSessions {
+	s := &httpSessions{g: g, auth: auth, idle: idle, owners: map[string]sessionOwner{},
+		sessions: newSlots(opts.MaxSessions, opts.MaxSessionsPerToken, DefaultMaxSessions, DefaultMaxSessionsPerToken),
+		listens:  newSlots(opts.MaxListens, opts.MaxListensPerToken, DefaultMaxListens, DefaultMaxListensPerToken)}
 	// When the gateway stops, its sessions are no one's any more.
 	context.AfterFunc(g.life, s.clear)
 	return s
@@ -81,19 +118,21 @@ func (s *httpSessions) owns(id string, cred credential, profile string) bool {
 func (s *httpSessions) reserve(cred credential) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.maxTotal > 0 && s.total >= s.maxTotal {
-		return fmt.Errorf("toolshed has %d sessions open, the most it allows (--max-sessions, HTTPOptions.MaxSessions): end sessions no longer in use (a client ends its session with DELETE; an idle session ends after %s), or raise the limit", s.total, s.idleText())
+	switch overTotal, overCred := s.sessions.take(cred); {
+	case overTotal:
+		return fmt.Errorf("toolshed has %d sessions open, the most it allows (--max-sessions, HTTPOptions.MaxSessions): end sessions no longer in use (a client ends its session with DELETE; an idle session ends after %s), or raise the limit", s.sessions.total, s.idleText())
+	case overCred:
+		return fmt.Errorf("%s %d sessions open, the most toolshed allows per token (--max-sessions-per-token, HTTPOptions.MaxSessionsPerToken): end sessions no longer in use (a client ends its session with DELETE; an idle session ends after %s), or raise the limit", s.who(), s.sessions.perCred[cred], s.idleText())
 	}
-	if s.maxCred > 0 && s.perCred[cred] >= s.maxCred {
-		who := "this token has"
-		if !s.auth {
-			who = "clients have"
-		}
-		return fmt.Errorf("%s %d sessions open, the most toolshed allows per token (--max-sessions-per-token, HTTPOptions.MaxSessionsPerToken): end sessions no longer in use (a client ends its session with DELETE; an idle session ends after %s), or raise the limit", who, s.perCred[cred], s.idleText())
-	}
-	s.perCred[cred]++
-	s.total++
 	return nil
+}
+
+// who names the holder of a credential in a refusal for a per-token cap.
+func (s *httpSessions) who() string {
+	if !s.auth {
+		return "clients have"
+	}
+	return "this token has"
 }
 
 func (s *httpSessions) idleText() string {
@@ -107,14 +146,7 @@ func (s *httpSessions) idleText() string {
 func (s *httpSessions) release(cred credential) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.drop(cred)
-}
-
-func (s *httpSessions) drop(cred credential) {
-	s.total--
-	if s.perCred[cred]--; s.perCred[cred] <= 0 {
-		delete(s.perCred, cred)
-	}
+	s.sessions.give(cred)
 }
 
 // bind records that session id belongs to o, in the slot reserve took for it.
@@ -131,7 +163,7 @@ func (s *httpSessions) forget(id string) {
 	defer s.mu.Unlock()
 	if o, ok := s.owners[id]; ok {
 		delete(s.owners, id)
-		s.drop(o.cred)
+		s.sessions.give(o.cred)
 		s.g.clients.setCredential(id, o.cred, false)
 	}
 }
@@ -141,7 +173,7 @@ func (s *httpSessions) clear() {
 	defer s.mu.Unlock()
 	for id, o := range s.owners {
 		delete(s.owners, id)
-		s.drop(o.cred)
+		s.sessions.give(o.cred)
 		s.g.clients.setCredential(id, o.cred, false)
 	}
 }

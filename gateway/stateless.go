@@ -62,6 +62,11 @@ func (h *streamableFront) servePerPOST(w http.ResponseWriter, r *http.Request, o
 	if p.initialize && h.g.refuseDraining(w) {
 		return // a new client: let another replica take it
 	}
+	release, ok := h.holdListen(w, p, owner.cred)
+	if !ok {
+		return
+	}
+	defer release()
 	state := &mcp.ServerSessionState{LogLevel: "info"}
 	switch {
 	case modern != "":
@@ -149,11 +154,8 @@ func (h *streamableFront) servePerPOST(w http.ResponseWriter, r *http.Request, o
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	listen := false
-	if req, ok := p.msgs[0].(*jsonrpc.Request); ok && single {
-		listen = req.Method == "subscriptions/listen"
-	}
-	finished = h.write(w, r, s, s.attach(), streamWriter{json: single, hold: true, modern: modern != "", listen: listen})
+	_, listen := isListen(p.msgs)
+	finished = h.write(w, r, s, s.attach(), streamWriter{json: single, hold: true, modern: modern != "", listen: listen && !p.batch})
 }
 
 // clientGone cancels the requests of a stateless POST whose client went away, whether

@@ -317,6 +317,12 @@ func (h *streamableFront) servePOST(w http.ResponseWriter, r *http.Request, owne
 			}
 		}()
 	}
+	// A listen on a session's POST holds its connection as a modern client's does.
+	release, ok := h.holdListen(w, p, owner.cred)
+	if !ok {
+		return
+	}
+	defer release()
 	sess.startPOST()
 	var ended sync.Once
 	endPOST := func() { ended.Do(sess.endPOST) }

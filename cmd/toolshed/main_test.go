@@ -68,6 +68,8 @@ func TestCommands(t *testing.T) {
 		{"lint-missing-config", "lint --config testdata/missing.yaml", 2},
 		{"serve-bad-max-sessions", "serve --max-sessions 0", 2},
 		{"serve-bad-max-sessions-per-token", "serve --max-sessions-per-token -2", 2},
+		{"serve-bad-max-listens", "serve --max-listens 0", 2},
+		{"serve-bad-max-listens-per-token", "serve --max-listens-per-token -3", 2},
 		{"proxy-bad-kind", "proxy --upstream-kind gemini", 2},
 		{"proxy-bad-listen", "proxy --listen 127.0.0.1:notaport", 2},
 		{"proxy-extra-args", "proxy now", 2},

@@ -35,6 +35,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	token := envDefault(fs.String("token", "", "bearer `TOKEN` HTTP clients must send (default $TOOLSHED_TOKEN; a profile may have its own in the config)"), "TOOLSHED_TOKEN")
 	maxSessions := fs.Int("max-sessions", gateway.DefaultMaxSessions, "keep at most `N` HTTP sessions open at once; past it, a new one gets 503 (-1: no cap)")
 	maxPerToken := fs.Int("max-sessions-per-token", gateway.DefaultMaxSessionsPerToken, "keep at most `N` HTTP sessions open at once per token (all clients count as one when no token is needed); past it, a new one gets 503 (-1: no cap)")
+	maxListens := fs.Int("max-listens", gateway.DefaultMaxListens, "keep at most `N` subscriptions/listen streams (MCP 2026-07-28) open at once over HTTP; past it, a new one gets JSON-RPC error -32603 \"Subscription limit reached\" (-1: no cap)")
+	maxListensPerToken := fs.Int("max-listens-per-token", gateway.DefaultMaxListensPerToken, "keep at most `N` subscriptions/listen streams open at once over HTTP per token (all clients count as one when no token is needed); past it, a new one gets -32603 \"Subscription limit reached\" (-1: no cap)")
 	stateless := fs.Bool("stateless", false, "serve Streamable HTTP without sessions: every POST on its own, GET and DELETE 405; any replica serves any request, but server-to-client requests (sampling, elicitation, roots), resumable streams and list_changed are lost (see docs/replicas.md)")
 	replica := envDefault(fs.String("replica-id", "", "name this replica `ID` (a DNS label, such as toolshed-1) in the HTTP session ids it issues, ID.random, for a balancer to route each session to its owner (default $TOOLSHED_REPLICA_ID)"), "TOOLSHED_REPLICA_ID")
 	drain := fs.Duration("drain-timeout", gateway.DefaultDrainTimeout, "after SIGINT or SIGTERM over --http, drain for up to `DURATION`: /readyz answers 503 and new sessions are refused while open sessions are served and calls in flight may finish; then what is left is cancelled and the servers stopped (over stdio, calls are cancelled at once, and at the end of stdin the requests read before it are given up to DURATION to be answered; a second signal stops at once)")
@@ -52,7 +54,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&catalogs, "catalog", "also serve catalog `FILE`'s tools, listed and searched but not run: a call says how to configure the real server (repeatable)")
 	fs.Usage = func() {
 		printUsage(stdout, fs, "[--config FILE] [--catalog FILE]... [--profile NAME] [--tool-search MODE] [--context-window TOKENS] [--no-prefix] [--max-name-length N] [--start-wait DURATION] "+
-			"[--http ADDR] [--stateless] [--replica-id ID] [--max-sessions N] [--max-sessions-per-token N] [--drain-timeout DURATION] [--metrics-addr ADDR] [--probe-addr ADDR] [--memory-target-mib N] "+
+			"[--http ADDR] [--stateless] [--replica-id ID] [--max-sessions N] [--max-sessions-per-token N] [--max-listens N] [--max-listens-per-token N] [--drain-timeout DURATION] [--metrics-addr ADDR] [--probe-addr ADDR] [--memory-target-mib N] "+
 			doorSynopsis+" [--db DSN] [--log-queries MODE] "+embedSynopsis,
 			"Runs the MCP gateway: it serves the tools of every server in the config to one MCP client over stdio, or to many over Streamable HTTP with --http, and, when the tools are many, replaces them with tool_search, tool_describe and tool_call. "+
 				"Without --config or --catalog, it serves the built-in catalog: the tool definitions of 21 real MCP servers, whose calls say how to configure the real server.")
@@ -93,9 +95,11 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	for _, f := range []struct {
 		name string
 		n    int
-	}{{"--max-sessions", *maxSessions}, {"--max-sessions-per-token", *maxPerToken}} {
+		what string
+	}{{"--max-sessions", *maxSessions, "sessions"}, {"--max-sessions-per-token", *maxPerToken, "sessions"},
+		{"--max-listens", *maxListens, "listens"}, {"--max-listens-per-token", *maxListensPerToken, "listens"}} {
 		if f.n == 0 || f.n < -1 {
-			return usageErr("%s must be a number of sessions above 0, or -1 for no cap; got %d", f.name, f.n)
+			return usageErr("%s must be a number of %s above 0, or -1 for no cap; got %d", f.name, f.what, f.n)
 		}
 	}
 	if *probeAddr != "" && *httpAddr == "" {
@@ -263,7 +267,8 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	}
 	url, note := openURL(ln)
 	fmt.Fprintf(stderr, "toolshed: serving MCP over Streamable HTTP at %s/mcp (profiles at /mcp/{profile})%s%s\n", url, httpMode(*stateless, *replica), note)
-	return serveUntil(ctx, ln, g.Handler(gateway.HTTPOptions{Token: *token, AllowOrigins: doors.origins, AllowHosts: doors.hosts, MaxSessions: *maxSessions, MaxSessionsPerToken: *maxPerToken, Stateless: *stateless, ReplicaID: *replica}), doors.limits(), opts.StopTimeout+httpStopBound,
+	return serveUntil(ctx, ln, g.Handler(gateway.HTTPOptions{Token: *token, AllowOrigins: doors.origins, AllowHosts: doors.hosts, MaxSessions: *maxSessions, MaxSessionsPerToken: *maxPerToken,
+		MaxListens: *maxListens, MaxListensPerToken: *maxListensPerToken, Stateless: *stateless, ReplicaID: *replica}), doors.limits(), opts.StopTimeout+httpStopBound,
 		fmt.Sprintf("the drain timeout (%v, --drain-timeout) and the cancellation of their calls", *drain))
 }
 
