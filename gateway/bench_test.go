@@ -62,12 +62,13 @@ func pipeClient(tb testing.TB, g *gateway.Gateway, profile string) *mcp.ClientSe
 	return cs
 }
 
-// loopbackClient connects a client to the gateway's Streamable HTTP front on a loopback
-// socket.
-func loopbackClient(tb testing.TB, g *gateway.Gateway) *mcp.ClientSession {
+// loopbackClient connects a client of protocol version ("": a 2025-11-25 session,
+// sdkDefault: the SDK's choice, 2026-07-28) to the gateway's Streamable HTTP front on a
+// loopback socket.
+func loopbackClient(tb testing.TB, g *gateway.Gateway, version string) *mcp.ClientSession {
 	srv := httptest.NewServer(g.Handler(gateway.HTTPOptions{}))
 	tb.Cleanup(srv.Close)
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", MaxRetries: -1}, sessionOptions(""))
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench"}, nil).Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: srv.URL + "/mcp", MaxRetries: -1}, sessionOptions(version))
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -119,19 +120,22 @@ func BenchmarkAddedLatency(b *testing.B) {
 		tool string
 		args func(string) any
 		http bool
+		// version is the client's protocol version (see loopbackClient); HTTP only.
+		version string
 	}{
-		{"direct-call", policy.Off, "alpha__echo", func(s string) any { return map[string]any{"text": s} }, false},
+		{"direct-call", policy.Off, "alpha__echo", func(s string) any { return map[string]any{"text": s} }, false, ""},
 		{"tool_call", policy.On, "tool_call", func(s string) any {
 			return map[string]any{"name": "alpha__echo", "arguments": map[string]any{"text": s}}
-		}, false},
-		{"http-direct-call", policy.Off, "alpha__echo", func(s string) any { return map[string]any{"text": s} }, true},
+		}, false, ""},
+		{"http-direct-call", policy.Off, "alpha__echo", func(s string) any { return map[string]any{"text": s} }, true, ""},
+		{"http-modern-direct-call", policy.Off, "alpha__echo", func(s string) any { return map[string]any{"text": s} }, true, sdkDefault},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			direct := directClient(b, "basic")
 			g := benchGateway(b, tc.mode)
 			var via *mcp.ClientSession
 			if tc.http {
-				via = loopbackClient(b, g)
+				via = loopbackClient(b, g, tc.version)
 			} else {
 				via = pipeClient(b, g, "")
 			}
