@@ -23,7 +23,10 @@ import (
 // watchTask has the task of a task handle that answers call c cancelled upstream when
 // the call is, until taskOutcome takes it over: the client may cancel the call, or
 // toolshed end it, as the handle arrives, and nothing would then ever poll or cancel
-// the task. Any other outcome is out as it is.
+// the task. Any other outcome is out as it is. A cancel that comes before the handle
+// does ends the upstream request itself (notifications/cancelled), and the handle that
+// answers it is not delivered: a server that made the task anyway keeps it until its
+// ttlMs (not handled yet).
 func (r *callRegistry) watchTask(c *call, u *Upstream, out outcome) outcome {
 	if out.err != nil || !isTaskResult(out.raw) {
 		return out
