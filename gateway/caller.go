@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolshed/toolshed/internal/jsonscan"
 	"github.com/toolshed/toolshed/policy"
 )
 
@@ -109,15 +110,11 @@ func classifyRequest(req *jsonrpc.Request) (envelope, *jsonrpc.Error) {
 	if !req.IsCall() || len(req.Params) == 0 {
 		return env, nil
 	}
-	// Decoded in full rather than searched for the key: a key with an escaped
-	// character is the same key to the SDK.
-	var params struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	if json.Unmarshal(req.Params, &params) != nil {
+	meta, ok := paramsMeta(req.Params)
+	if !ok {
 		return env, nil // not an object: the SDK answers it as malformed
 	}
-	raw, ok := params.Meta[mcp.MetaKeyProtocolVersion]
+	raw, ok := meta[mcp.MetaKeyProtocolVersion]
 	if !ok {
 		return env, nil
 	}
@@ -138,7 +135,7 @@ func classifyRequest(req *jsonrpc.Request) (envelope, *jsonrpc.Error) {
 		return env, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
 			Message: fmt.Sprintf("Method not found: %s is not part of MCP %s; a request that carries %q needs no session", req.Method, env.version, mcp.MetaKeyProtocolVersion)}
 	}
-	env.caps, env.info = params.Meta[mcp.MetaKeyClientCapabilities], params.Meta[mcp.MetaKeyClientInfo]
+	env.caps, env.info = meta[mcp.MetaKeyClientCapabilities], meta[mcp.MetaKeyClientInfo]
 	if !isObject(env.caps) {
 		return env, invalidEnvelope(fmt.Sprintf("_meta %q is missing or not an object: a request of MCP %s must declare the client's capabilities ({} for none)", mcp.MetaKeyClientCapabilities, env.version))
 	}
@@ -171,10 +168,52 @@ func unsupportedVersion(v string) *jsonrpc.Error {
 	}
 }
 
-// isObject reports whether raw is a JSON object.
+// paramsMeta returns the _meta of a request's params, as encoding/json decodes params
+// into a struct with a `json:"_meta"` map: false when params is not an object (or its
+// _meta not an object or null); null params have no _meta. params is valid JSON (the connection decoded the
+// message), so the ordinary case, one member named exactly _meta, is found by a scan
+// that decodes only that member, not the arguments beside it; a member whose name only
+// folds to _meta (encoding/json matches "_META" too), or _meta twice (merged), is left
+// to the full decode, which keeps those cases as they were.
+func paramsMeta(params json.RawMessage) (map[string]json.RawMessage, bool) {
+	switch i := jsonscan.SkipSpace(params, 0); {
+	case i < len(params) && params[i] == 'n':
+		return nil, true // null: no _meta, as encoding/json decodes it into a struct
+	case i >= len(params) || params[i] != '{':
+		return nil, false
+	}
+	var val []byte
+	exact, folded := 0, 0
+	jsonscan.Members(params, func(key string, v []byte) bool {
+		switch {
+		case key == "_meta":
+			exact++
+			val = v
+		case strings.EqualFold(key, "_meta"):
+			folded++
+		}
+		return true
+	})
+	var meta map[string]json.RawMessage
+	if exact == 1 && folded == 0 {
+		if json.Unmarshal(val, &meta) != nil {
+			return nil, false
+		}
+		return meta, true
+	}
+	var full struct {
+		Meta map[string]json.RawMessage `json:"_meta"`
+	}
+	if json.Unmarshal(params, &full) != nil {
+		return nil, false
+	}
+	return full.Meta, true
+}
+
+// isObject reports whether raw, a valid JSON value, is an object (not null).
 func isObject(raw json.RawMessage) bool {
-	var m map[string]json.RawMessage
-	return len(raw) > 0 && json.Unmarshal(raw, &m) == nil && m != nil
+	i := jsonscan.SkipSpace(raw, 0)
+	return i < len(raw) && raw[i] == '{'
 }
 
 // listTTL is how long a modern client may cache a list toolshed answers when nothing

@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"weak"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -338,6 +340,11 @@ func (fc *fastCall) run(ctx context.Context) *jsonrpc.Response {
 	if slot.refusal != nil && callerLacks(callerOf(req), slot.refusal) {
 		return &jsonrpc.Response{ID: fc.id, Error: slot.refusal} // as listedTools.middleware
 	}
+	if fc.modern && res == slot.placeholder && res.Meta == nil && res.InputRequests == nil {
+		if data, ok := modernForwarded(slot.raw, fc.ps.impl); ok {
+			return &jsonrpc.Response{ID: fc.id, Result: data}
+		}
+	}
 	var result mcp.Result = res
 	switch {
 	case res == nil:
@@ -409,7 +416,7 @@ func (fc *fastCall) modernResult(res *mcp.CallToolResult, slot *forwardSlot) (mc
 	if _, named := typed.Meta[mcp.MetaKeyServerInfo]; !named {
 		meta := make(mcp.Meta, len(typed.Meta)+1)
 		maps.Copy(meta, typed.Meta)
-		meta[mcp.MetaKeyServerInfo] = fc.ps.impl
+		meta[mcp.MetaKeyServerInfo] = serverInfoOf(fc.ps.impl)
 		typed.Meta = meta
 	}
 	if res == slot.placeholder {
@@ -417,6 +424,55 @@ func (fc *fastCall) modernResult(res *mcp.CallToolResult, slot *forwardSlot) (mc
 	}
 	return &typed, nil
 }
+
+// serverInfos holds the encoded serverInfo of each profile server's implementation
+// (profileServer.impl), which every result of a modern call carries: encoded once
+// rather than at every call. An entry goes with its implementation (runtime.AddCleanup).
+var serverInfos sync.Map // weak.Pointer[mcp.Implementation] -> json.RawMessage
+
+// serverInfoOf returns impl as it is encoded in a result's _meta; impl itself when it
+// cannot be encoded (the result's own encoding then reports why).
+func serverInfoOf(impl *mcp.Implementation) any {
+	key := weak.Make(impl)
+	if v, ok := serverInfos.Load(key); ok {
+		return v
+	}
+	data, err := marshal(impl)
+	if err != nil {
+		return impl
+	}
+	v, loaded := serverInfos.LoadOrStore(key, json.RawMessage(data))
+	if !loaded {
+		runtime.AddCleanup(impl, func(k weak.Pointer[mcp.Implementation]) { serverInfos.Delete(k) }, key)
+	}
+	return v
+}
+
+// modernForwarded is the upstream's result bytes raw as modernResult and
+// forwardedResult write them for a modern caller when the handler added nothing to
+// them (the placeholder with no _meta and no input requests): resultType "complete"
+// where raw has none, toolshed's serverInfo in _meta, compacted, without encoding the
+// placeholder to read those two members back. False when impl cannot be encoded or raw
+// compacted, for the general path to report.
+func modernForwarded(raw json.RawMessage, impl *mcp.Implementation) ([]byte, bool) {
+	info, ok := serverInfoOf(impl).(json.RawMessage)
+	if !ok {
+		return nil, false
+	}
+	out := []byte(raw)
+	if memberValue(out, "resultType") == nil {
+		out = setMembers(out, member{Key: "resultType", Value: completeType})
+	}
+	out = withMeta(out, member{Key: mcp.MetaKeyServerInfo, Value: info})
+	var buf bytes.Buffer
+	if json.Compact(&buf, out) != nil {
+		return nil, false
+	}
+	return buf.Bytes(), true
+}
+
+// completeType is the resultType of a complete result, as encoding/json writes it.
+var completeType = []byte(`"complete"`)
 
 // encodeResponse returns resp as jsonrpc.EncodeMessage writes it, without encoding
 // again a result that is JSON already (compact, as run makes it).

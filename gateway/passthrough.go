@@ -23,6 +23,16 @@ type listedTools struct {
 	mu       sync.RWMutex
 	byName   map[string][]byte
 	handlers map[string]mcp.ToolHandler // the handler of each, for the fast path (fastcall.go)
+	// bindings caches the x-mcp-header bindings of each tool's input schema, read at
+	// its first modern call rather than decoded from the schema at every one (see
+	// headerBindingsOf); an entry holds for the listed bytes it was read from.
+	bindings map[string]bindingsEntry
+}
+
+// bindingsEntry is the x-mcp-header bindings read from a tool's listed bytes, raw.
+type bindingsEntry struct {
+	raw  *byte // the first byte of the listed definition they were read from
+	list []headerBinding
 }
 
 // add registers a tool with s, listed as raw (see listedDefinition).
@@ -47,6 +57,7 @@ func (l *listedTools) remove(s *mcp.Server, names ...string) {
 	for _, n := range names {
 		delete(l.byName, n)
 		delete(l.handlers, n)
+		delete(l.bindings, n)
 	}
 	l.mu.Unlock()
 }
@@ -66,15 +77,36 @@ func (l *listedTools) handler(name string) mcp.ToolHandler {
 	return l.handlers[name]
 }
 
-// inputSchema returns the input schema of the tool listed under name, nil when none is.
-func (l *listedTools) inputSchema(name string) json.RawMessage {
+// headerBindingsOf returns the arguments of the tool listed under name that its input
+// schema marks with x-mcp-header, and false when no tool is listed under name. The
+// schema is decoded once per listed definition: a modern POST checks these bindings
+// against its Mcp-Param-* headers at every call (see headerMismatch).
+func (l *listedTools) headerBindingsOf(name string) ([]headerBinding, bool) {
 	l.mu.RLock()
 	raw := l.byName[name]
+	e, cached := l.bindings[name]
 	l.mu.RUnlock()
-	if raw == nil {
-		return nil
+	if len(raw) == 0 {
+		return nil, false
 	}
-	return memberValue(raw, "inputSchema")
+	if cached && e.raw == &raw[0] {
+		return e.list, true
+	}
+	var list []headerBinding
+	if schema := memberValue(raw, "inputSchema"); schema != nil {
+		list = headerBindings(schema)
+	}
+	l.mu.Lock()
+	// Stored only while the tool is still listed with the bytes read: a definition
+	// replaced meanwhile is read again at its next call.
+	if cur := l.byName[name]; len(cur) > 0 && &cur[0] == &raw[0] {
+		if l.bindings == nil {
+			l.bindings = map[string]bindingsEntry{}
+		}
+		l.bindings[name] = bindingsEntry{raw: &raw[0], list: list}
+	}
+	l.mu.Unlock()
+	return list, true
 }
 
 // middleware answers tools/list with the listed bytes and tools/call with the

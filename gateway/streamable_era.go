@@ -75,7 +75,7 @@ func (h *streamableFront) modernPOST(w http.ResponseWriter, r *http.Request, p p
 			"Bad Request: the Mcp-Protocol-Version header %q does not match the request's _meta %q %q", header, mcp.MetaKeyProtocolVersion, env.version)})
 	}
 	if refusal == nil || refusal.Code != jsonrpc.CodeInvalidParams {
-		if err := headerMismatch(r.Header, req, h.g.profileServer(profile).tools.inputSchema); err != nil {
+		if err := headerMismatch(r.Header, req, h.g.profileServer(profile).tools.headerBindingsOf); err != nil {
 			return fail(&jsonrpc.Error{Code: mcp.CodeHeaderMismatch, Message: "Bad Request: " + err.Error()})
 		}
 	}

@@ -24,10 +24,10 @@ import (
 // streamable_headers.go), which toolshed's front does not use.
 
 // headerMismatch checks the MCP headers of a modern POST against its one request,
-// and returns what disagrees, or nil. schemaOf returns the input schema of a tool the
-// caller may call, nil for one it does not know (whose call is refused later, as any
-// unknown tool's).
-func headerMismatch(h http.Header, req *jsonrpc.Request, schemaOf func(name string) json.RawMessage) error {
+// and returns what disagrees, or nil. bindingsOf returns the x-mcp-header bindings of
+// a tool the caller may call (see headerBindings), false for one it does not know
+// (whose call is refused later, as any unknown tool's).
+func headerMismatch(h http.Header, req *jsonrpc.Request, bindingsOf func(name string) ([]headerBinding, bool)) error {
 	method := h.Get("Mcp-Method")
 	if method == "" {
 		return errors.New("missing required Mcp-Method header")
@@ -55,18 +55,17 @@ func headerMismatch(h http.Header, req *jsonrpc.Request, schemaOf func(name stri
 	if header != name {
 		return fmt.Errorf("header mismatch: Mcp-Name header value '%s' does not match body value '%s'", header, name)
 	}
-	if req.Method == "tools/call" && schemaOf != nil {
-		if schema := schemaOf(name); schema != nil {
-			return paramHeaderMismatch(h, req.Params, schema)
+	if req.Method == "tools/call" && bindingsOf != nil {
+		if bindings, known := bindingsOf(name); known {
+			return paramHeaderMismatch(h, req.Params, bindings)
 		}
 	}
 	return nil
 }
 
 // paramHeaderMismatch checks the Mcp-Param-* headers of a tools/call against the
-// arguments its tool's input schema marks with x-mcp-header.
-func paramHeaderMismatch(h http.Header, params, schema json.RawMessage) error {
-	bindings := headerBindings(schema)
+// arguments its tool's input schema marks with x-mcp-header (bindings).
+func paramHeaderMismatch(h http.Header, params json.RawMessage, bindings []headerBinding) error {
 	if len(bindings) == 0 {
 		return nil
 	}
