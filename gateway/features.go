@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -248,6 +250,33 @@ func (ps *profileServer) syncFeatures(a *assembly) {
 			continue
 		}
 		ps.featureKeys[k] = keys[k]
+	}
+}
+
+// passOnFeatures is passOn for prompts and resources: it re-adds, as listed, one prompt
+// and one resource or template of each server that announced a change of them.
+func (ps *profileServer) passOnFeatures(announced map[string]listKinds) {
+	fs := ps.features
+	left := maps.Clone(announced) // the caller's map is every profile's
+	for _, k := range slices.Sorted(maps.Keys(ps.featureKeys)) {
+		kind, name, _ := strings.Cut(k, ":")
+		fd, ok := fs.defs[k]
+		if !ok {
+			continue
+		}
+		switch {
+		case kind == "prompt" && left[fd.owner]&listPrompts != 0:
+			ps.server.AddPrompt(fs.prompts[name].def, ps.getPrompt(name))
+			left[fd.owner] &^= listPrompts
+		case kind == "resource" && left[fd.owner]&listResources != 0:
+			r := *fd.def.(*mcp.Resource)
+			ps.server.AddResource(&r, ps.readResource(fs.resources[name]))
+			left[fd.owner] &^= listResources
+		case kind == "template" && left[fd.owner]&listResources != 0:
+			t := *fd.def.(*mcp.ResourceTemplate)
+			ps.server.AddResourceTemplate(&t, ps.readResource(fs.templates[name]))
+			left[fd.owner] &^= listResources
+		}
 	}
 }
 

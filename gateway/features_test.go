@@ -492,6 +492,20 @@ func testPromptAdded(t *testing.T, tr transport, admin *mcp.ClientSession) {
 	if err != nil || !slices.Equal(promptMessages(res), []string{"user: " + added[0] + " of beta"}) {
 		t.Errorf("prompts/get %s = %+v, %v", want, res, err)
 	}
+	// The upstream adds the same prompt again and says its list changed, though it
+	// reads as before (as the conformance suite's test_trigger_prompt_change does at
+	// each call): the client is told too.
+	last := "beta__" + added[len(added)-1]
+	waitFor(t, last+" in prompts/list", func() bool { return has(promptNames(t, cs), last) })
+	mu.Lock()
+	before := changed
+	mu.Unlock()
+	call(t, admin, "beta__add_prompt", map[string]any{"name": added[0]})
+	waitFor(t, "notifications/prompts/list_changed after an unchanged list", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return changed > before
+	})
 }
 
 func TestFeaturesNoPrefix(t *testing.T) {

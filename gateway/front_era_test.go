@@ -206,9 +206,50 @@ func TestToolsListCacheable(t *testing.T) {
 // over HTTP, where the listen is a POST of its own whose session lasts as long as it.
 // An upstream that adds a tool reaches both.
 func TestListenCarriesListChanges(t *testing.T) {
+	stdio, web, changed := modernListeners(t)
+	growUntilHeard(t, stdio, changed)
+	if names := toolNames(t, web); !has(names, "alpha__extra_1") {
+		t.Errorf("tools after the change: %v", names)
+	}
+}
+
+// An upstream's tools/list_changed reaches the listens even when its tools read the
+// same as before: the conformance suite's test_trigger_tool_change (go-sdk
+// everything-server) re-adds the same tool at each call, and its server-stateless
+// scenario waits 1.5 s for the notice on a listen opened after the first call. toolshed
+// used to re-list, find nothing new and tell no one.
+func TestListenCarriesUnchangedRelist(t *testing.T) {
+	stdio, web, changed := modernListeners(t)
+	growUntilHeard(t, stdio, changed)
+	if names := toolNames(t, web); !has(names, "alpha__extra_1") {
+		t.Fatalf("tools after the change: %v", names)
+	}
+	// extra_1 again: the server sends tools/list_changed, its list is as it was.
+	for _, ch := range changed {
+		for len(ch) > 0 { // a late copy of an earlier notice is not the one awaited
+			<-ch
+		}
+	}
+	call(t, stdio, "alpha__grow", map[string]any{"n": 1})
+	deadline := time.After(30 * time.Second)
+	for front, ch := range changed {
+		select {
+		case <-ch:
+		case <-deadline:
+			t.Fatalf("the server's tools/list_changed (an unchanged list) did not reach the %s listen within 30s", front)
+		}
+	}
+}
+
+// modernListeners starts a gateway over a basic upstream with tool search off and
+// connects a 2026-07-28 go-sdk client over stdio and one over HTTP, each of which opens
+// a listen; changed has a channel per front ("stdio", "http") that a tools/list_changed
+// fills.
+func modernListeners(t *testing.T) (stdio, web *mcp.ClientSession, changed map[string]chan struct{}) {
+	t.Helper()
 	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.Off})
 	endpoint := serveHTTP(t, h, gateway.HTTPOptions{}) + "/mcp"
-	changed := map[string]chan struct{}{"stdio": make(chan struct{}, 8), "http": make(chan struct{}, 8)}
+	changed = map[string]chan struct{}{"stdio": make(chan struct{}, 8), "http": make(chan struct{}, 8)}
 	opts := func(front string) *mcp.ClientOptions {
 		ch := changed[front]
 		return &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
@@ -231,29 +272,33 @@ func TestListenCarriesListChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { stdio.Close() })
-	web := httpClient(t, endpoint, nil, opts("http"), sdkDefault)
+	web = httpClient(t, endpoint, nil, opts("http"), sdkDefault)
 	for _, cs := range []*mcp.ClientSession{stdio, web} {
 		if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
 			t.Fatalf("negotiated %s, want 2026-07-28", v)
 		}
 	}
-	// The listens are open once their acknowledgement came; a change before would be
-	// missed, so the tool is added until both have heard of one.
-	for n := 1; len(changed) > 0; n++ {
+	return stdio, web, changed
+}
+
+// growUntilHeard has the upstream add a tool (extra_1, extra_2, …) until a
+// tools/list_changed has reached every front of changed: the listens are open once their acknowledgement came,
+// and a change before would be missed.
+func growUntilHeard(t *testing.T, stdio *mcp.ClientSession, changed map[string]chan struct{}) {
+	t.Helper()
+	waiting := maps.Clone(changed)
+	for n := 1; len(waiting) > 0; n++ {
 		if n > 40 {
-			t.Fatalf("no tools/list_changed reached %v", slices.Collect(maps.Keys(changed)))
+			t.Fatalf("no tools/list_changed reached %v", slices.Collect(maps.Keys(waiting)))
 		}
 		call(t, stdio, "alpha__grow", map[string]any{"n": n})
 		deadline := time.Now().Add(500 * time.Millisecond)
-		for front, ch := range changed {
+		for front, ch := range waiting {
 			select {
 			case <-ch:
-				delete(changed, front)
+				delete(waiting, front)
 			case <-time.After(time.Until(deadline)):
 			}
 		}
-	}
-	if names := toolNames(t, web); !has(names, "alpha__extra_1") {
-		t.Errorf("tools after the change: %v", names)
 	}
 }

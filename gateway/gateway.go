@@ -457,6 +457,21 @@ func (g *Gateway) reassemble() {
 			ps.sync(a)
 		}
 	}
+	// A server's list_changed reaches the clients even when its list reads the same as
+	// before (a server may re-register a tool with a new handler, and the conformance
+	// suite's triggers re-add the same tool and prompt): a client that lists what the
+	// server listed is told, as the server's own clients would be.
+	announced := map[string]listKinds{}
+	for _, u := range g.upstreams {
+		if k := u.takeAnnounced(); k != 0 {
+			announced[u.cfg.Name] = k
+		}
+	}
+	if len(announced) > 0 {
+		for _, ps := range g.servers {
+			ps.passOn(a, announced)
+		}
+	}
 	// Only now are the tools of the upstreams in a callable: report them ready.
 	for _, u := range g.upstreams {
 		if u.markAssembled(a.included[u]) {

@@ -292,8 +292,8 @@ func (u *Upstream) clientOptions(support clientSupport) *mcp.ClientOptions {
 		// calling client must answer it instead: the registry relays it (see mrtr.go).
 		MultiRoundTrip:             &mcp.MultiRoundTripOptions{Disabled: true},
 		ToolListChangedHandler:     func(context.Context, *mcp.ToolListChangedRequest) { signal(u.relisted) },
-		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { signal(u.refeatured) },
-		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { signal(u.refeatured) },
+		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { u.hear(listPrompts) },
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { u.hear(listResources) },
 		ResourceUpdatedHandler: func(ctx context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
 			u.g.resourceUpdated(ctx, req.Params)
 		},

@@ -121,6 +121,36 @@ func (ps *profileServer) sync(a *assembly) {
 	}
 }
 
+// passOn tells the profile's sessions of the changes servers announced (see
+// Gateway.reassemble) to lists in which the profile lists something of theirs:
+// re-adding one such item as listed makes the SDK send (debounced, once) its
+// list_changed, to old sessions and to modern ones' listens. A profile that lists
+// nothing of theirs (tool search on, or the server filtered out) sees no change and is
+// told nothing.
+func (ps *profileServer) passOn(a *assembly, announced map[string]listKinds) {
+	ps.passOnFeatures(announced)
+	plan := a.plan(ps.profile)
+	var names map[*catalog.Tool]string
+	for _, t := range plan.Visible {
+		if announced[t.Server]&listTools == 0 {
+			continue
+		}
+		if names == nil {
+			names = ps.names(plan)
+		}
+		name := names[t]
+		e := newExposure(t.Raw, name, t.InputSchema, ps.direct(t.Qualified), listedMeta(plan, t)...)
+		if ps.listed[name] != e.key {
+			continue // not listed as it is now (refused): sync has said what it could
+		}
+		if err := ps.tools.add(ps.server, e.def, e.raw, e.handler); err != nil {
+			ps.g.logf("cannot list tool %s: %v", name, err)
+			continue
+		}
+		return
+	}
+}
+
 // addTool adds a tool, turning the SDK's panic on a schema it refuses into an error.
 func addTool(s *mcp.Server, def *mcp.Tool, h mcp.ToolHandler) (err error) {
 	defer func() {
@@ -137,8 +167,7 @@ func addTool(s *mcp.Server, def *mcp.Tool, h mcp.ToolHandler) (err error) {
 func (ps *profileServer) exposures(a *assembly) map[string]exposure {
 	plan := a.plan(ps.profile)
 	out := map[string]exposure{}
-	names := listedNames(plan, ps.g.opts.NoPrefix)
-	shortenNames(names, []string{bridge.SearchTool, bridge.DescribeTool, bridge.CallTool}, ps.g.opts.MaxNameLen)
+	names := ps.names(plan)
 	for _, t := range plan.Visible {
 		name := names[t]
 		out[name] = newExposure(t.Raw, name, t.InputSchema, ps.direct(t.Qualified), listedMeta(plan, t)...)
@@ -156,6 +185,13 @@ func (ps *profileServer) exposures(a *assembly) map[string]exposure {
 		}
 	}
 	return out
+}
+
+// names gives every visible tool of plan the name the profile lists it under.
+func (ps *profileServer) names(plan *policy.Plan) map[*catalog.Tool]string {
+	names := listedNames(plan, ps.g.opts.NoPrefix)
+	shortenNames(names, []string{bridge.SearchTool, bridge.DescribeTool, bridge.CallTool}, ps.g.opts.MaxNameLen)
+	return names
 }
 
 // alwaysLoad is the _meta member by which a server asks Claude Code to put a tool in the

@@ -113,6 +113,12 @@ type Upstream struct {
 	refeatured      chan struct{}
 	redeclared      chan struct{} // what the clients support changed
 	draining        sync.WaitGroup
+
+	// announced has the lists the server said changed (its list_changed notifications)
+	// and toolshed has read anew, until the reassembly that passes the notices on (see
+	// Gateway.reassemble); heard has those of prompts and resources not read yet. Both
+	// are guarded by mu.
+	announced, heard listKinds
 }
 
 func newUpstream(cfg config.Server, g *Gateway) *Upstream {
@@ -285,12 +291,17 @@ func (u *Upstream) connectAndServe(ctx context.Context) error {
 		case <-u.relisted:
 			u.relist(ctx, l)
 		case <-u.refeatured:
+			u.mu.Lock()
+			heard := u.heard
+			u.heard = 0
+			u.mu.Unlock()
 			listCtx, cancel := context.WithTimeout(ctx, u.connectTimeout())
 			f := u.listFeatures(listCtx, l)
 			cancel()
 			u.mu.Lock()
 			u.features = f
 			u.featuresVersion++
+			u.announced |= heard
 			u.mu.Unlock()
 			u.g.upstreamChanged(u)
 		case <-u.redeclared:
@@ -314,8 +325,37 @@ func (u *Upstream) relist(ctx context.Context, l *link) {
 	u.mu.Lock()
 	u.tools = tools
 	u.status.Tokens = u.tokens(tools)
+	u.announced |= listTools
 	u.mu.Unlock()
 	u.g.upstreamChanged(u)
+}
+
+// listKinds is a set of the lists a server announces changes of.
+type listKinds uint8
+
+const (
+	listTools listKinds = 1 << iota
+	listPrompts
+	listResources // resources and resource templates: one notification covers both
+)
+
+// hear notes that the server announced a change of the lists kinds, and has them read
+// anew (see connectAndServe).
+func (u *Upstream) hear(kinds listKinds) {
+	u.mu.Lock()
+	u.heard |= kinds
+	u.mu.Unlock()
+	signal(u.refeatured)
+}
+
+// takeAnnounced returns the lists the server announced changes of since the last call
+// and toolshed has read anew, and clears them.
+func (u *Upstream) takeAnnounced() listKinds {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	a := u.announced
+	u.announced = 0
+	return a
 }
 
 // tokens is the token cost of listing tools as this upstream's.
