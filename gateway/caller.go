@@ -51,8 +51,8 @@ func callerOf(req mcp.Request) caller {
 		return caller{}
 	}
 	if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p != nil {
-		if c, ok := fastCallers.Load(p); ok {
-			return c.(caller)
+		if c, ok := fastCallers.load(p); ok {
+			return c
 		}
 	}
 	if r, ok := req.(perRequest); ok {
@@ -67,7 +67,34 @@ func callerOf(req mcp.Request) caller {
 // fastCallers holds the caller of each modern call the fast path serves, by its params,
 // while it runs (see fastCallOf): the gateway asks callerOf several times a call, and
 // the SDK decodes the envelope afresh each time, with a decoder that allocates 32 KiB.
-var fastCallers sync.Map // *mcp.CallToolParamsRaw -> caller
+var fastCallers = callerTable{m: map[*mcp.CallToolParamsRaw]caller{}}
+
+// callerTable is a map guarded by a lock rather than a sync.Map: an entry lives for
+// one call, and a sync.Map allocates a node for every key it stores, where a map
+// reuses the room its deleted entries leave.
+type callerTable struct {
+	mu sync.RWMutex
+	m  map[*mcp.CallToolParamsRaw]caller
+}
+
+func (t *callerTable) load(p *mcp.CallToolParamsRaw) (caller, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	c, ok := t.m[p]
+	return c, ok
+}
+
+func (t *callerTable) store(p *mcp.CallToolParamsRaw, c caller) {
+	t.mu.Lock()
+	t.m[p] = c
+	t.mu.Unlock()
+}
+
+func (t *callerTable) delete(p *mcp.CallToolParamsRaw) {
+	t.mu.Lock()
+	delete(t.m, p)
+	t.mu.Unlock()
+}
 
 // sessionCaller is the caller of a session's requests as its initialize (or, for a
 // stateless POST's session, its one request) set it.
@@ -114,11 +141,11 @@ func classifyRequest(req *jsonrpc.Request) (envelope, *jsonrpc.Error) {
 	if !ok {
 		return env, nil // not an object: the SDK answers it as malformed
 	}
-	raw, ok := meta[mcp.MetaKeyProtocolVersion]
-	if !ok {
+	raw := meta.version
+	if raw == nil {
 		return env, nil
 	}
-	if json.Unmarshal(raw, &env.version) != nil || env.version == "" {
+	if env.version = jsonscan.Unquote(raw); env.version == "" { // "" for what is not a string too
 		return envelope{}, invalidEnvelope(fmt.Sprintf("_meta %q must be a protocol version such as %q", mcp.MetaKeyProtocolVersion, modernProtocol))
 	}
 	if !modernVersion(env.version) {
@@ -135,7 +162,7 @@ func classifyRequest(req *jsonrpc.Request) (envelope, *jsonrpc.Error) {
 		return env, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
 			Message: fmt.Sprintf("Method not found: %s is not part of MCP %s; a request that carries %q needs no session", req.Method, env.version, mcp.MetaKeyProtocolVersion)}
 	}
-	env.caps, env.info = meta[mcp.MetaKeyClientCapabilities], meta[mcp.MetaKeyClientInfo]
+	env.caps, env.info = meta.caps, meta.info
 	if !isObject(env.caps) {
 		return env, invalidEnvelope(fmt.Sprintf("_meta %q is missing or not an object: a request of MCP %s must declare the client's capabilities ({} for none)", mcp.MetaKeyClientCapabilities, env.version))
 	}
@@ -168,19 +195,40 @@ func unsupportedVersion(v string) *jsonrpc.Error {
 	}
 }
 
-// paramsMeta returns the _meta of a request's params, as encoding/json decodes params
-// into a struct with a `json:"_meta"` map: false when params is not an object (or its
-// _meta not an object or null); null params have no _meta. params is valid JSON (the connection decoded the
-// message), so the ordinary case, one member named exactly _meta, is found by a scan
-// that decodes only that member, not the arguments beside it; a member whose name only
+// metaEnvelope is the members of a request's _meta that make its envelope, as
+// encoding/json decodes _meta into a map: the last of a repeated key, nil for one the
+// _meta lacks.
+type metaEnvelope struct {
+	version, caps, info json.RawMessage
+}
+
+// set takes member key of _meta, with value val, into e when it is one of the envelope's.
+func (e *metaEnvelope) set(key string, val json.RawMessage) {
+	switch key {
+	case mcp.MetaKeyProtocolVersion:
+		e.version = val
+	case mcp.MetaKeyClientCapabilities:
+		e.caps = val
+	case mcp.MetaKeyClientInfo:
+		e.info = val
+	}
+}
+
+// paramsMeta returns the envelope members of a request's params' _meta, as
+// encoding/json decodes params into a struct with a `json:"_meta"` map: false when
+// params is not an object (or its _meta not an object or null); null params have no
+// _meta. params is valid JSON (the connection decoded the message), so the ordinary
+// case, one member named exactly _meta, is read by a scan of that member's members,
+// which decodes none of them (nor the arguments beside it); a member whose name only
 // folds to _meta (encoding/json matches "_META" too), or _meta twice (merged), is left
 // to the full decode, which keeps those cases as they were.
-func paramsMeta(params json.RawMessage) (map[string]json.RawMessage, bool) {
+func paramsMeta(params json.RawMessage) (metaEnvelope, bool) {
+	var env metaEnvelope
 	switch i := jsonscan.SkipSpace(params, 0); {
 	case i < len(params) && params[i] == 'n':
-		return nil, true // null: no _meta, as encoding/json decodes it into a struct
+		return env, true // null: no _meta, as encoding/json decodes it into a struct
 	case i >= len(params) || params[i] != '{':
-		return nil, false
+		return env, false
 	}
 	var val []byte
 	exact, folded := 0, 0
@@ -194,20 +242,29 @@ func paramsMeta(params json.RawMessage) (map[string]json.RawMessage, bool) {
 		}
 		return true
 	})
-	var meta map[string]json.RawMessage
 	if exact == 1 && folded == 0 {
-		if json.Unmarshal(val, &meta) != nil {
-			return nil, false
+		switch {
+		case val[0] == 'n':
+			return env, true // null
+		case val[0] != '{':
+			return env, false
 		}
-		return meta, true
+		jsonscan.Members(val, func(key string, v []byte) bool {
+			env.set(key, v)
+			return true
+		})
+		return env, true
 	}
 	var full struct {
 		Meta map[string]json.RawMessage `json:"_meta"`
 	}
 	if json.Unmarshal(params, &full) != nil {
-		return nil, false
+		return env, false
 	}
-	return full.Meta, true
+	for k, v := range full.Meta {
+		env.set(k, v)
+	}
+	return env, true
 }
 
 // isObject reports whether raw, a valid JSON value, is an object (not null).

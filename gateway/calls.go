@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -240,9 +241,13 @@ func (r *callRegistry) start(ctx context.Context, spec callSpec, u *Upstream) *c
 		upCtx:      callCtx,
 		cancel:     cancel,
 	}
+	// The client's _meta without its envelope, which is the client's own and never
+	// goes upstream (see callMeta): an old upstream then gets this map as it is.
 	meta := mcp.Meta{}
 	for k, v := range spec.req.Params.Meta {
-		meta[k] = v
+		if !strings.HasPrefix(k, envelopePrefix) {
+			meta[k] = v
+		}
 	}
 	if tok := spec.req.Params.GetProgressToken(); tok != nil {
 		c.downToken, c.upToken = tok, c.id

@@ -171,39 +171,63 @@ func fastParams(raw []byte) (*mcp.CallToolParamsRaw, bool) {
 // sends (a progress token, trace context), decoded as the SDK decodes params' _meta.
 // A key twice, an envelope of a version of the old era, and one that sets a
 // log level are false, for the SDK to read.
+//
+// The envelope's client capabilities and client info are kept as their JSON
+// (json.RawMessage) rather than decoded into maps: what reads them (modernCaller, the
+// SDK's ServerRequest accessors, declaresTasks) encodes a value before it decodes it
+// into its own types, and the envelope never goes upstream (withoutEnvelope), so
+// nothing sees a difference but the allocator.
 func fastMeta(raw []byte) (mcp.Meta, bool) {
-	ok, modern, keys := true, false, 0
+	type keyed struct {
+		key string
+		val []byte
+	}
+	var buf [8]keyed
+	members := buf[:0]
+	ok, modern := true, false
 	var token []byte
-	var seen map[string]bool
 	jsonscan.Members(raw, func(key string, val []byte) bool {
-		keys++
-		switch {
-		case seen[key] || key == mcp.MetaKeyLogLevel:
+		for _, m := range members {
+			if m.key == key {
+				ok = false
+				return false
+			}
+		}
+		switch key {
+		case mcp.MetaKeyLogLevel:
 			ok = false
-		case key == "progressToken":
+		case "progressToken":
 			token = val
-		case key == mcp.MetaKeyProtocolVersion:
+		case mcp.MetaKeyProtocolVersion:
 			modern = len(val) > 0 && val[0] == '"' && modernVersion(jsonscan.Unquote(val))
 			ok = modern
 		}
-		if seen == nil {
-			seen = map[string]bool{}
-		}
-		seen[key] = true
+		members = append(members, keyed{key, val})
 		return ok
 	})
 	switch {
 	case !ok:
 		return nil, false
-	case keys == 0:
+	case len(members) == 0:
 		return mcp.Meta{}, true
 	case modern:
-		var m mcp.Meta
-		if json.Unmarshal(raw, &m) != nil {
-			return nil, false
+		m := make(mcp.Meta, len(members))
+		for _, kv := range members {
+			switch {
+			case isNull(kv.val):
+				m[kv.key] = nil
+			case kv.key == mcp.MetaKeyClientCapabilities || kv.key == mcp.MetaKeyClientInfo:
+				m[kv.key] = json.RawMessage(kv.val)
+			default:
+				var v any
+				if json.Unmarshal(kv.val, &v) != nil {
+					return nil, false
+				}
+				m[kv.key] = v
+			}
 		}
 		return m, true
-	case keys > 1 || len(token) == 0:
+	case len(members) > 1 || len(token) == 0:
 		return nil, false
 	}
 	var v any
@@ -267,9 +291,12 @@ func decodeMeta(v any, out any) bool {
 	if v == nil {
 		return false
 	}
-	data, err := json.Marshal(v)
-	if err != nil {
-		return false
+	data, isRaw := v.(json.RawMessage) // as fastMeta keeps the envelope
+	if !isRaw {
+		var err error
+		if data, err = json.Marshal(v); err != nil {
+			return false
+		}
 	}
 	if len(data) > maxMetaValue {
 		return sdkDecodeMeta(v, out)
@@ -320,8 +347,8 @@ func fastServer(mu *sync.Mutex, fast map[jsonrpc.ID]context.CancelFunc, life con
 func (fc *fastCall) run(ctx context.Context) *jsonrpc.Response {
 	fastCallsServed.Add(1)
 	if fc.modern {
-		fastCallers.Store(fc.params, fc.caller)
-		defer fastCallers.Delete(fc.params)
+		fastCallers.store(fc.params, fc.caller)
+		defer fastCallers.delete(fc.params)
 	}
 	// What relatedStream does: over Streamable HTTP, what the handler sends with ctx
 	// goes to the request's stream.
@@ -459,12 +486,27 @@ func modernForwarded(raw json.RawMessage, impl *mcp.Implementation) ([]byte, boo
 	if !ok {
 		return nil, false
 	}
-	out := []byte(raw)
-	if memberValue(out, "resultType") == nil {
-		out = setMembers(out, member{Key: "resultType", Value: completeType})
+	// One pass over raw sets both members (withMeta, and resultType where raw has none).
+	var meta, rt []byte
+	jsonscan.Members(raw, func(key string, val []byte) bool {
+		switch key {
+		case "_meta":
+			meta = val
+		case "resultType":
+			rt = val
+		}
+		return true
+	})
+	if len(meta) == 0 || isNull(meta) || meta[0] != '{' {
+		meta = []byte("{}")
 	}
-	out = withMeta(out, member{Key: mcp.MetaKeyServerInfo, Value: info})
+	members := []member{{Key: "resultType", Value: completeType}, {Key: "_meta", Value: setMembers(meta, member{Key: mcp.MetaKeyServerInfo, Value: info})}}
+	if rt != nil {
+		members = members[1:] // raw's own stays
+	}
+	out := setMembers(raw, members...)
 	var buf bytes.Buffer
+	buf.Grow(len(out))
 	if json.Compact(&buf, out) != nil {
 		return nil, false
 	}

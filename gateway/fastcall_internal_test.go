@@ -55,12 +55,31 @@ func checkFastParams(t *testing.T, params []byte) {
 	if got.Name != want.Name || !bytes.Equal(got.Arguments, want.Arguments) {
 		t.Errorf("fastParams(%s) = name %q arguments %s; the SDK reads %q %s", params, got.Name, got.Arguments, want.Name, want.Arguments)
 	}
-	if !reflect.DeepEqual(got.Meta, want.Meta) || got.GetProgressToken() != want.GetProgressToken() {
+	if !reflect.DeepEqual(decodedMeta(t, got.Meta), want.Meta) || got.GetProgressToken() != want.GetProgressToken() {
 		t.Errorf("fastParams(%s) = _meta %v; the SDK reads %v", params, got.Meta, want.Meta)
 	}
 	if got.RequestState != want.RequestState || !reflect.DeepEqual(got.InputResponses, want.InputResponses) {
 		t.Errorf("fastParams(%s) = requestState %q inputResponses %v; the SDK reads %q %v", params, got.RequestState, got.InputResponses, want.RequestState, want.InputResponses)
 	}
+}
+
+// decodedMeta is m with the values fastMeta keeps as JSON (the envelope's objects)
+// decoded, as the SDK decodes them into a _meta.
+func decodedMeta(t *testing.T, m mcp.Meta) mcp.Meta {
+	t.Helper()
+	if m == nil {
+		return nil
+	}
+	out := make(mcp.Meta, len(m))
+	for k, v := range m {
+		if raw, ok := v.(json.RawMessage); ok {
+			if err := json.Unmarshal(raw, &v); err != nil {
+				t.Fatalf("_meta %q: %s: %v", k, raw, err)
+			}
+		}
+		out[k] = v
+	}
+	return out
 }
 
 func TestFastParamsLikeSDK(t *testing.T) {

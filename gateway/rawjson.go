@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 
 	"github.com/toolshed/toolshed/internal/jsonscan"
 )
@@ -109,6 +110,17 @@ func memberValue(obj []byte, key string) []byte {
 		return true
 	})
 	return v
+}
+
+// hasMemberFold reports whether obj has a member whose key encoding/json would decode
+// into a struct field tagged key (which it matches ignoring case).
+func hasMemberFold(obj []byte, key string) bool {
+	found := false
+	jsonscan.Members(obj, func(k string, _ []byte) bool {
+		found = strings.EqualFold(k, key)
+		return !found
+	})
+	return found
 }
 
 func isSpace(c byte) bool { return c == ' ' || c == '\n' || c == '\r' || c == '\t' }

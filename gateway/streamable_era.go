@@ -7,6 +7,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolshed/toolshed/internal/jsonscan"
 )
 
 // A request of MCP 2026-07-28 carries its protocol version, the client's capabilities
@@ -101,7 +103,15 @@ func errorStatus(code int64) int {
 
 // answerStatus is the HTTP status of a modern POST's one answer, data (see errorStatus).
 func answerStatus(data []byte) int {
-	raw := memberValue(data, "error")
+	// A response has a result or an error: the scan stops at whichever comes first,
+	// rather than skipping a result of any size to look for an error after it.
+	var raw []byte
+	jsonscan.Members(data, func(key string, val []byte) bool {
+		if key == "error" {
+			raw = val
+		}
+		return key != "error" && key != "result"
+	})
 	if raw == nil {
 		return http.StatusOK
 	}

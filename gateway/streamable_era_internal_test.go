@@ -27,6 +27,10 @@ var paramsMetaCases = []string{
 	`{"_meta":[1]}`,
 	`{"_meta":{}}`,
 	`{"_meta":{"k":1,"k":2}}`,
+	`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`,
+	`{"_meta":{"io.modelcontextprotocol/clientCapabilities":{"roots":{}},"io.modelcontextprotocol/clientInfo":{"name":"c"},"io.modelcontextprotocol/clientCapabilities":null}}`,
+	`{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"_META":{"io.modelcontextprotocol/clientInfo":{"name":"c"}}}`,
+	`{"_meta":{"io.modelcontextprotocol/clientInfo" : { "name" : "c" } , "io.modelcontextprotocol/Protocolversion":"x"}}`,
 	`{}`,
 	` { "_meta" : { "k" : [ 1 , 2 ] } } `,
 	`[1]`,
@@ -52,7 +56,8 @@ func checkParamsMeta(t *testing.T, params []byte) {
 	if !json.Valid(params) {
 		return // the connection decoded the message: params are valid JSON
 	}
-	want, wantOK := fullMeta(params)
+	full, wantOK := fullMeta(params)
+	want := metaEnvelope{version: full[mcp.MetaKeyProtocolVersion], caps: full[mcp.MetaKeyClientCapabilities], info: full[mcp.MetaKeyClientInfo]}
 	got, gotOK := paramsMeta(params)
 	if gotOK != wantOK || !reflect.DeepEqual(got, want) {
 		t.Errorf("paramsMeta(%s) = %v, %v; encoding/json reads %v, %v", params, got, gotOK, want, wantOK)

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/toolshed/toolshed/internal/jsonscan"
 )
 
 // MCP 2026-07-28 over Streamable HTTP repeats what routes a request in its headers, so
@@ -48,10 +50,11 @@ func headerMismatch(h http.Header, req *jsonrpc.Request, bindingsOf func(name st
 	if header == "" {
 		return fmt.Errorf("missing required Mcp-Name header for method %q", req.Method)
 	}
-	var name string
-	if json.Unmarshal(memberValue(req.Params, key), &name) != nil {
+	v := memberValue(req.Params, key)
+	if len(v) == 0 || v[0] != '"' {
 		return fmt.Errorf("failed to extract name from parameters for method %q", req.Method)
 	}
+	name := jsonscan.Unquote(v)
 	if header != name {
 		return fmt.Errorf("header mismatch: Mcp-Name header value '%s' does not match body value '%s'", header, name)
 	}

@@ -242,9 +242,15 @@ func declaresTasks(meta mcp.Meta) bool {
 	if !ok {
 		return false
 	}
-	raw, err := json.Marshal(caps)
-	if err != nil {
-		return false
+	raw, isRaw := caps.(json.RawMessage) // as fastMeta keeps the envelope
+	if isRaw && !hasMemberFold(raw, "extensions") {
+		return false // the common case, read without decoding
+	}
+	if !isRaw {
+		var err error
+		if raw, err = json.Marshal(caps); err != nil {
+			return false
+		}
 	}
 	var c struct {
 		Extensions map[string]json.RawMessage `json:"extensions"`

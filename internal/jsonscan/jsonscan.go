@@ -150,10 +150,50 @@ func Unquote(tok []byte) string {
 			break
 		}
 	}
-	if simple && utf8.Valid(inner) {
-		return string(inner)
+	if simple {
+		if s, ok := known[string(inner)]; ok {
+			return s // no copy: see known
+		}
+		if utf8.Valid(inner) {
+			return string(inner)
+		}
 	}
 	var s string
 	_ = json.Unmarshal(tok, &s)
 	return s
 }
+
+// known holds the keys that nearly every message and definition toolshed reads has
+// (JSON-RPC's, MCP's and JSON Schema's). Unquote returns the string held here for
+// them, rather than a copy of the token: Members and MemberSpans unquote every key
+// they pass, and a request walked several times (its era, its params, its _meta)
+// would otherwise allocate a string per key per walk. The lookup itself does not
+// allocate (the compiler does not copy string(b) used as a map index).
+var known = func() map[string]string {
+	keys := []string{
+		// JSON-RPC.
+		"jsonrpc", "id", "method", "params", "result", "error", "code", "message", "data",
+		// MCP requests, results and definitions.
+		"_meta", "name", "title", "arguments", "progressToken", "progress", "total", "cursor", "nextCursor",
+		"content", "type", "text", "isError", "structuredContent", "resultType", "requestState",
+		"inputRequests", "inputResponses", "tools", "description", "inputSchema", "outputSchema",
+		"annotations", "readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint",
+		"execution", "taskSupport", "icons", "uri", "mimeType", "version", "capabilities",
+		"extensions", "elicitation", "sampling", "roots", "listChanged", "taskId", "status",
+		"ttlMs", "cacheScope", "pollIntervalMs", "requestId", "reason", "level", "logger",
+		"traceparent", "tracestate", "baggage",
+		"io.modelcontextprotocol/protocolVersion", "io.modelcontextprotocol/clientInfo",
+		"io.modelcontextprotocol/clientCapabilities", "io.modelcontextprotocol/serverInfo",
+		"io.modelcontextprotocol/logLevel",
+		// JSON Schema.
+		"$schema", "$ref", "$defs", "definitions", "properties", "required", "items", "enum",
+		"const", "default", "format", "pattern", "minimum", "maximum", "minLength", "maxLength",
+		"minItems", "maxItems", "additionalProperties", "anyOf", "oneOf", "allOf", "not",
+		"examples", "nullable",
+	}
+	m := make(map[string]string, len(keys))
+	for _, k := range keys {
+		m[k] = k
+	}
+	return m
+}()

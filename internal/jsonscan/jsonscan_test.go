@@ -72,3 +72,28 @@ func FuzzSkipValue(f *testing.F) {
 		}
 	})
 }
+
+// TestUnquoteKnownKeys: a key of the known set is returned without a copy, and every
+// key, known or not, decodes as encoding/json decodes it.
+func TestUnquoteKnownKeys(t *testing.T) {
+	for _, tok := range []string{`"name"`, `"_meta"`, `"io.modelcontextprotocol/protocolVersion"`, `"properties"`,
+		`"nam"`, `"names"`, `"na\u006de"`, `"\u00e9t\u00e9"`, `"été"`, `""`, `"a\"b"`} {
+		var want string
+		if err := json.Unmarshal([]byte(tok), &want); err != nil {
+			t.Fatal(err)
+		}
+		if got := Unquote([]byte(tok)); got != want {
+			t.Errorf("Unquote(%s) = %q, want %q", tok, got, want)
+		}
+	}
+	for _, key := range []string{"name", "arguments", "_meta", "io.modelcontextprotocol/clientCapabilities", "properties"} {
+		tok := []byte(`"` + key + `"`)
+		if n := testing.AllocsPerRun(100, func() { Unquote(tok) }); n != 0 {
+			t.Errorf("Unquote(%s) allocates %v times, want 0", tok, n)
+		}
+	}
+	tok := []byte(`"someUnknownKey"`)
+	if n := testing.AllocsPerRun(100, func() { Unquote(tok) }); n != 1 {
+		t.Errorf("Unquote(%s) allocates %v times, want 1 (the test above would pass for any key)", tok, n)
+	}
+}
