@@ -53,8 +53,9 @@ const refreshTimeout = 30 * time.Second
 // stored credential. It sends the access token only to the resource the credential
 // was issued for; it refreshes the token shortly before it expires and when the
 // server answers 401, one refresh at a time (see Store.Update); and it answers a
-// request with a *SignInError when the user has to sign in again. Make one with
-// NewTransport.
+// request with a *SignInError when the user has to sign in (again). Without a
+// usable credential it sends requests as they are, and turns the server's 401 into
+// that error. Make one with NewTransport.
 type Transport struct {
 	srv   Server
 	key   string
@@ -65,10 +66,9 @@ type Transport struct {
 	cred *Credential
 }
 
-// NewTransport returns the transport of srv, whose credential store holds. base
+// NewTransport returns the transport of srv, with its credential from store. base
 // sends the requests (nil means http.DefaultTransport), and the refreshes to the
-// issuer's token endpoint. Without a usable credential it returns a *SignInError
-// wrapping ErrNotSignedIn.
+// issuer's token endpoint. Only a store that cannot be read is an error.
 func NewTransport(ctx context.Context, srv Server, store Store, base http.RoundTripper) (*Transport, error) {
 	key, err := CanonicalURL(srv.URL)
 	if err != nil {
@@ -77,20 +77,39 @@ func NewTransport(ctx context.Context, srv Server, store Store, base http.RoundT
 	if base == nil {
 		base = http.DefaultTransport
 	}
+	t := &Transport{srv: srv, key: key, store: store, base: base}
 	c, err := store.Get(ctx, key)
-	if errors.Is(err, ErrNotSignedIn) {
-		return nil, needsSignIn(srv.Name, "no credential stored")
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrNotSignedIn):
+	case err != nil:
 		return nil, err
+	case usable(c, key):
+		t.cred = c
 	}
-	if c.AccessToken == "" && c.RefreshToken == "" {
-		return nil, needsSignIn(srv.Name, "the sign-in has ended")
+	return t, nil
+}
+
+// usable reports whether c can sign requests to the server at key.
+func usable(c *Credential, key string) bool {
+	return c != nil && (c.AccessToken != "" || c.RefreshToken != "") && covers(c.Resource, key)
+}
+
+// SignedIn reports whether t has a credential to sign requests with.
+func (t *Transport) SignedIn() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.cred != nil
+}
+
+// Ready reports whether store holds a credential srv's requests can be signed with:
+// one to try again with after a *SignInError.
+func Ready(ctx context.Context, srv Server, store Store) bool {
+	key, err := CanonicalURL(srv.URL)
+	if err != nil {
+		return false
 	}
-	if !covers(c.Resource, key) {
-		return nil, needsSignIn(srv.Name, "the stored credential is for %s, not this server", c.Resource)
-	}
-	return &Transport{srv: srv, key: key, store: store, base: base, cred: c}, nil
+	c, err := store.Get(ctx, key)
+	return err == nil && usable(c, key)
 }
 
 // covers reports whether u is within resource: the same origin, and a path at or
@@ -120,6 +139,14 @@ func margin(c *Credential) time.Duration {
 
 // RoundTrip implements http.RoundTripper.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !t.SignedIn() {
+		resp, err := t.base.RoundTrip(req)
+		if err == nil && resp.StatusCode == http.StatusUnauthorized && covers(t.key, req.URL.String()) {
+			drain(resp)
+			return nil, needsSignIn(t.srv.Name, "the server asks for it")
+		}
+		return resp, err
+	}
 	if !t.mine(req.URL) {
 		return t.base.RoundTrip(req) // another resource: no token
 	}
@@ -160,7 +187,7 @@ func (t *Transport) mine(u *url.URL) bool {
 	t.mu.Lock()
 	res := t.cred.Resource
 	t.mu.Unlock()
-	return covers(res, u.String()) && covers(res, t.key)
+	return covers(res, u.String())
 }
 
 // send sends a copy of req with tok.
