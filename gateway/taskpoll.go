@@ -25,8 +25,7 @@ import (
 // toolshed end it, as the handle arrives, and nothing would then ever poll or cancel
 // the task. Any other outcome is out as it is. A cancel that comes before the handle
 // does ends the upstream request itself (notifications/cancelled), and the handle that
-// answers it is not delivered: a server that made the task anyway keeps it until its
-// ttlMs (not handled yet).
+// answers it anyway is not delivered: abandonedTask cancels its task.
 func (r *callRegistry) watchTask(c *call, u *Upstream, out outcome) outcome {
 	if out.err != nil || !isTaskResult(out.raw) {
 		return out
@@ -37,6 +36,23 @@ func (r *callRegistry) watchTask(c *call, u *Upstream, out outcome) outcome {
 		out.unwatch = context.AfterFunc(c.upCtx, task.cancel)
 	}
 	return out
+}
+
+// abandonedTask cancels the task of raw, the result of a tools/call that came on l
+// after toolshed had cancelled the call (the client cancelled it, its call_timeout
+// passed, toolshed is stopping): a server may make the task as the cancel crosses its
+// answer, or ignore the cancel, and its task would otherwise run, and be kept, until
+// its ttlMs with nobody to follow it. Any other result is dropped, as before. It is
+// called on the goroutine that reads l, so the tasks/cancel goes out on one of its own.
+func (u *Upstream) abandonedTask(l *link, raw json.RawMessage) {
+	if !isTaskResult(raw) {
+		return
+	}
+	var st taskState
+	if json.Unmarshal(raw, &st) != nil || st.TaskID == "" {
+		return
+	}
+	go upTask{u: u, l: l, id: st.TaskID}.cancel()
 }
 
 // taskOutcome is the outcome of call c once its upstream answered: a task handle for a

@@ -547,7 +547,9 @@ func (u *Upstream) startCall(ctx context.Context, uc upstreamCall, done func(jso
 		finish(nil, err)
 		return
 	}
-	conn.start(callCtx, "tools/call", body, finish)
+	// A task handle that answers the call after it was cancelled starts a task nobody
+	// follows: it is cancelled in turn (see abandonedTask).
+	conn.startLate(callCtx, "tools/call", body, finish, func(raw json.RawMessage) { u.abandonedTask(l, raw) })
 }
 
 // unavailable is the error of a call the upstream has no connection for.

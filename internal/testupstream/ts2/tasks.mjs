@@ -24,6 +24,10 @@
 //   ask {}      the task asks for the user's name (status input_required, inputRequests
 //               {name: elicitation/create}); tasks/update with inputResponses.name
 //               completes it with "hello NAME"
+//   late {}     over stdio only: the call gets no answer until the client cancels it
+//               (notifications/cancelled); then the server makes a task (late-N, which
+//               runs until cancelled) and answers the cancelled call with its handle
+//               anyway, as a server does whose answer crosses the cancel
 // tasks/get of an unknown task, and tasks/update or tasks/cancel of one, get -32602.
 import fs from 'node:fs';
 import http from 'node:http';
@@ -82,6 +86,9 @@ const factory = () => {
       mode: 'form', message: 'Your name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } } } } });
     return handle(t);
   });
+  // Answered on the stdio line itself (see lateCalls); the SDK never sees its calls.
+  s.registerTool('late', { description: 'a task handle that comes only after the call is cancelled (stdio)', inputSchema: z.object({}) },
+    async () => ({ content: [{ type: 'text', text: 'late answers over stdio only' }], isError: true }));
   const ls = s.server;
   ls.setRequestHandler('tasks/get', taskParams, async (p) => {
     const t = tasks.get(p.taskId);
@@ -134,8 +141,37 @@ if (mode === 'http') {
   }).listen(Number(port), '127.0.0.1', () => process.stderr.write('listening ' + port + '\n'));
 } else {
 const input = new PassThrough();
-process.stdin.on('data', (d) => { if (wireFd !== null) fs.writeSync(wireFd, d); input.write(d); });
-process.stdin.on('end', () => input.end());
+// lateCalls holds the ids of the calls of late not answered yet: each is answered when
+// its notifications/cancelled comes, with the handle of a task made then.
+const lateCalls = new Set();
+let lateSeq = 0;
+// late handles one line read, and reports whether it was a call of late or its cancel.
+function late(line) {
+  let msg;
+  try { msg = JSON.parse(line); } catch { return false; }
+  if (msg?.method === 'tools/call' && msg.params?.name === 'late' && msg.id !== undefined) {
+    lateCalls.add(JSON.stringify(msg.id));
+    return true;
+  }
+  const key = JSON.stringify(msg?.params?.requestId);
+  if (msg?.method !== 'notifications/cancelled' || !lateCalls.delete(key)) return false;
+  const t = { taskId: 'late-' + (++lateSeq), status: 'working', createdAt: now(), lastUpdatedAt: now(), ttlMs: 60000, pollIntervalMs: 50 };
+  tasks.set(t.taskId, t);
+  process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(key), result: handle(t) }) + '\n');
+  return true;
+}
+let read = '';
+process.stdin.on('data', (d) => {
+  if (wireFd !== null) fs.writeSync(wireFd, d);
+  read += d;
+  let i;
+  while ((i = read.indexOf('\n')) >= 0) {
+    const line = read.slice(0, i + 1);
+    read = read.slice(i + 1);
+    if (!late(line)) input.write(line);
+  }
+});
+process.stdin.on('end', () => { if (read) input.write(read); input.end(); });
 const output = new PassThrough();
 let pending = '';
 output.on('data', (d) => {
