@@ -88,13 +88,18 @@ func (r *callRegistry) taskOutcome(ctx context.Context, c *call, out outcome) ou
 // nothing of tasks, and returns its outcome: its result, its error, or a cancellation.
 // It asks the client for the input the task needs on the call's session. The client
 // cancelling the call, toolshed stopping or the call_timeout passing cancel the task
-// upstream.
+// upstream. A status notification of the task, where the upstream sends them, ends the
+// wait for the next poll early.
 func (t upTask) poll(ctx context.Context, c *call, st taskState) outcome {
 	u := t.u
 	timeout := u.callTimeout()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	rounds, polls := 0, 0
+	// A status notification of the task asks for its state at once (see listen).
+	listenCtx, stopListening := context.WithCancel(ctx)
+	defer stopListening()
+	wake := t.listen(listenCtx, c)
 	// answered holds the input request keys answered already: a task may still report
 	// them until it has taken the answers, and the client is asked each once.
 	answered := map[string]bool{}
@@ -144,6 +149,8 @@ func (t upTask) poll(ctx context.Context, c *call, st taskState) outcome {
 			t.cancel()
 			return outcome{err: fmt.Errorf("%w: the task of %s did not end within %v (call_timeout); it was cancelled", ErrTimeout, u.cfg.Name, timeout)}
 		case <-wait.C:
+		case <-wake:
+			wait.Stop()
 		}
 		raw, err := t.request(ctx, "tasks/get", nil, c.clientMeta)
 		if err != nil {

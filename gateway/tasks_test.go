@@ -527,3 +527,41 @@ func TestTasksCancelledBeforeHandle(t *testing.T) {
 		})
 	}
 }
+
+// A task toolshed polls for a client that knows nothing of tasks is listened to
+// (subscriptions/listen with notifications.taskIds, on the stdio connection), and its
+// notifications/tasks wake the poll: the test server's tool pushed asks to be polled
+// once an hour (which the test lets toolshed honour) and completes once listened to, so
+// only the notification can end the call.
+func TestTasksStatusNotificationWakesPoll(t *testing.T) {
+	defer gateway.SetMaxPollInterval(time.Hour)()
+	h, wire := taskUpstream(t, "stdio")
+	cs := h.clientVersion("", nil, "2025-11-25")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "tasks__pushed", Arguments: map[string]any{}})
+	if err != nil || res.IsError || resultText(res) != "pushed done" {
+		t.Fatalf("tasks__pushed = %v %q, want the task's result once its notification woke the poll", err, resultText(res))
+	}
+	if !wireHas(wire, `"method":"subscriptions/listen"`, `"taskIds":["task-1"]`, `"io.modelcontextprotocol/tasks":{}`) {
+		t.Errorf("the upstream never got a subscriptions/listen for task-1 declaring the extension")
+	}
+	// The poll over, its listen is cancelled.
+	waitFor(t, "the task's listen cancelled", func() bool {
+		data, _ := os.ReadFile(wire)
+		for _, line := range strings.Split(string(data), "\n") {
+			var m struct {
+				ID     any    `json:"id"`
+				Method string `json:"method"`
+				Params struct {
+					Notifications struct{ TaskIDs []string } `json:"notifications"`
+				} `json:"params"`
+			}
+			if json.Unmarshal([]byte(line), &m) == nil && m.Method == "subscriptions/listen" && len(m.Params.Notifications.TaskIDs) > 0 {
+				id, _ := json.Marshal(m.ID)
+				return wireHas(wire, `"method":"notifications/cancelled"`, `"requestId":`+string(id))
+			}
+		}
+		return false
+	})
+}

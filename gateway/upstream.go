@@ -632,7 +632,10 @@ func (u *Upstream) transport(ctx context.Context, l *link) (mcp.Transport, func(
 // captureTransport wraps t so that toolshed sees the upstream's messages on l's
 // connection (see captureConn) and can call tools on it.
 func (u *Upstream) captureTransport(t mcp.Transport, l *link) mcp.Transport {
-	return captureTransport{Transport: t, capture: l.capture, relay: u.relay, notify: u.notify,
+	notify := func(ctx context.Context, method string, params json.RawMessage) bool {
+		return u.taskNotice(l, method, params) || u.notify(ctx, method, params)
+	}
+	return captureTransport{Transport: t, capture: l.capture, relay: u.relay, notify: notify,
 		connected: func(c *captureConn) { l.conn = c }}
 }
 
