@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -61,7 +63,12 @@ func setup(t *testing.T, opts testoidc.Options) (*testoidc.Provider, oauth.Serve
 
 // connect opens an MCP session with srv through an oauth.Transport on store.
 func connect(t *testing.T, ctx context.Context, srv oauth.Server, store oauth.Store) (*mcp.ClientSession, error) {
-	tr, err := oauth.NewTransport(ctx, srv, store, nil)
+	return connectVia(t, ctx, srv, store, nil)
+}
+
+// connectVia is connect with base sending the requests.
+func connectVia(t *testing.T, ctx context.Context, srv oauth.Server, store oauth.Store, base http.RoundTripper) (*mcp.ClientSession, error) {
+	tr, err := oauth.NewTransport(ctx, srv, store, base)
 	if err != nil {
 		return nil, err
 	}
@@ -126,4 +133,216 @@ func TestLoginAndCall(t *testing.T) {
 	if !strings.Contains(who, testoidc.DefaultUser.Name) {
 		t.Errorf("whoami = %s, want the signed-in user %s", who, testoidc.DefaultUser.Name)
 	}
+}
+
+// login signs in to srv as p's user, failing the test if it cannot.
+func login(t *testing.T, ctx context.Context, p *testoidc.Provider, srv oauth.Server, store oauth.Store, opts oauth.LoginOptions) (*oauth.Credential, *browser) {
+	t.Helper()
+	b := &browser{t: t, p: p}
+	opts.Store, opts.Browser = store, b.open
+	c, err := oauth.Login(ctx, srv, opts)
+	if err != nil {
+		t.Fatalf("Login: %v", err)
+	}
+	return c, b
+}
+
+// expire makes the stored access token of srv expired (or, with bogus, replaces it
+// with one the server refuses), so that the next call has to refresh.
+func expire(t *testing.T, ctx context.Context, store oauth.Store, srv oauth.Server, bogus bool) *oauth.Credential {
+	t.Helper()
+	var before oauth.Credential
+	err := store.Update(ctx, srv.URL, func(c *oauth.Credential) (*oauth.Credential, error) {
+		before = *c
+		if bogus {
+			c.AccessToken = "not-a-token"
+		} else {
+			c.Expiry = time.Now().Add(-time.Minute)
+		}
+		return c, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &before
+}
+
+// refreshWith uses refreshToken once at p's token endpoint as c's client, and
+// reports whether p took it.
+func refreshWith(ctx context.Context, p *testoidc.Provider, c *oauth.Credential, refreshToken oauth.Secret) bool {
+	form := strings.NewReader("grant_type=refresh_token&client_id=" + c.ClientID + "&refresh_token=" + string(refreshToken))
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, p.Endpoint("token"), form)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
+}
+
+// TestRefresh: an expired token is refreshed before the call, a refused one on the
+// 401, each time once for many calls at once from two transports (two processes
+// sharing the file), and the refresh token each refresh used is spent.
+func TestRefresh(t *testing.T) {
+	ctx := ctxFor(t)
+	p, srv, store := setup(t, testoidc.Options{})
+	login(t, ctx, p, srv, store, oauth.LoginOptions{})
+	var spent []oauth.Secret
+	for _, bogus := range []bool{false, true} {
+		before := expire(t, ctx, store, srv, bogus)
+		spent = append(spent, before.RefreshToken)
+		// Four transports on two stores of the one file, as two toolshed processes
+		// with two connections each, all starting at once with the expired token:
+		// one refreshes, the others take its token.
+		other := &oauth.FileStore{Path: store.Path}
+		counter := &tokenRequests{url: p.Endpoint("token")}
+		errs := make(chan error, 8)
+		for i := range 4 {
+			s := oauth.Store(store)
+			if i%2 == 1 {
+				s = other
+			}
+			go func() {
+				cs, err := connectVia(t, ctx, srv, s, counter)
+				if err != nil {
+					errs <- err
+					errs <- err
+					return
+				}
+				for range 2 {
+					go func() {
+						_, err := callText(ctx, cs, "echo", map[string]any{"message": "hi"})
+						errs <- err
+					}()
+				}
+			}()
+		}
+		for range 8 {
+			if err := <-errs; err != nil {
+				t.Fatalf("bogus %v: a call after expiry: %v", bogus, err)
+			}
+		}
+		if n := counter.n.Load(); n != 1 {
+			t.Errorf("bogus %v: %d refreshes for 8 calls on 4 connections, want 1", bogus, n)
+		}
+		after, err := store.Get(ctx, srv.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.AccessToken == before.AccessToken || after.RefreshToken == before.RefreshToken {
+			t.Fatalf("bogus %v: the token was not refreshed", bogus)
+		}
+	}
+	// Rotation: each refresh token used is spent. Had two refreshes used one, the
+	// provider would have refused the second and revoked the grant, and a call
+	// above would have failed.
+	last, _ := store.Get(ctx, srv.URL)
+	for _, rt := range spent {
+		if refreshWith(ctx, p, last, rt) {
+			t.Errorf("the provider took a refresh token twice")
+		}
+	}
+}
+
+// TestRefreshRefused: when the issuer refuses the refresh token, the transport says
+// to sign in again, and the credential is marked as needing it.
+func TestRefreshRefused(t *testing.T) {
+	ctx := ctxFor(t)
+	p, srv, store := setup(t, testoidc.Options{})
+	c, _ := login(t, ctx, p, srv, store, oauth.LoginOptions{})
+	if !refreshWith(ctx, p, c, c.RefreshToken) { // spends it behind toolshed's back
+		t.Fatal("the provider refused the stored refresh token")
+	}
+	expire(t, ctx, store, srv, false)
+	_, err := connect(t, ctx, srv, store)
+	var sie *oauth.SignInError
+	if !errors.As(err, &sie) || !errors.Is(err, oauth.ErrNotSignedIn) || !strings.Contains(err.Error(), "toolshed auth login protected") {
+		t.Fatalf("connecting with a spent refresh token: %v, want a SignInError saying what to run", err)
+	}
+	got, _ := store.Get(ctx, srv.URL)
+	if st := oauth.StateOf(got, time.Now()); st != oauth.NeedsSignIn {
+		t.Errorf("state after a refused refresh: %s", st)
+	}
+	if oauth.Ready(ctx, srv, store) {
+		t.Error("Ready with a dead credential")
+	}
+	noSecret(t, err.Error(), c)
+}
+
+// TestStepUp: a call refused for want of mcp:write says to sign in again; the next
+// Login asks for it, and the call then runs.
+func TestStepUp(t *testing.T) {
+	ctx := ctxFor(t)
+	p, srv, store := setup(t, testoidc.Options{})
+	login(t, ctx, p, srv, store, oauth.LoginOptions{Scopes: []string{testoidc.ScopeRead}})
+	cs, err := connect(t, ctx, srv, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = callText(ctx, cs, "admin_action", nil)
+	if !errors.Is(err, oauth.ErrInsufficientScope) || !strings.Contains(err.Error(), testoidc.ScopeWrite) || !strings.Contains(err.Error(), "toolshed auth login protected") {
+		t.Fatalf("admin_action with mcp:read only: %v, want ErrInsufficientScope naming mcp:write and what to run", err)
+	}
+	if _, err := callText(ctx, cs, "echo", map[string]any{"message": "still works"}); err != nil {
+		t.Fatalf("the connection broke on the 403: %v", err)
+	}
+	c, _ := login(t, ctx, p, srv, store, oauth.LoginOptions{Scopes: []string{testoidc.ScopeRead}})
+	if !slices.Contains(c.Scopes, testoidc.ScopeWrite) {
+		t.Fatalf("scopes after step-up: %v", c.Scopes)
+	}
+	cs, err = connect(t, ctx, srv, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := callText(ctx, cs, "admin_action", nil); err != nil {
+		t.Fatalf("admin_action after step-up: %v", err)
+	}
+}
+
+// TestLogout revokes the refresh token at the provider and forgets the credential.
+func TestLogout(t *testing.T) {
+	ctx := ctxFor(t)
+	p, srv, store := setup(t, testoidc.Options{})
+	c, _ := login(t, ctx, p, srv, store, oauth.LoginOptions{})
+	if c.RevocationURL == "" {
+		t.Fatal("no revocation endpoint recorded")
+	}
+	revoked, err := oauth.Logout(ctx, srv, store, nil)
+	if err != nil || !revoked {
+		t.Fatalf("Logout: revoked %v, %v", revoked, err)
+	}
+	if refreshWith(ctx, p, c, c.RefreshToken) {
+		t.Error("the provider still takes the refresh token after logout")
+	}
+	if _, err := store.Get(ctx, srv.URL); !errors.Is(err, oauth.ErrNotSignedIn) {
+		t.Errorf("after logout, Get: %v", err)
+	}
+	if _, err := oauth.Logout(ctx, srv, store, nil); !errors.Is(err, oauth.ErrNotSignedIn) {
+		t.Errorf("second Logout: %v, want ErrNotSignedIn", err)
+	}
+}
+
+// noSecret fails the test if s holds one of c's secrets.
+func noSecret(t *testing.T, s string, c *oauth.Credential) {
+	t.Helper()
+	for _, sec := range []oauth.Secret{c.AccessToken, c.RefreshToken, c.ClientSecret} {
+		if sec != "" && strings.Contains(s, string(sec)) {
+			t.Errorf("a secret leaked into: %.200s", s)
+		}
+	}
+}
+
+// tokenRequests sends requests with http.DefaultTransport and counts those to the
+// token endpoint url.
+type tokenRequests struct {
+	url string
+	n   atomic.Int32
+}
+
+func (c *tokenRequests) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.String() == c.url {
+		c.n.Add(1)
+	}
+	return http.DefaultTransport.RoundTrip(req)
 }

@@ -2,7 +2,9 @@ package oauth
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -68,7 +70,11 @@ func Logout(ctx context.Context, srv Server, store Store, client *http.Client) (
 			if t.tok == "" {
 				continue
 			}
-			if err := revoke(ctx, c, t.tok, t.hint, client); err != nil {
+			err := revoke(ctx, c, t.tok, t.hint, client)
+			if errors.Is(err, errUnsupportedToken) && t.hint == "access_token" {
+				continue // a JWT: it expires by itself; its grant is revoked already
+			}
+			if err != nil {
 				revokeErr = fmt.Errorf("revoking the %s of %s at %s: %w; it is forgotten here, but the server may still honour it until it expires", strings.ReplaceAll(t.hint, "_", " "), srv.Name, c.RevocationURL, err)
 				return nil, nil
 			}
@@ -109,9 +115,24 @@ func revoke(ctx context.Context, c *Credential, tok Secret, hint string, client 
 		}
 		return err
 	}
-	drain(resp)
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("the server answered %s", resp.Status)
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		return nil
 	}
-	return nil
+	var answer struct {
+		Error string `json:"error"`
+	}
+	json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&answer)
+	if answer.Error == "unsupported_token_type" {
+		return errUnsupportedToken
+	}
+	if answer.Error != "" {
+		return fmt.Errorf("the server answered %s (%s)", resp.Status, answer.Error)
+	}
+	return fmt.Errorf("the server answered %s", resp.Status)
 }
+
+// errUnsupportedToken is a revocation endpoint's answer for a kind of token it
+// cannot revoke (RFC 7009 section 2.2.1), such as a JWT access token, which stays
+// valid until it expires.
+var errUnsupportedToken = errors.New("unsupported_token_type")
