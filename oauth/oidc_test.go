@@ -3,8 +3,11 @@ package oauth_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -345,4 +348,141 @@ func (c *tokenRequests) RoundTrip(req *http.Request) (*http.Response, error) {
 		c.n.Add(1)
 	}
 	return http.DefaultTransport.RoundTrip(req)
+}
+
+// TestMixUp: an authorization response whose iss is another authorization server's
+// (RFC 9207) is refused, and nothing is stored.
+func TestMixUp(t *testing.T) {
+	ctx := ctxFor(t)
+	p, srv, store := setup(t, testoidc.Options{})
+	other := testoidc.Start(t, testoidc.Options{})
+	b := &browser{t: t, p: p}
+	var out strings.Builder
+	_, err := oauth.Login(ctx, srv, oauth.LoginOptions{Store: store, Out: &out, Browser: func(authURL string) error {
+		redirect, err := p.Login(ctx, authURL)
+		if err != nil {
+			return err
+		}
+		u, _ := url.Parse(redirect)
+		q := u.Query()
+		q.Set("iss", other.Issuer())
+		u.RawQuery = q.Encode()
+		b.redirect = u.String()
+		go get(b.redirect)
+		return nil
+	}})
+	if err == nil || !strings.Contains(err.Error(), other.Issuer()) {
+		t.Fatalf("Login with another server's iss: %v, want it refused naming that issuer", err)
+	}
+	if _, err := store.Get(ctx, srv.URL); !errors.Is(err, oauth.ErrNotSignedIn) {
+		t.Errorf("something was stored: %v", err)
+	}
+	code, _ := url.Parse(b.redirect)
+	if c := code.Query().Get("code"); c == "" || strings.Contains(err.Error(), c) || strings.Contains(out.String(), c) {
+		t.Errorf("the code leaked into the error or the output")
+	}
+}
+
+// TestCodeReplay: the code of a sign-in is used once; a replay of it is refused by
+// the provider, and toolshed's listener is gone.
+func TestCodeReplay(t *testing.T) {
+	ctx := ctxFor(t)
+	p, srv, store := setup(t, testoidc.Options{})
+	c, b := login(t, ctx, p, srv, store, oauth.LoginOptions{})
+	u, _ := url.Parse(b.redirect)
+	form := url.Values{"grant_type": {"authorization_code"}, "code": {u.Query().Get("code")}, "client_id": {c.ClientID},
+		"redirect_uri": {u.Scheme + "://" + u.Host + u.Path}, "code_verifier": {strings.Repeat("a", 43)}}
+	resp, err := http.PostForm(p.Endpoint("token"), form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		t.Error("the provider took a code twice")
+	}
+	if _, _, err := get(b.redirect); err == nil {
+		t.Error("the loopback listener still answers after the sign-in")
+	}
+}
+
+// TestTokenStaysWithItsResource: the token goes to the resource it was issued for
+// only: not to another path of its host, and not to the host a request of it is
+// redirected to.
+func TestTokenStaysWithItsResource(t *testing.T) {
+	ctx := ctxFor(t)
+	p, srv, store := setup(t, testoidc.Options{})
+	c, _ := login(t, ctx, p, srv, store, oauth.LoginOptions{})
+	var seen []string
+	recorder := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = append(seen, r.URL.Path+": "+r.Header.Get("Authorization"))
+	}))
+	defer recorder.Close()
+	// A server whose MCP endpoint redirects elsewhere, signed in to with c's token.
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = append(seen, "redirector"+r.URL.Path+": "+r.Header.Get("Authorization"))
+		http.Redirect(w, r, recorder.URL+"/elsewhere", http.StatusTemporaryRedirect)
+	}))
+	defer redirector.Close()
+	red := oauth.Server{Name: "redirector", URL: redirector.URL + "/mcp"}
+	err := store.Update(ctx, red.URL, func(*oauth.Credential) (*oauth.Credential, error) {
+		cp := *c
+		cp.Server, cp.Resource = red.Name, red.URL
+		return &cp, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := oauth.NewTransport(ctx, red, store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Transport: tr}
+	for _, u := range []string{red.URL, redirector.URL + "/other", recorder.URL + "/mcp"} {
+		resp, err := client.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	want := []string{
+		"redirector/mcp: Bearer " + string(c.AccessToken), // its resource
+		"/elsewhere: ",       // where that redirects
+		"redirector/other: ", // another path of its host
+		"/elsewhere: ",       // where that redirects
+		"/mcp: ",             // another host
+	}
+	if !slices.Equal(seen, want) {
+		t.Errorf("requests seen (token shown as T):\n%s\nwant\n%s", strings.ReplaceAll(strings.Join(seen, "\n"), string(c.AccessToken), "T"),
+			strings.ReplaceAll(strings.Join(want, "\n"), string(c.AccessToken), "T"))
+	}
+	// A transport for a server whose credential names another resource has none.
+	err = store.Update(ctx, red.URL, func(c *oauth.Credential) (*oauth.Credential, error) {
+		c.Resource = srv.URL
+		return c, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr, err := oauth.NewTransport(ctx, red, store, nil); err != nil || tr.SignedIn() {
+		t.Errorf("a credential for %s signs requests to %s", srv.URL, red.URL)
+	}
+}
+
+// TestNoSecretInOutput: what Login prints and stores as text, and the credential
+// printed with %v and %+v, hold no token or secret.
+func TestNoSecretInOutput(t *testing.T) {
+	ctx := ctxFor(t)
+	p, srv, store := setup(t, testoidc.Options{})
+	var out strings.Builder
+	c, b := login(t, ctx, p, srv, store, oauth.LoginOptions{Out: &out})
+	code, _ := url.Parse(b.redirect)
+	for _, s := range []string{out.String(), fmt.Sprintf("%v", c), fmt.Sprintf("%+v", *c), fmt.Sprintf("%#v", *c)} {
+		noSecret(t, s, c)
+		if strings.Contains(s, code.Query().Get("code")) {
+			t.Errorf("the code leaked into: %.200s", s)
+		}
+	}
+	if c.AccessToken == "" || !strings.Contains(fmt.Sprintf("%+v", *c), "REDACTED") {
+		t.Error("the credential does not print its secrets as REDACTED")
+	}
 }
