@@ -62,8 +62,12 @@ type Transport struct {
 	store Store
 	base  http.RoundTripper
 
-	mu   sync.Mutex // one refresh at a time in this process; guards cred
+	mu   sync.Mutex // one refresh at a time in this process; guards cred and stale
 	cred *Credential
+	// stale is set when a call was refused for want of a scope: the user is to
+	// sign in again, so the store is read before each request until the credential
+	// there is another.
+	stale bool
 }
 
 // NewTransport returns the transport of srv, with its credential from store. base
@@ -150,6 +154,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !t.mine(req.URL) {
 		return t.base.RoundTrip(req) // another resource: no token
 	}
+	t.reload(req.Context())
 	tok, err := t.token(req.Context(), "")
 	if err != nil {
 		return nil, err
@@ -188,6 +193,20 @@ func (t *Transport) mine(u *url.URL) bool {
 	res := t.cred.Resource
 	t.mu.Unlock()
 	return covers(res, u.String())
+}
+
+// reload takes the stored credential when the user was told to sign in again
+// (see stale) and has.
+func (t *Transport) reload(ctx context.Context) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.stale {
+		return
+	}
+	c, err := t.store.Get(ctx, t.key)
+	if err == nil && usable(c, t.key) && c.AccessToken != t.cred.AccessToken {
+		t.cred, t.stale = c, false
+	}
 }
 
 // send sends a copy of req with tok.
@@ -237,6 +256,9 @@ func (t *Transport) stepUp(ctx context.Context, scopes []string) error {
 	if err != nil {
 		return err
 	}
+	t.mu.Lock()
+	t.stale = true
+	t.mu.Unlock()
 	return &SignInError{Server: t.srv.Name, Reason: "the server refused the call for want of it", Scopes: scopes, err: ErrInsufficientScope}
 }
 
