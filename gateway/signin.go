@@ -48,7 +48,7 @@ func (u *Upstream) httpBase() http.RoundTripper {
 }
 
 func (u *Upstream) oauthServer() oauth.Server {
-	return oauth.Server{Name: u.cfg.Name, URL: u.cfg.URL, Headers: u.cfg.Headers}
+	return oauth.Server{Name: u.cfg.Name, URL: u.cfg.URL, Headers: u.cfg.Headers, SignIn: u.cfg.OAuth != nil}
 }
 
 func hasAuthorization(h map[string]string) bool {

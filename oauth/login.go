@@ -30,6 +30,11 @@ type Server struct {
 	// Headers are sent with every request to it (not Authorization, which sign-in
 	// sets).
 	Headers map[string]string
+	// SignIn says the config asks for sign-in (an oauth block): without a
+	// credential, any 401 of the server then means it needs sign-in. Otherwise
+	// only a 401 with a Bearer challenge does; another 401 is an error like any
+	// other.
+	SignIn bool
 }
 
 // LoginOptions configure Login. The zero value registers toolshed with the

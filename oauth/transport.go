@@ -145,7 +145,7 @@ func margin(c *Credential) time.Duration {
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !t.SignedIn() {
 		resp, err := t.base.RoundTrip(req)
-		if err == nil && resp.StatusCode == http.StatusUnauthorized && covers(t.key, req.URL.String()) {
+		if err == nil && resp.StatusCode == http.StatusUnauthorized && covers(t.key, req.URL.String()) && (t.srv.SignIn || bearerChallenge(resp)) {
 			drain(resp)
 			return nil, needsSignIn(t.srv.Name, "the server asks for it")
 		}
@@ -226,6 +226,21 @@ func (t *Transport) send(req *http.Request, tok Secret) (*http.Response, error) 
 func drain(resp *http.Response) {
 	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
+}
+
+// bearerChallenge reports whether a 401 asks for a Bearer token: the MCP
+// authorization challenge (with resource_metadata since 2025-06-18).
+func bearerChallenge(resp *http.Response) bool {
+	cs, err := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+	if err != nil {
+		return false
+	}
+	for _, c := range cs {
+		if c.Scheme == "bearer" {
+			return true
+		}
+	}
+	return false
 }
 
 // insufficientScope reports whether a 403 is the Bearer insufficient_scope error,
