@@ -23,10 +23,11 @@ func runAuth(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("auth", flag.ContinueOnError)
 	configFile := envDefault(fs.String("config", "", "the config `FILE` whose servers to sign in to (default $TOOLSHED_CONFIG)"), "TOOLSHED_CONFIG")
 	credentials := envDefault(fs.String("credentials", "", "keep credentials in `FILE` (default $TOOLSHED_CREDENTIALS, else $XDG_DATA_HOME/toolshed/credentials.json)"), "TOOLSHED_CREDENTIALS")
+	credentialsDB := addCredentialsDBFlag(fs)
 	noBrowser := fs.Bool("no-browser", false, "login: print the URL to open, and open no browser")
 	timeout := fs.Duration("timeout", 5*time.Minute, "login: how long to wait for the browser to come back, a `DURATION`")
 	fs.Usage = func() {
-		printUsage(stdout, fs, "[--config FILE] [--credentials FILE] [--no-browser] [--timeout DURATION] login|status|logout [SERVER]",
+		printUsage(stdout, fs, "[--config FILE] [--credentials FILE | --credentials-db DSN] [--no-browser] [--timeout DURATION] login|status|logout [SERVER]",
 			"Signs toolshed in to the config's remote servers that ask for OAuth. "+
 				"login SERVER opens the server's sign-in page in the browser (or prints its URL, over SSH), takes the answer on a loopback port and stores the credential. "+
 				"status lists each remote server: signed in, expired but refreshable, or needs sign-in, with the expiry and the issuer. "+
@@ -40,11 +41,6 @@ func runAuth(args []string, stdout, stderr io.Writer) error {
 	if len(rest) == 0 {
 		return usageErr("say what to do: login SERVER, status or logout SERVER")
 	}
-	store := &oauth.FileStore{Path: *credentials}
-	where, err := storePath(store)
-	if err != nil {
-		return err
-	}
 	var cfg *config.Config
 	if *configFile != "" {
 		if cfg, err = loadConfig(*configFile, stderr); err != nil {
@@ -53,6 +49,11 @@ func runAuth(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
+	store, where, done, err := openCredentials(ctx, *credentials, *credentialsDB)
+	if err != nil {
+		return err
+	}
+	defer done()
 	switch verb := rest[0]; verb {
 	case "login", "logout":
 		if len(rest) != 2 {
