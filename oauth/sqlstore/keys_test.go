@@ -293,3 +293,26 @@ func TestRotation(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParseKeys: no input panics, an accepted key is 32 bytes that seal and open,
+// and no error quotes what it was given.
+func FuzzParseKeys(f *testing.F) {
+	for _, s := range []string{"", " ", "abc", "correct horse", base64.StdEncoding.EncodeToString(make([]byte, 32)), base64.RawURLEncoding.EncodeToString(make([]byte, 31)) + "_-"} {
+		f.Add(s, "")
+	}
+	f.Fuzz(func(t *testing.T, current, previous string) {
+		k, err := ParseKeys(current, previous)
+		if err != nil {
+			for _, v := range []string{strings.TrimSpace(current), strings.TrimSpace(previous)} {
+				if len(v) >= 8 && strings.Contains(err.Error(), v) {
+					t.Fatalf("error %q quotes a key", err)
+				}
+			}
+			return
+		}
+		id, sealed := k.seal("https://a.example/mcp", []byte("x"))
+		if plain, broken, err := k.open("https://a.example/mcp", id, rowFormat, sealed); err != nil || broken || string(plain) != "x" {
+			t.Fatalf("a key that does not open what it sealed: %v", err)
+		}
+	})
+}
