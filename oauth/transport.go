@@ -310,6 +310,7 @@ func (t *Transport) token(ctx context.Context, refused Secret) (Secret, error) {
 		case c.RefreshToken == "":
 			ended = needsSignIn(t.srv.Name, "the token expired and there is no refresh token")
 			c.AccessToken = ""
+			t.cred = c
 			return c, nil
 		}
 		tok, err := refresh(ctx, c, t.base)
