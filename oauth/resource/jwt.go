@@ -50,27 +50,27 @@ func (v *Verifier) newKeys(uri string) (jwtKeys, error) {
 }
 
 // verifyJWT checks a JWT access token's signature and claims.
-func (v *Verifier) verifyJWT(ctx context.Context, keys jwtKeys, token string) (*auth.TokenInfo, error) {
+func (v *Verifier) verifyJWT(ctx context.Context, keys jwtKeys, token string, audiences []string) (*auth.TokenInfo, error) {
 	if keys == nil {
 		return nil, fmt.Errorf("%w: the issuer publishes no key set (jwks_uri), so its JWTs cannot be checked", ErrInvalidToken)
 	}
 	p := jwt.NewParser(
 		jwt.WithValidMethods(v.opts.Algorithms),
 		jwt.WithIssuer(v.opts.Issuer),
-		jwt.WithAudience(v.opts.Audience),
+		jwt.WithAudience(audiences...),
 		jwt.WithLeeway(v.opts.Leeway),
 		jwt.WithExpirationRequired(),
 	)
 	claims := jwt.MapClaims{}
 	if _, err := p.ParseWithClaims(token, claims, keys.KeyfuncCtx(ctx)); err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrInvalidToken, v.jwtReason(err))
+		return nil, fmt.Errorf("%w: %s", ErrInvalidToken, v.jwtReason(err, audiences))
 	}
 	return tokenInfo(claims)
 }
 
 // jwtReason says why a JWT was refused, in words of toolshed's own: the library's
 // messages may quote the token's header values, which the client chose.
-func (v *Verifier) jwtReason(err error) string {
+func (v *Verifier) jwtReason(err error, audiences []string) string {
 	switch {
 	case errors.Is(err, jwt.ErrTokenMalformed):
 		return "the token is not a well-formed JWT"
@@ -83,7 +83,7 @@ func (v *Verifier) jwtReason(err error) string {
 	case errors.Is(err, jwt.ErrTokenNotValidYet):
 		return "the token is not valid yet (nbf)"
 	case errors.Is(err, jwt.ErrTokenInvalidAudience):
-		return "the token is for another audience: its aud must contain " + v.opts.Audience + " (ask for it as the resource indicator)"
+		return audienceReason(audiences)
 	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
 		return "the token is from another issuer than " + v.opts.Issuer
 	case errors.Is(err, jwt.ErrTokenRequiredClaimMissing):

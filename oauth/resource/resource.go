@@ -195,12 +195,19 @@ func (v *Verifier) Close() { v.cancel() }
 // Extra every claim of the token (of the introspection response, for an opaque token),
 // for mapping claims to profiles.
 func (v *Verifier) Verify(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+	return v.VerifyAudience(ctx, token, v.opts.Audience)
+}
+
+// VerifyAudience is Verify for a token whose aud must contain one of audiences rather
+// than Options.Audience: toolshed serves each profile at a resource URL of its own
+// (/mcp/{profile}), which clients name as their resource indicator.
+func (v *Verifier) VerifyAudience(ctx context.Context, token string, audiences ...string) (*auth.TokenInfo, error) {
 	meta, keys, err := v.discover(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if looksLikeJWT(token) {
-		return v.verifyJWT(ctx, keys, token)
+		return v.verifyJWT(ctx, keys, token, audiences)
 	}
 	if v.intro == nil || meta.IntrospectionEndpoint == "" {
 		why := "toolshed is not configured for token introspection (an introspection client id and secret)"
@@ -209,7 +216,34 @@ func (v *Verifier) Verify(ctx context.Context, token string, _ *http.Request) (*
 		}
 		return nil, fmt.Errorf("%w: the token is not a JWT, and %s", ErrInvalidToken, why)
 	}
-	return v.intro.introspect(ctx, meta.IntrospectionEndpoint, token)
+	info, err := v.intro.introspect(ctx, meta.IntrospectionEndpoint, token)
+	if err != nil {
+		return nil, err
+	}
+	if !hasAudience(info.Extra["aud"], audiences) {
+		return nil, fmt.Errorf("%w: %s", ErrInvalidToken, audienceReason(audiences))
+	}
+	return info, nil
+}
+
+// audienceReason says which audience a token lacks.
+func audienceReason(audiences []string) string {
+	return "the token is for another audience: its aud must contain " + strings.Join(audiences, " or ") + " (ask for it as the resource indicator)"
+}
+
+// hasAudience reports whether an aud claim (a string or a list) holds one of want.
+func hasAudience(aud any, want []string) bool {
+	switch a := aud.(type) {
+	case string:
+		return slices.Contains(want, a)
+	case []any:
+		for _, e := range a {
+			if s, ok := e.(string); ok && slices.Contains(want, s) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // MissingScopes returns the scopes of required that info lacks, in order.

@@ -153,6 +153,14 @@ func TestVerifyInfo(t *testing.T) {
 	if m := resource.MissingScopes(info, []string{"mcp:read", "mcp:admin"}); !slices.Equal(m, []string{"mcp:admin"}) {
 		t.Errorf("MissingScopes = %v", m)
 	}
+	// A profile's own resource URL: its token is accepted there, and not at /mcp alone.
+	eng := is.sign("k1", is.claims(aud+"/eng", nil))
+	if _, err := v.VerifyAudience(ctx(t), eng, aud, aud+"/eng"); err != nil {
+		t.Errorf("a token for %s/eng at /mcp/eng: %v", aud, err)
+	}
+	if _, err := v.Verify(ctx(t), eng, nil); err == nil {
+		t.Errorf("a token for %s/eng accepted at /mcp", aud)
+	}
 	// scp as a list (Okta, Azure).
 	info, err = v.Verify(ctx(t), is.sign("k1", is.claims(aud, func(c jwt.MapClaims) { delete(c, "scope"); c["scp"] = []any{"mcp:read"} })), nil)
 	if err != nil || !slices.Equal(info.Scopes, []string{"mcp:read"}) {
