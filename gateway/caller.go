@@ -145,7 +145,7 @@ func classifyRequest(req *jsonrpc.Request) (envelope, *jsonrpc.Error) {
 	if raw == nil {
 		return env, nil
 	}
-	if env.version = jsonscan.Unquote(raw); env.version == "" { // "" for what is not a string too
+	if env.version = versionOf(raw); env.version == "" { // "" for what is not a string too
 		return envelope{}, invalidEnvelope(fmt.Sprintf("_meta %q must be a protocol version such as %q", mcp.MetaKeyProtocolVersion, modernProtocol))
 	}
 	if !modernVersion(env.version) {
@@ -170,6 +170,21 @@ func classifyRequest(req *jsonrpc.Request) (envelope, *jsonrpc.Error) {
 		return env, invalidEnvelope(fmt.Sprintf("_meta %q must be an object with the client's name and version", mcp.MetaKeyClientInfo))
 	}
 	return env, nil
+}
+
+// versionOf decodes a JSON string token that names a protocol version: one toolshed
+// speaks is returned as its own constant (a request carries its version in every
+// request, and a copy each time would be garbage), any other string decoded, and
+// anything else "".
+func versionOf(tok []byte) string {
+	if len(tok) > 2 && tok[0] == '"' && tok[len(tok)-1] == '"' {
+		for _, v := range protocolVersions {
+			if string(tok[1:len(tok)-1]) == v {
+				return v
+			}
+		}
+	}
+	return jsonscan.Unquote(tok)
 }
 
 // missingEnvelope is the error of a request without an envelope on a connection or

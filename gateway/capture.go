@@ -120,12 +120,26 @@ type captureConn struct {
 	seq    uint64
 	calls  map[string]*pendingCall
 	closed bool // reading failed or the connection was closed: no answer will come
+	// abandoned holds the late functions of calls toolshed cancelled, by request id,
+	// oldest first in abandonedOrder: a server may answer a call after its
+	// notifications/cancelled (it crossed the answer, or the server ignored it), and
+	// what it answered may have started something that must be stopped (see
+	// startLate). At most maxAbandoned are kept: a server that honours the cancel
+	// never answers, and its ids would otherwise pile up.
+	abandoned      map[string]func(json.RawMessage)
+	abandonedOrder []string
 }
+
+// maxAbandoned bounds the cancelled calls a connection waits for a late answer to.
+const maxAbandoned = 64
 
 // pendingCall is a call of toolshed's own, waiting for its answer.
 type pendingCall struct {
 	done func(json.RawMessage, error)
 	stop func() bool // stops watching the call's context
+	// late, when set, gets the result of the call if it comes after the call was
+	// cancelled (see startLate).
+	late func(json.RawMessage)
 }
 
 // callIDPrefix starts the ids of the requests captureConn sends itself. They are
@@ -138,7 +152,16 @@ const callIDPrefix = "toolshed-"
 // SDK does. done is called once, from the goroutine that reads the answer or ends the
 // call, so it must not block.
 func (c *captureConn) start(ctx context.Context, method string, params json.RawMessage, done func(json.RawMessage, error)) {
-	p := &pendingCall{done: done}
+	c.startLate(ctx, method, params, done, nil)
+}
+
+// startLate is start, and late, when not nil, gets the result the server sends after
+// ctx ended the request (done has had the cancellation then): a tools/call answered
+// with a task handle after toolshed cancelled it leaves a task running, which only
+// tasks/cancel stops. It is called at most once, from the reading goroutine, and must
+// not block.
+func (c *captureConn) startLate(ctx context.Context, method string, params json.RawMessage, done func(json.RawMessage, error), late func(json.RawMessage)) {
+	p := &pendingCall{done: done, late: late}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -148,7 +171,7 @@ func (c *captureConn) start(ctx context.Context, method string, params json.RawM
 	c.seq++
 	key := callIDPrefix + strconv.FormatUint(c.seq, 36)
 	p.stop = context.AfterFunc(ctx, func() {
-		if c.take(key) == nil {
+		if c.abandon(key) == nil {
 			return // answered meanwhile
 		}
 		reason := "the client cancelled the call"
@@ -182,6 +205,46 @@ func (c *captureConn) take(key string) *pendingCall {
 	return p
 }
 
+// abandon is take for a call being cancelled: in the same critical section, so that
+// an answer read meanwhile finds either the call or its late function, the call's late
+// function (if it has one) is kept for an answer that comes anyway.
+func (c *captureConn) abandon(key string) *pendingCall {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	p := c.calls[key]
+	delete(c.calls, key)
+	if p == nil || p.late == nil || c.closed {
+		return p
+	}
+	if c.abandoned == nil {
+		c.abandoned = map[string]func(json.RawMessage){}
+	}
+	if len(c.abandonedOrder) >= maxAbandoned {
+		delete(c.abandoned, c.abandonedOrder[0])
+		c.abandonedOrder = c.abandonedOrder[1:]
+	}
+	c.abandoned[key] = p.late
+	c.abandonedOrder = append(c.abandonedOrder, key)
+	return p
+}
+
+// takeLate removes the late function of a cancelled call and returns it, or nil.
+func (c *captureConn) takeLate(key string) func(json.RawMessage) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	late := c.abandoned[key]
+	if late != nil {
+		delete(c.abandoned, key)
+		for i, k := range c.abandonedOrder {
+			if k == key {
+				c.abandonedOrder = append(c.abandonedOrder[:i], c.abandonedOrder[i+1:]...)
+				break
+			}
+		}
+	}
+	return late
+}
+
 // answered hands a response to the call of toolshed's own that waits for it, and
 // reports whether the response was one of toolshed's.
 func (c *captureConn) answered(resp *jsonrpc.Response) bool {
@@ -189,13 +252,18 @@ func (c *captureConn) answered(resp *jsonrpc.Response) bool {
 	if !ok || !strings.HasPrefix(key, callIDPrefix) {
 		return false
 	}
-	if p := c.take(key); p != nil { // else cancelled meanwhile: the answer is nobody's
-		p.stop()
-		if resp.Error != nil {
-			p.done(nil, resp.Error)
-		} else {
-			p.done(resp.Result, nil)
+	p := c.take(key)
+	if p == nil { // cancelled meanwhile: the answer is nobody's, but for its late
+		if late := c.takeLate(key); late != nil && resp.Error == nil {
+			late(resp.Result)
 		}
+		return true
+	}
+	p.stop()
+	if resp.Error != nil {
+		p.done(nil, resp.Error)
+	} else {
+		p.done(resp.Result, nil)
 	}
 	return true
 }
@@ -206,6 +274,7 @@ func (c *captureConn) fail() {
 	c.closed = true
 	calls := c.calls
 	c.calls = map[string]*pendingCall{}
+	c.abandoned, c.abandonedOrder = nil, nil // no answer will come
 	c.mu.Unlock()
 	for _, p := range calls {
 		p.stop()

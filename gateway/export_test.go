@@ -23,6 +23,13 @@ func SetPrimeDelay(d time.Duration) func() {
 	return func() { primeDelay.Store(old) }
 }
 
+// SetMaxPollInterval sets the longest pollIntervalMs toolshed honours when it polls a
+// task, and returns what restores it.
+func SetMaxPollInterval(d time.Duration) func() {
+	old := pollIntervalCap.Swap(int64(d))
+	return func() { pollIntervalCap.Store(old) }
+}
+
 // RelatedStreams counts the entries of relatedStreams, the process-wide map of the
 // Streamable HTTP requests in flight (for the tests that check none is left behind).
 func RelatedStreams() int {

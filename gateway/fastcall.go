@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"runtime"
 	"strconv"
@@ -199,7 +200,7 @@ func fastMeta(raw []byte) (mcp.Meta, bool) {
 		case "progressToken":
 			token = val
 		case mcp.MetaKeyProtocolVersion:
-			modern = len(val) > 0 && val[0] == '"' && modernVersion(jsonscan.Unquote(val))
+			modern = len(val) > 0 && val[0] == '"' && modernVersion(versionOf(val))
 			ok = modern
 		}
 		members = append(members, keyed{key, val})
@@ -218,6 +219,8 @@ func fastMeta(raw []byte) (mcp.Meta, bool) {
 				m[kv.key] = nil
 			case kv.key == mcp.MetaKeyClientCapabilities || kv.key == mcp.MetaKeyClientInfo:
 				m[kv.key] = json.RawMessage(kv.val)
+			case kv.key == mcp.MetaKeyProtocolVersion:
+				m[kv.key] = versionOf(kv.val) // a string (see above), as decoded
 			default:
 				var v any
 				if json.Unmarshal(kv.val, &v) != nil {
@@ -247,19 +250,96 @@ func fastMeta(raw []byte) (mcp.Meta, bool) {
 // it). The envelope is decoded once here, rather than at each callerOf of the call.
 func modernCaller(ss *mcp.ServerSession, params *mcp.CallToolParamsRaw) (caller, bool) {
 	version, _ := params.Meta[mcp.MetaKeyProtocolVersion].(string) // a string: see fastMeta
+	info, named := params.Meta[mcp.MetaKeyClientInfo]
+	rawCaps, cacheable := params.Meta[mcp.MetaKeyClientCapabilities].(json.RawMessage)
+	rawInfo, isRaw := info.(json.RawMessage)
+	cacheable = cacheable && (isRaw || !named)
+	if cacheable {
+		if c, ok := envelopeCallers.get(version, rawCaps, rawInfo, named); ok {
+			if !named {
+				c.info = ss.InitializeParams().ClientInfo
+			}
+			return c, true
+		}
+	}
 	c := caller{version: version, modern: true}
 	var caps envelopeCaps
 	if !decodeMeta(params.Meta[mcp.MetaKeyClientCapabilities], &caps) {
 		return caller{}, false
 	}
 	c.caps = caps.v1()
-	info, named := params.Meta[mcp.MetaKeyClientInfo]
+	if named {
+		c.info = &mcp.Implementation{}
+		if !decodeMeta(info, c.info) {
+			return caller{}, false
+		}
+	}
+	if cacheable {
+		envelopeCallers.put(version, rawCaps, rawInfo, named, c)
+	}
 	if !named {
 		c.info = ss.InitializeParams().ClientInfo // as ServerRequest.ClientInfo falls back
-		return c, true
 	}
-	c.info = &mcp.Implementation{}
-	return c, decodeMeta(info, c.info)
+	return c, true
+}
+
+// envelopeCallers holds the callers modernCaller decoded lately, by their envelope's
+// JSON: a client sends the same envelope with every request, and decoding its
+// capabilities and identity anew each time was a fifth of what a modern call cost the
+// front beyond a stateless one. The capabilities and identity of a cached caller are
+// shared by every call with that envelope, so nothing may modify them (nothing does:
+// they are read, as the SDK's are).
+var envelopeCallers = newCallerCache()
+
+// callerCache is a fixed table of callers by a hash of their envelope: an entry is
+// replaced by the next envelope with its hash, and a lookup compares the JSON itself,
+// so a collision costs a decode, never a wrong caller.
+type callerCache struct {
+	seed  maphash.Seed
+	slots [64]atomic.Pointer[cachedCaller]
+}
+
+type cachedCaller struct {
+	version     string
+	caps, info  string // the envelope's JSON, copied
+	named       bool   // the envelope has a clientInfo
+	capsDecoded *mcp.ClientCapabilities
+	infoDecoded *mcp.Implementation
+}
+
+func newCallerCache() *callerCache { return &callerCache{seed: maphash.MakeSeed()} }
+
+func (cc *callerCache) slot(version string, caps, info []byte) *atomic.Pointer[cachedCaller] {
+	var h maphash.Hash
+	h.SetSeed(cc.seed)
+	h.WriteString(version)
+	h.WriteByte(0)
+	h.Write(caps)
+	h.WriteByte(0)
+	h.Write(info)
+	return &cc.slots[h.Sum64()%uint64(len(cc.slots))]
+}
+
+// get returns the caller of an envelope seen before (its info to be filled in by the
+// caller when the envelope names none).
+func (cc *callerCache) get(version string, caps, info []byte, named bool) (caller, bool) {
+	e := cc.slot(version, caps, info).Load()
+	if e == nil || e.version != version || e.named != named || e.caps != string(caps) || e.info != string(info) {
+		return caller{}, false
+	}
+	return caller{version: version, modern: true, caps: e.capsDecoded, info: e.infoDecoded}, true
+}
+
+// put remembers c, decoded from an envelope of version with caps and info.
+func (cc *callerCache) put(version string, caps, info []byte, named bool, c caller) {
+	if len(caps)+len(info) > maxMetaValue {
+		return // a large envelope is rare, and would pin its bytes
+	}
+	e := &cachedCaller{version: version, caps: string(caps), info: string(info), named: named, capsDecoded: c.caps}
+	if named {
+		e.infoDecoded = c.info
+	}
+	cc.slot(version, caps, info).Store(e)
 }
 
 // envelopeCaps is the envelope's clientCapabilities as the SDK reads them (its
@@ -486,7 +566,6 @@ func modernForwarded(raw json.RawMessage, impl *mcp.Implementation) ([]byte, boo
 	if !ok {
 		return nil, false
 	}
-	// One pass over raw sets both members (withMeta, and resultType where raw has none).
 	var meta, rt []byte
 	jsonscan.Members(raw, func(key string, val []byte) bool {
 		switch key {
@@ -497,21 +576,54 @@ func modernForwarded(raw json.RawMessage, impl *mcp.Implementation) ([]byte, boo
 		}
 		return true
 	})
-	if len(meta) == 0 || isNull(meta) || meta[0] != '{' {
-		meta = []byte("{}")
+	if len(meta) > 0 {
+		// The upstream's own _meta gets serverInfo beside its members (rare: the
+		// common case below writes the result once); a null one is replaced.
+		if meta[0] != '{' {
+			meta = []byte("{}")
+		}
+		members := []member{{Key: "resultType", Value: completeType}, {Key: "_meta", Value: setMembers(meta, member{Key: mcp.MetaKeyServerInfo, Value: info})}}
+		if rt != nil {
+			members = members[1:] // raw's own stays
+		}
+		var buf bytes.Buffer
+		if json.Compact(&buf, setMembers(raw, members...)) != nil {
+			return nil, false
+		}
+		return buf.Bytes(), true
 	}
-	members := []member{{Key: "resultType", Value: completeType}, {Key: "_meta", Value: setMembers(meta, member{Key: mcp.MetaKeyServerInfo, Value: info})}}
-	if rt != nil {
-		members = members[1:] // raw's own stays
-	}
-	out := setMembers(raw, members...)
-	var buf bytes.Buffer
-	buf.Grow(len(out))
-	if json.Compact(&buf, out) != nil {
+	// No _meta: the compacted result, its closing brace replaced by the members
+	// added, in one buffer.
+	buf := bytes.NewBuffer(make([]byte, 0, len(raw)+len(info)+len(modernTail)+len(completeMember)+2))
+	if json.Compact(buf, raw) != nil {
 		return nil, false
 	}
-	return buf.Bytes(), true
+	out := buf.Bytes()
+	if len(out) < 2 || out[0] != '{' || out[len(out)-1] != '}' {
+		return nil, false
+	}
+	empty := len(out) == 2
+	out = out[:len(out)-1]
+	if rt == nil {
+		if !empty {
+			out = append(out, ',')
+		}
+		out = append(out, completeMember...)
+		empty = false
+	}
+	if !empty {
+		out = append(out, ',')
+	}
+	out = append(out, modernTail...)
+	out = append(out, info...)
+	return append(out, "}}"...), true
 }
+
+// completeMember and modernTail are what modernForwarded appends to a result.
+const (
+	completeMember = `"resultType":"complete"`
+	modernTail     = `"_meta":{"` + mcp.MetaKeyServerInfo + `":`
+)
 
 // completeType is the resultType of a complete result, as encoding/json writes it.
 var completeType = []byte(`"complete"`)

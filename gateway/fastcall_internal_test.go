@@ -10,6 +10,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolshed/toolshed/internal/jsonscan"
 )
 
 var fastParamsCases = []string{
@@ -182,4 +184,41 @@ func TestModernCallerLikeCallerOf(t *testing.T) {
 			t.Errorf("modernCaller(%s) = %+v, callerOf reads %+v", params, got, want)
 		}
 	}
+}
+
+// modernForwardedBefore is how modernForwarded wrote a result before it wrote it in
+// one buffer: each member set in turn (setMembers), then compacted.
+func modernForwardedBefore(raw json.RawMessage, info json.RawMessage) []byte {
+	out := []byte(raw)
+	if memberValue(out, "resultType") == nil {
+		out = setMembers(out, member{Key: "resultType", Value: completeType})
+	}
+	out = withMeta(out, member{Key: mcp.MetaKeyServerInfo, Value: info})
+	var buf bytes.Buffer
+	if json.Compact(&buf, out) != nil {
+		return nil
+	}
+	return buf.Bytes()
+}
+
+// FuzzModernForwarded checks that the result a modern caller gets from the fast path
+// is byte for byte what setting its members one by one gives.
+func FuzzModernForwarded(f *testing.F) {
+	for _, c := range []string{`{"content":[{"type":"text","text":"hi"}]}`, `{}`, ` { } `, `{"content":[],"resultType":"task"}`,
+		`{"_meta":null,"content":[]}`, `{"_meta":{"a":1},"isError":true}`, `{"_meta":"x"}`, `{"a":1,"_meta":{},"_meta":{"b":2}}`,
+		"{\n  \"content\" : [ ],\n  \"structuredContent\": {\"k\": [1, 2]}\n}\n", `{"resultType":null}`} {
+		f.Add(c)
+	}
+	impl := &mcp.Implementation{Name: "toolshed", Version: "1"}
+	info, _ := serverInfoOf(impl).(json.RawMessage)
+	f.Fuzz(func(t *testing.T, raw string) {
+		if !json.Valid([]byte(raw)) || raw[jsonscan.SkipSpace([]byte(raw), 0)] != '{' {
+			return // an upstream's result is a valid object (decodeMessages, the SDK)
+		}
+		want := modernForwardedBefore(json.RawMessage(raw), info)
+		got, ok := modernForwarded(json.RawMessage(raw), impl)
+		if !ok || !bytes.Equal(got, want) {
+			t.Errorf("modernForwarded(%s) = %s, %t; want %s", raw, got, ok, want)
+		}
+	})
 }

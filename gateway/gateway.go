@@ -191,14 +191,17 @@ type Gateway struct {
 	cache   search.Cache
 	calls   *callRegistry
 	tasks   taskTable // the upstreams' tasks handed to clients (see tasks.go)
-	procs   processes // the upstream servers' processes (see Kill)
-	clients *clients
-	hooks   *hooks
-	rec     *recorder
-	learn   *learner // nil: search does not learn
-	vectors *vectors // nil: search uses words alone
-	limits  *rateLimits
-	logMu   sync.Mutex
+	// taskWakes holds the polls of tasks that status notifications wake (see
+	// tasknotify.go).
+	taskWakes taskWakes
+	procs     processes // the upstream servers' processes (see Kill)
+	clients   *clients
+	hooks     *hooks
+	rec       *recorder
+	learn     *learner // nil: search does not learn
+	vectors   *vectors // nil: search uses words alone
+	limits    *rateLimits
+	logMu     sync.Mutex
 
 	current atomic.Pointer[assembly]
 	// servers holds one MCP server per profile ("" is the default profile); every

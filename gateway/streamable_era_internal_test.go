@@ -139,3 +139,27 @@ func TestServerInfoOfEncodesImpl(t *testing.T) {
 		}
 	}
 }
+
+// TestHeaderMismatchName checks Mcp-Name against the name in the body as a decoder
+// reads it: an escape in the body is decoded before the comparison, so a header that
+// copies the escape's text does not match, and one with the decoded name does.
+func TestHeaderMismatchName(t *testing.T) {
+	for _, tc := range []struct {
+		params, header string
+		match          bool
+	}{
+		{`{"name":"alpha__echo"}`, "alpha__echo", true},
+		{`{"name":"alpha__echo"}`, "alpha__echO", false},
+		{`{"name":"a\u0041"}`, "aA", true},
+		{`{"name":"a\u0041"}`, `a\u0041`, false},
+		{`{"name":"a\"b"}`, `a"b`, true},
+		{`{"name":"a\"b"}`, `a\"b`, false},
+		{`{"name":5}`, "5", false},
+	} {
+		req := &jsonrpc.Request{Method: "tools/call", Params: json.RawMessage(tc.params)}
+		err := headerMismatch(http.Header{"Mcp-Method": {"tools/call"}, "Mcp-Name": {tc.header}}, req, nil)
+		if (err == nil) != tc.match {
+			t.Errorf("params %s, Mcp-Name %q: %v, want a match: %t", tc.params, tc.header, err, tc.match)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -54,7 +55,10 @@ func headerMismatch(h http.Header, req *jsonrpc.Request, bindingsOf func(name st
 	if len(v) == 0 || v[0] != '"' {
 		return fmt.Errorf("failed to extract name from parameters for method %q", req.Method)
 	}
-	name := jsonscan.Unquote(v)
+	name := header
+	if string(v[1:len(v)-1]) != header || bytes.IndexByte(v, '\\') >= 0 { // a name with no escape to decode is compared as it is: no copy
+		name = jsonscan.Unquote(v)
+	}
 	if header != name {
 		return fmt.Errorf("header mismatch: Mcp-Name header value '%s' does not match body value '%s'", header, name)
 	}

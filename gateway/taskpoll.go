@@ -25,8 +25,7 @@ import (
 // toolshed end it, as the handle arrives, and nothing would then ever poll or cancel
 // the task. Any other outcome is out as it is. A cancel that comes before the handle
 // does ends the upstream request itself (notifications/cancelled), and the handle that
-// answers it is not delivered: a server that made the task anyway keeps it until its
-// ttlMs (not handled yet).
+// answers it anyway is not delivered: abandonedTask cancels its task.
 func (r *callRegistry) watchTask(c *call, u *Upstream, out outcome) outcome {
 	if out.err != nil || !isTaskResult(out.raw) {
 		return out
@@ -37,6 +36,23 @@ func (r *callRegistry) watchTask(c *call, u *Upstream, out outcome) outcome {
 		out.unwatch = context.AfterFunc(c.upCtx, task.cancel)
 	}
 	return out
+}
+
+// abandonedTask cancels the task of raw, the result of a tools/call that came on l
+// after toolshed had cancelled the call (the client cancelled it, its call_timeout
+// passed, toolshed is stopping): a server may make the task as the cancel crosses its
+// answer, or ignore the cancel, and its task would otherwise run, and be kept, until
+// its ttlMs with nobody to follow it. Any other result is dropped, as before. It is
+// called on the goroutine that reads l, so the tasks/cancel goes out on one of its own.
+func (u *Upstream) abandonedTask(l *link, raw json.RawMessage) {
+	if !isTaskResult(raw) {
+		return
+	}
+	var st taskState
+	if json.Unmarshal(raw, &st) != nil || st.TaskID == "" {
+		return
+	}
+	go upTask{u: u, l: l, id: st.TaskID}.cancel()
 }
 
 // taskOutcome is the outcome of call c once its upstream answered: a task handle for a
@@ -72,13 +88,18 @@ func (r *callRegistry) taskOutcome(ctx context.Context, c *call, out outcome) ou
 // nothing of tasks, and returns its outcome: its result, its error, or a cancellation.
 // It asks the client for the input the task needs on the call's session. The client
 // cancelling the call, toolshed stopping or the call_timeout passing cancel the task
-// upstream.
+// upstream. A status notification of the task, where the upstream sends them, ends the
+// wait for the next poll early.
 func (t upTask) poll(ctx context.Context, c *call, st taskState) outcome {
 	u := t.u
 	timeout := u.callTimeout()
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
 	rounds, polls := 0, 0
+	// A status notification of the task asks for its state at once (see listen).
+	listenCtx, stopListening := context.WithCancel(ctx)
+	defer stopListening()
+	wake := t.listen(listenCtx, c)
 	// answered holds the input request keys answered already: a task may still report
 	// them until it has taken the answers, and the client is asked each once.
 	answered := map[string]bool{}
@@ -128,6 +149,8 @@ func (t upTask) poll(ctx context.Context, c *call, st taskState) outcome {
 			t.cancel()
 			return outcome{err: fmt.Errorf("%w: the task of %s did not end within %v (call_timeout); it was cancelled", ErrTimeout, u.cfg.Name, timeout)}
 		case <-wait.C:
+		case <-wake:
+			wait.Stop()
 		}
 		raw, err := t.request(ctx, "tasks/get", nil, c.clientMeta)
 		if err != nil {

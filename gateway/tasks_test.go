@@ -388,8 +388,9 @@ func testTasksOldClient(t *testing.T, transport string) {
 		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "tasks__job", Arguments: map[string]any{"ms": 60000}})
 		errc <- err
 	}()
-	// Cancelled while toolshed polls the task: a cancel that comes before the task's
-	// handle does is not followed by tasks/cancel (see the note in watchTask).
+	// Cancelled while toolshed polls the task: over Streamable HTTP a cancel that
+	// comes before the task's handle ends the POST, and the handle never reaches
+	// toolshed (over stdio it does, see TestTasksCancelledBeforeHandle).
 	waitFor(t, "toolshed to poll the long job", func() bool { return wireCount(wire, `"method":"tasks/get"`) > polls })
 	cancel()
 	if err := <-errc; err == nil {
@@ -469,4 +470,98 @@ func TestTasksHTTPTokens(t *testing.T) {
 	if msg := a(strings.Replace(get, "tasks/get", "tasks/cancel", 1)); msg["result"] == nil || !wireHas(wire, `"method":"tasks/cancel"`) {
 		t.Errorf("token a's tasks/cancel = %v, want the ack and the upstream's task cancelled", msg)
 	}
+}
+
+// A call cancelled before its task handle came: the server that answers it with a
+// handle anyway (its answer crossing the cancel) gets tasks/cancel for that task, on
+// the connection that started it, so that nothing keeps running for nobody. The test
+// server's tool late answers only once it has read the call's notifications/cancelled,
+// which makes the race go the same way every time.
+func TestTasksCancelledBeforeHandle(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// call calls tasks__late, waits until the upstream has read the call, and
+		// cancels it.
+		call func(t *testing.T, h *harness, wire string)
+	}{
+		{"2025 client", func(t *testing.T, h *harness, wire string) {
+			cs := h.clientVersion("", nil, "2025-11-25")
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			errc := make(chan error, 1)
+			go func() {
+				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "tasks__late", Arguments: map[string]any{}})
+				errc <- err
+			}()
+			waitFor(t, "the upstream to read the call of late", func() bool { return wireHas(wire, `"name":"late"`) })
+			cancel()
+			if err := <-errc; err == nil {
+				t.Errorf("the cancelled call returned no error")
+			}
+		}},
+		{"2026-07-28 client declaring tasks", func(t *testing.T, h *harness, wire string) {
+			m := newModernCaller(t, h, "")
+			params, _ := json.Marshal(map[string]any{"name": "tasks__late", "arguments": map[string]any{}, "_meta": m.envelope()})
+			id, _ := jsonrpc.MakeID("late-call")
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			if err := m.conn.Write(ctx, &jsonrpc.Request{ID: id, Method: "tools/call", Params: params}); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "the upstream to read the call of late", func() bool { return wireHas(wire, `"name":"late"`) })
+			cancelled, _ := json.Marshal(map[string]any{"requestId": "late-call", "reason": "test"})
+			if err := m.conn.Write(ctx, &jsonrpc.Request{Method: "notifications/cancelled", Params: cancelled}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, wire := taskUpstream(t, "stdio")
+			tc.call(t, h, wire)
+			waitFor(t, "the late handle's task cancelled upstream", func() bool {
+				return wireHas(wire, `"method":"tasks/cancel"`, `"taskId":"late-1"`)
+			})
+			if !wireHas(wire, `"method":"notifications/cancelled"`) {
+				t.Errorf("the upstream never read the call's notifications/cancelled")
+			}
+		})
+	}
+}
+
+// A task toolshed polls for a client that knows nothing of tasks is listened to
+// (subscriptions/listen with notifications.taskIds, on the stdio connection), and its
+// notifications/tasks wake the poll: the test server's tool pushed asks to be polled
+// once an hour (which the test lets toolshed honour) and completes once listened to, so
+// only the notification can end the call.
+func TestTasksStatusNotificationWakesPoll(t *testing.T) {
+	defer gateway.SetMaxPollInterval(time.Hour)()
+	h, wire := taskUpstream(t, "stdio")
+	cs := h.clientVersion("", nil, "2025-11-25")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "tasks__pushed", Arguments: map[string]any{}})
+	if err != nil || res.IsError || resultText(res) != "pushed done" {
+		t.Fatalf("tasks__pushed = %v %q, want the task's result once its notification woke the poll", err, resultText(res))
+	}
+	if !wireHas(wire, `"method":"subscriptions/listen"`, `"taskIds":["task-1"]`, `"io.modelcontextprotocol/tasks":{}`) {
+		t.Errorf("the upstream never got a subscriptions/listen for task-1 declaring the extension")
+	}
+	// The poll over, its listen is cancelled.
+	waitFor(t, "the task's listen cancelled", func() bool {
+		data, _ := os.ReadFile(wire)
+		for _, line := range strings.Split(string(data), "\n") {
+			var m struct {
+				ID     any    `json:"id"`
+				Method string `json:"method"`
+				Params struct {
+					Notifications struct{ TaskIDs []string } `json:"notifications"`
+				} `json:"params"`
+			}
+			if json.Unmarshal([]byte(line), &m) == nil && m.Method == "subscriptions/listen" && len(m.Params.Notifications.TaskIDs) > 0 {
+				id, _ := json.Marshal(m.ID)
+				return wireHas(wire, `"method":"notifications/cancelled"`, `"requestId":`+string(id))
+			}
+		}
+		return false
+	})
 }

@@ -547,7 +547,9 @@ func (u *Upstream) startCall(ctx context.Context, uc upstreamCall, done func(jso
 		finish(nil, err)
 		return
 	}
-	conn.start(callCtx, "tools/call", body, finish)
+	// A task handle that answers the call after it was cancelled starts a task nobody
+	// follows: it is cancelled in turn (see abandonedTask).
+	conn.startLate(callCtx, "tools/call", body, finish, func(raw json.RawMessage) { u.abandonedTask(l, raw) })
 }
 
 // unavailable is the error of a call the upstream has no connection for.
@@ -630,7 +632,10 @@ func (u *Upstream) transport(ctx context.Context, l *link) (mcp.Transport, func(
 // captureTransport wraps t so that toolshed sees the upstream's messages on l's
 // connection (see captureConn) and can call tools on it.
 func (u *Upstream) captureTransport(t mcp.Transport, l *link) mcp.Transport {
-	return captureTransport{Transport: t, capture: l.capture, relay: u.relay, notify: u.notify,
+	notify := func(ctx context.Context, method string, params json.RawMessage) bool {
+		return u.taskNotice(l, method, params) || u.notify(ctx, method, params)
+	}
+	return captureTransport{Transport: t, capture: l.capture, relay: u.relay, notify: notify,
 		connected: func(c *captureConn) { l.conn = c }}
 }
 

@@ -11,6 +11,9 @@
 #                   2026-07-28) that internal/testupstream/ts2's test servers run on, the
 #                   MCP Inspector CLI, the MCP conformance suite, and a Node 22 binary
 #                   (the npm package "node") for the tools that need Node >= 22.
+#   .deps/auth/     npm ci of scripts/npm/auth: the OAuth components of the sign-in tests
+#                   (internal/testoidc): oidc-provider as the authorization server, and the
+#                   MCP TypeScript SDK v1 with express and jose for the protected MCP servers.
 #   .deps/clients/  with --e2e only, npm ci of scripts/npm/clients: Claude Code, Codex
 #                   CLI, Gemini CLI, the MCP TypeScript SDK and the AI SDK, which the
 #                   end-to-end tests (internal/e2e) drive.
@@ -87,6 +90,7 @@ npm_install() {
 }
 
 npm_install servers "$DEPS/npm"
+npm_install auth "$DEPS/auth"
 if [ $e2e = yes ]; then
 	npm_install clients "$DEPS/clients"
 fi

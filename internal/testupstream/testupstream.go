@@ -94,9 +94,9 @@ func DepsDir(t testing.TB) string {
 	return filepath.Join(Root(t), ".deps")
 }
 
-// An npmSet is one of the two npm installs of scripts/deps.sh: the servers (in
-// .deps/npm, for every suite) or the agent clients (in .deps/clients, for the
-// end-to-end suite only).
+// An npmSet is one of the npm installs of scripts/deps.sh: the servers (in
+// .deps/npm, for every suite), the OAuth components (in .deps/auth, for every suite)
+// or the agent clients (in .deps/clients, for the end-to-end suite only).
 type npmSet struct {
 	src, dir string // scripts/npm/<src>, installed into .deps/<dir>
 	hint     string // what to run when it is missing or stale
@@ -408,4 +408,15 @@ func (b *SyncBuffer) String() string {
 func Chromium(t testing.TB) string {
 	t.Helper()
 	return Program(t, "Chromium", "apt-get install chromium", "chromium", "chromium-browser")
+}
+
+// npmAuth is the third npm install of scripts/deps.sh: the OAuth components of the
+// sign-in tests (oidc-provider, the MCP TypeScript SDK v1), which internal/testoidc runs.
+var npmAuth = &npmSet{src: "auth", dir: "auth", hint: installHint}
+
+// AuthModules returns .deps/auth/node_modules, where scripts/deps.sh installs
+// scripts/npm/auth, failing the test with what to run when it is missing or stale.
+func AuthModules(t testing.TB) string {
+	t.Helper()
+	return filepath.Join(npmAuth.check(t), "node_modules")
 }

@@ -68,7 +68,8 @@ func TS2Stdio(t testing.TB, legacy string, env map[string]string) (command strin
 
 // TS2TaskStdio returns the command line of the Tasks extension test server
 // (ts2/tasks.mjs: a modern-only stdio server whose tools job and ask answer with a task
-// handle, and which answers tasks/get, tasks/update and tasks/cancel). env is added to
+// handle, whose tool late answers with one only once its call is cancelled, and which
+// answers tasks/get, tasks/update and tasks/cancel). env is added to
 // its environment: WIRE_LOG=FILE logs every line it reads, PID_FILE=FILE gets its
 // process id.
 func TS2TaskStdio(t testing.TB, env map[string]string) (command string, args []string) {

@@ -24,6 +24,17 @@
 //   ask {}      the task asks for the user's name (status input_required, inputRequests
 //               {name: elicitation/create}); tasks/update with inputResponses.name
 //               completes it with "hello NAME"
+//   late {}     over stdio only: the call gets no answer until the client cancels it
+//               (notifications/cancelled); then the server makes a task (late-N, which
+//               runs until cancelled) and answers the cancelled call with its handle
+//               anyway, as a server does whose answer crosses the cancel
+//   pushed {}  over stdio only: a task with pollIntervalMs 3600000 that completes with
+//               "pushed done" once a subscriptions/listen names it in
+//               notifications.taskIds, which then gets its notifications/tasks
+// Over stdio, a subscriptions/listen with notifications.taskIds is answered here rather
+// than by the SDK (which knows no taskIds): acknowledged with the ids it names, and
+// each change of those tasks is sent as notifications/tasks (the task as tasks/get
+// answers it, stamped with the listen's id), until notifications/cancelled ends it.
 // tasks/get of an unknown task, and tasks/update or tasks/cancel of one, get -32602.
 import fs from 'node:fs';
 import http from 'node:http';
@@ -55,6 +66,26 @@ function settle(t, status, result) {
   Object.assign(t, { status, lastUpdatedAt: now() });
   if (result) t.result = result;
   delete t.inputRequests;
+  pushTask(t);
+}
+// detailed is the task as tasks/get answers it, without its resultType.
+function detailed(t) {
+  const out = { taskId: t.taskId, status: t.status, createdAt: t.createdAt,
+    lastUpdatedAt: t.lastUpdatedAt, ttlMs: t.ttlMs, pollIntervalMs: t.pollIntervalMs };
+  if (t.result) out.result = t.result;
+  if (t.inputRequests) out.inputRequests = t.inputRequests;
+  return out;
+}
+// listens maps the JSON of the id of each stdio subscriptions/listen with taskIds to
+// the task ids it names.
+const listens = new Map();
+// pushTask sends notifications/tasks for t on each listen that names it.
+function pushTask(t) {
+  for (const [key, ids] of listens) {
+    if (!ids.includes(t.taskId)) continue;
+    const params = { ...detailed(t), _meta: { 'io.modelcontextprotocol/subscriptionId': JSON.parse(key) } };
+    process.stdout.write(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tasks', params }) + '\n');
+  }
 }
 function unknown(id) {
   const e = new Error('Unknown task: ' + id);
@@ -82,15 +113,18 @@ const factory = () => {
       mode: 'form', message: 'Your name?', requestedSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] } } } } });
     return handle(t);
   });
+  // Answered on the stdio line itself (see lateCalls); the SDK never sees its calls.
+  s.registerTool('late', { description: 'a task handle that comes only after the call is cancelled (stdio)', inputSchema: z.object({}) },
+    async () => ({ content: [{ type: 'text', text: 'late answers over stdio only' }], isError: true }));
+  s.registerTool('pushed', { description: 'a task that completes once listened to (stdio)', inputSchema: z.object({}) }, async () => {
+    const t = create({ pollIntervalMs: 3600000, pushed: true });
+    return handle(t);
+  });
   const ls = s.server;
   ls.setRequestHandler('tasks/get', taskParams, async (p) => {
     const t = tasks.get(p.taskId);
     if (!t) throw unknown(p.taskId);
-    const out = { resultType: 'complete', taskId: t.taskId, status: t.status, createdAt: t.createdAt,
-      lastUpdatedAt: t.lastUpdatedAt, ttlMs: t.ttlMs, pollIntervalMs: t.pollIntervalMs };
-    if (t.result) out.result = t.result;
-    if (t.inputRequests) out.inputRequests = t.inputRequests;
-    return out;
+    return { resultType: 'complete', ...detailed(t) };
   });
   // The SDK takes inputResponses out of the params (they are MRTR's) into the context.
   ls.setRequestHandler('tasks/update', taskParams, async (p, c) => {
@@ -134,8 +168,53 @@ if (mode === 'http') {
   }).listen(Number(port), '127.0.0.1', () => process.stderr.write('listening ' + port + '\n'));
 } else {
 const input = new PassThrough();
-process.stdin.on('data', (d) => { if (wireFd !== null) fs.writeSync(wireFd, d); input.write(d); });
-process.stdin.on('end', () => input.end());
+// lateCalls holds the ids of the calls of late not answered yet: each is answered when
+// its notifications/cancelled comes, with the handle of a task made then.
+const lateCalls = new Set();
+let lateSeq = 0;
+// intercept handles one line read that is the server's own rather than the SDK's (a
+// call of late, a subscriptions/listen with taskIds, or the cancel of either), and
+// reports whether it was one.
+function intercept(line) {
+  let msg;
+  try { msg = JSON.parse(line); } catch { return false; }
+  if (msg?.method === 'tools/call' && msg.params?.name === 'late' && msg.id !== undefined) {
+    lateCalls.add(JSON.stringify(msg.id));
+    return true;
+  }
+  const taskIds = msg?.params?.notifications?.taskIds;
+  if (msg?.method === 'subscriptions/listen' && msg.id !== undefined && Array.isArray(taskIds) && taskIds.length > 0) {
+    const listenKey = JSON.stringify(msg.id);
+    const ids = taskIds.filter((id) => tasks.has(id));
+    listens.set(listenKey, ids);
+    process.stdout.write(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/subscriptions/acknowledged',
+      params: { _meta: { 'io.modelcontextprotocol/subscriptionId': msg.id }, notifications: { taskIds: ids } } }) + '\n');
+    for (const id of ids) {
+      const t = tasks.get(id);
+      if (t.pushed) settle(t, 'completed', { content: [{ type: 'text', text: 'pushed done' }] });
+    }
+    return true;
+  }
+  const key = JSON.stringify(msg?.params?.requestId);
+  if (msg?.method === 'notifications/cancelled' && listens.delete(key)) return true;
+  if (msg?.method !== 'notifications/cancelled' || !lateCalls.delete(key)) return false;
+  const t = { taskId: 'late-' + (++lateSeq), status: 'working', createdAt: now(), lastUpdatedAt: now(), ttlMs: 60000, pollIntervalMs: 50 };
+  tasks.set(t.taskId, t);
+  process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(key), result: handle(t) }) + '\n');
+  return true;
+}
+let read = '';
+process.stdin.on('data', (d) => {
+  if (wireFd !== null) fs.writeSync(wireFd, d);
+  read += d;
+  let i;
+  while ((i = read.indexOf('\n')) >= 0) {
+    const line = read.slice(0, i + 1);
+    read = read.slice(i + 1);
+    if (!intercept(line)) input.write(line);
+  }
+});
+process.stdin.on('end', () => { if (read) input.write(read); input.end(); });
 const output = new PassThrough();
 let pending = '';
 output.on('data', (d) => {
