@@ -180,6 +180,9 @@ const (
 
 // Gateway is a running toolshed gateway.
 type Gateway struct {
+	// subjects maps the credential of an OAuth-signed-in client to its subject as
+	// the activity log names it (see oauthFront.logged).
+	subjects  sync.Map
 	cfg       *config.Config
 	opts      Options
 	upstreams []*Upstream
