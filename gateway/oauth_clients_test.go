@@ -278,3 +278,39 @@ func TestOAuthClientGoSDK(t *testing.T) {
 		}
 	})
 }
+
+// TestOAuthClientTypeScript: the TypeScript SDK v1 client signs in to toolshed with its
+// own OAuth support (an OAuthClientProvider, dynamic registration, finishAuth), then
+// lists the tools of the profile its claims give and calls one; the activity log names
+// its subject, hashed.
+func TestOAuthClientTypeScript(t *testing.T) {
+	t.Parallel()
+	p := testoidc.Start(t, testoidc.Options{})
+	cfg := oauthClientConfig(t)
+	h := startGateway(t, cfg, gateway.Options{Mode: policy.Off})
+	f := serveOAuth(t, h, p, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	run, err := p.RunClientV1(t, ctx, f.url+"/mcp", testoidc.ClientOptions{Call: "alpha__echo", Arguments: map[string]any{"text": "from node"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	auth, err := url.Parse(run.AuthorizeURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := auth.Query()
+	if q.Get("resource") != f.url+"/mcp" || q.Get("code_challenge_method") != "S256" || !strings.Contains(q.Get("scope"), testoidc.ScopeRead) {
+		t.Errorf("the client asked for resource %q, scope %q, PKCE %q; want %s/mcp, %s, S256", q.Get("resource"), q.Get("scope"), q.Get("code_challenge_method"), f.url, testoidc.ScopeRead)
+	}
+	if len(withPrefix(run.Tools, "alpha__")) == 0 || len(withPrefix(run.Tools, "beta__")) > 0 {
+		t.Errorf("the client sees %v; want the eng profile's alpha tools only", run.Tools)
+	}
+	if !strings.Contains(run.Result, "from node") {
+		t.Errorf("the call answered %q", run.Result)
+	}
+	waitFor(t, "the call in the activity log", func() bool {
+		b, _ := readFile(cfg.Hooks.ActivityLog)
+		return strings.Contains(b, `"subject":"sha256:`)
+	})
+}
