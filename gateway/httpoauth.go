@@ -29,7 +29,7 @@ type OAuthOptions struct {
 	// metadata; "" means the Verifier's audience. /mcp/NAME is the resource
 	// Resource/NAME, and a token for it is accepted there as well as one for Resource.
 	Resource string
-	// Subjects is how the activity log names a token's subject: "plain" (or ""),
+	// Subjects is how the activity and search logs name a token's subject: "plain" (or ""),
 	// "hash" or "off" (see config.OAuth.Subjects).
 	Subjects string
 }
@@ -188,7 +188,7 @@ func (f *oauthFront) stepUp(a *httpAuth, profile string, info *auth.TokenInfo) [
 	return out
 }
 
-// logged is how the activity log names subject.
+// logged is how the activity and search logs name subject.
 func (f *oauthFront) logged(subject string) string {
 	switch f.opts.Subjects {
 	case "off":
@@ -246,7 +246,7 @@ func grantedText(granted []string) string {
 	return " (it gives " + strings.Join(granted, ", ") + ")"
 }
 
-// subjectOf is the subject of session ss as the activity log names it: "" unless its
+// subjectOf is the subject of session ss as the activity and search logs name it: "" unless its
 // client signed in with OAuth.
 func (g *Gateway) subjectOf(ss *mcp.ServerSession) string {
 	v, ok := g.subjects.Load(g.clients.principalOf(ss).cred)
