@@ -29,7 +29,7 @@ type OAuthOptions struct {
 	// metadata; "" means the Verifier's audience. /mcp/NAME is the resource
 	// Resource/NAME, and a token for it is accepted there as well as one for Resource.
 	Resource string
-	// Subjects is how the activity log names a token's subject: "plain" (or ""),
+	// Subjects is how the activity and search logs name a token's subject: "plain" (or ""),
 	// "hash" or "off" (see config.OAuth.Subjects).
 	Subjects string
 }
@@ -140,6 +140,19 @@ func (f *oauthFront) profile(a *httpAuth, w http.ResponseWriter, r *http.Request
 		granted := f.granted(a, info)
 		switch {
 		case pathProfile != "" && !slices.Contains(granted, pathProfile):
+			if more := f.stepUp(a, pathProfile, info); len(more) > 0 {
+				// A profile given by a scope: the client may ask for it (step-up
+				// authorization, as the MCP authorization spec describes).
+				why := fmt.Sprintf("the profile %q needs the scope %s, which the token lacks: ask for %s", pathProfile, strings.Join(more, " or "), strings.Join(append(slices.Clone(f.scopes), more...), " "))
+				w.Header().Set("WWW-Authenticate", resource.Challenge{
+					ResourceMetadata: resource.MetadataURL(f.resourceOf(pathProfile)),
+					Scope:            strings.Join(append(slices.Clone(f.scopes), more...), " "),
+					Error:            "insufficient_scope",
+					Description:      why,
+				}.String())
+				httpError(w, http.StatusForbidden, "%s", why)
+				return "", credential{}, false
+			}
 			httpError(w, http.StatusForbidden, "the token's claims do not give the profile %q%s", pathProfile, grantedText(granted))
 			return "", credential{}, false
 		case pathProfile != "":
@@ -161,7 +174,21 @@ func (f *oauthFront) profile(a *httpAuth, w http.ResponseWriter, r *http.Request
 	return profile, cred, true
 }
 
-// logged is how the activity log names subject.
+// stepUp returns the scopes that would give profile to a token (those its claims
+// scope or scp name), but only those info lacks; nil for a profile no scope gives.
+func (f *oauthFront) stepUp(a *httpAuth, profile string, info *auth.TokenInfo) []string {
+	var out []string
+	for _, claim := range []string{"scope", "scp"} {
+		for _, v := range a.g.cfg.Profiles[profile].Claims[claim] {
+			if !slices.Contains(info.Scopes, v) && !slices.Contains(out, v) {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// logged is how the activity and search logs name subject.
 func (f *oauthFront) logged(subject string) string {
 	switch f.opts.Subjects {
 	case "off":
@@ -219,7 +246,7 @@ func grantedText(granted []string) string {
 	return " (it gives " + strings.Join(granted, ", ") + ")"
 }
 
-// subjectOf is the subject of session ss as the activity log names it: "" unless its
+// subjectOf is the subject of session ss as the activity and search logs name it: "" unless its
 // client signed in with OAuth.
 func (g *Gateway) subjectOf(ss *mcp.ServerSession) string {
 	v, ok := g.subjects.Load(g.clients.principalOf(ss).cred)

@@ -5,7 +5,9 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -13,6 +15,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -30,6 +33,7 @@ import (
 	"github.com/toolshed/toolshed/internal/testupstream"
 	"github.com/toolshed/toolshed/oauth/resource"
 	"github.com/toolshed/toolshed/policy"
+	"github.com/toolshed/toolshed/searchlog"
 )
 
 // countingTransport counts the requests to the issuer's key set.
@@ -58,6 +62,13 @@ type oauthFront struct {
 // main-secret), on a port chosen first, as the resource URL must be known.
 func serveOAuth(t *testing.T, h *harness, p *testoidc.Provider, edit func(*resource.Options)) *oauthFront {
 	t.Helper()
+	return serveOAuthSubjects(t, h, p, edit, "hash")
+}
+
+// serveOAuthSubjects is serveOAuth with the logs naming subjects as the config's
+// oauth.subjects does ("plain", "hash" or "off").
+func serveOAuthSubjects(t *testing.T, h *harness, p *testoidc.Provider, edit func(*resource.Options), subjects string) *oauthFront {
+	t.Helper()
 	srv := httptest.NewUnstartedServer(nil)
 	f := &oauthFront{url: "http://" + srv.Listener.Addr().String(), keys: &countingTransport{base: http.DefaultTransport.(*http.Transport).Clone()}, logs: &testupstream.SyncBuffer{}}
 	opts := resource.Options{Issuer: p.Issuer(), Audience: f.url + "/mcp", Scopes: []string{testoidc.ScopeRead},
@@ -70,7 +81,7 @@ func serveOAuth(t *testing.T, h *harness, p *testoidc.Provider, edit func(*resou
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.Config.Handler = h.g.Handler(gateway.HTTPOptions{Token: "main-secret", OAuth: &gateway.OAuthOptions{Verifier: v, Subjects: "hash"}})
+	srv.Config.Handler = h.g.Handler(gateway.HTTPOptions{Token: "main-secret", OAuth: &gateway.OAuthOptions{Verifier: v, Subjects: subjects}})
 	srv.Start()
 	t.Cleanup(func() {
 		srv.CloseClientConnections()
@@ -367,4 +378,59 @@ func providerKey(t *testing.T, p *testoidc.Provider, kid string) any {
 func readFile(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	return string(b), err
+}
+
+// TestOAuthSubjectInSearchLog: the search log names the OAuth subject of each search
+// and call, as oauth.subjects says (in clear, hashed, or not at all), and none for a
+// client of a static token.
+func TestOAuthSubjectInSearchLog(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	p := testoidc.Start(t, testoidc.Options{})
+	log := openSearchLog(t, filepath.Join(t.TempDir(), "log.db"), searchlog.Options{})
+	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.On, SearchLog: log})
+	sum := sha256.Sum256([]byte(p.Issuer() + "\x00" + testoidc.ServiceClientID))
+	for _, c := range []struct{ subjects, token, want string }{
+		{"plain", "oauth", testoidc.ServiceClientID},
+		{"hash", "oauth", "sha256:" + hex.EncodeToString(sum[:])},
+		{"off", "oauth", ""},
+		{"plain", "static", ""},
+	} {
+		t.Run(c.subjects+"/"+c.token, func(t *testing.T) {
+			f := serveOAuthSubjects(t, h, p, nil, c.subjects)
+			bearer := "main-secret"
+			if c.token == "oauth" {
+				bearer = token(t, p, f.url+"/mcp", testoidc.ScopeRead)
+			}
+			cs := httpClient(t, f.url+"/mcp", map[string]string{"Authorization": "Bearer " + bearer}, nil, "")
+			query := "add two numbers " + c.subjects + " " + c.token
+			call(t, cs, "tool_search", map[string]any{"query": query, "limit": 3})
+			call(t, cs, "tool_call", map[string]any{"name": "alpha__add", "arguments": map[string]any{"a": 1, "b": 2}})
+			if err := log.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+			searches, calls, err := log.Read(ctx, time.Time{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var s *searchlog.Search
+			for i := range searches {
+				if searches[i].Query == query {
+					s = &searches[i]
+				}
+			}
+			var cl *searchlog.Call
+			for i := range calls {
+				if calls[i].Query == query {
+					cl = &calls[i]
+				}
+			}
+			if s == nil || cl == nil {
+				t.Fatalf("the search and call of %q are not in the log: %+v %+v", query, searches, calls)
+			}
+			if s.Subject != c.want || cl.Subject != c.want {
+				t.Errorf("search subject %q, call subject %q; want %q", s.Subject, cl.Subject, c.want)
+			}
+		})
+	}
 }
