@@ -39,25 +39,51 @@ const approvalStatePrefix = "approve."
 // without end. Past it the oldest is dropped (its retry is then refused, as expired).
 const maxApprovals = 4096
 
-// approvals holds the approval questions asked and not yet answered: state -> expiry.
+// maxApprovalsPerPrincipal bounds the questions one principal (a profile and token)
+// may have waiting: past it, that principal's own oldest is dropped. Without it, one
+// client that calls and never answers would push every other principal's questions
+// out of the table (maxApprovals), and their users' approvals would be refused.
+const maxApprovalsPerPrincipal = 64
+
+// approvals holds the approval questions asked and not yet answered.
 type approvals struct {
-	asked map[string]time.Time
-	order []string // states in the order asked, for the bound
+	asked map[string]approvalAsked
+	order []string // states in the order asked, for the bounds
+	per   map[principal]int
+}
+
+// approvalAsked is a question waiting for its answer: until when, and whose.
+type approvalAsked struct {
+	expiry time.Time
+	who    principal
 }
 
 // issue returns the requestState of a new approval question for a call of tool with
 // args by who. r.mu is held.
 func (a *approvals) issue(who principal, tool string, args []byte, now time.Time) string {
 	if a.asked == nil {
-		a.asked = map[string]time.Time{}
+		a.asked, a.per = map[string]approvalAsked{}, map[principal]int{}
 	}
-	for len(a.order) > 0 && (len(a.asked) >= maxApprovals || !now.Before(a.asked[a.order[0]])) {
-		delete(a.asked, a.order[0])
+	for len(a.order) > 0 {
+		first, live := a.asked[a.order[0]]
+		if live && len(a.asked) < maxApprovals && now.Before(first.expiry) {
+			break
+		}
+		a.forget(a.order[0])
 		a.order = a.order[1:]
+	}
+	if a.per[who] >= maxApprovalsPerPrincipal {
+		for _, s := range a.order { // who's oldest question still waiting
+			if q, ok := a.asked[s]; ok && q.who == who {
+				a.forget(s)
+				break
+			}
+		}
 	}
 	nonce := rand.Text()
 	state := approvalStatePrefix + nonce + "." + approvalMAC(nonce, who, tool, args)
-	a.asked[state] = now.Add(pendingTimeout)
+	a.asked[state] = approvalAsked{expiry: now.Add(pendingTimeout), who: who}
+	a.per[who]++
 	a.order = append(a.order, state)
 	if len(a.order) > 2*maxApprovals { // answered questions behind a live one
 		a.order = slices.DeleteFunc(a.order, func(s string) bool { _, ok := a.asked[s]; return !ok })
@@ -65,11 +91,23 @@ func (a *approvals) issue(who principal, tool string, args []byte, now time.Time
 	return state
 }
 
+// forget drops question state, if it is still waiting.
+func (a *approvals) forget(state string) {
+	q, ok := a.asked[state]
+	if !ok {
+		return
+	}
+	delete(a.asked, state)
+	if a.per[q.who]--; a.per[q.who] <= 0 {
+		delete(a.per, q.who)
+	}
+}
+
 // take reports whether state is an approval question asked for a call of tool with args
 // by who, unanswered and unexpired, and forgets it: it answers one retry only. r.mu is
 // held.
 func (a *approvals) take(state string, who principal, tool string, args []byte, now time.Time) bool {
-	expiry, ok := a.asked[state]
+	q, ok := a.asked[state]
 	if !ok {
 		return false
 	}
@@ -78,8 +116,8 @@ func (a *approvals) take(state string, who principal, tool string, args []byte, 
 	if !ok || !hmac.Equal([]byte(mac), []byte(approvalMAC(nonce, who, tool, args))) {
 		return false // not this call's: left for the call it is for
 	}
-	delete(a.asked, state) // order keeps it until it comes first; asked is what counts
-	return now.Before(expiry)
+	a.forget(state) // order keeps it until it comes first; asked is what counts
+	return now.Before(q.expiry)
 }
 
 // approvalMAC binds an approval question to the principal, the tool and the arguments

@@ -155,7 +155,7 @@ type callSpec struct {
 // upstream, relaying progress and the upstream's requests for the client's input.
 func (r *callRegistry) run(ctx context.Context, spec callSpec) (*mcp.CallToolResult, error) {
 	start := time.Now()
-	entry := activity{Time: start.UTC(), Session: r.g.clients.tagOf(spec.req.Session), Profile: spec.profile, Tool: spec.tool.Qualified, Server: spec.tool.Server, Via: spec.via}
+	entry := activity{Time: start.UTC(), Session: r.g.clients.tagOf(spec.req.Session), Profile: spec.profile, Subject: r.g.subjectOf(spec.req.Session), Tool: spec.tool.Qualified, Server: spec.tool.Server, Via: spec.via}
 	finish := func(res *mcp.CallToolResult, outcome string) (*mcp.CallToolResult, error) {
 		entry.DurationMS = float64(time.Since(start).Microseconds()) / 1000
 		entry.Outcome = outcome

@@ -188,6 +188,9 @@ const (
 
 // Gateway is a running toolshed gateway.
 type Gateway struct {
+	// subjects maps the credential of an OAuth-signed-in client to its subject as
+	// the activity log names it (see oauthFront.logged).
+	subjects  sync.Map
 	cfg       *config.Config
 	opts      Options
 	upstreams []*Upstream
@@ -286,7 +289,7 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g := &Gateway{cfg: cfg, opts: opts, byName: map[string]*Upstream{}, servers: map[string]*profileServer{}, changes: make(chan struct{}, 1), early: map[string]bool{}}
 	g.cache.Size = indexesKept + profileIndexesKept*len(cfg.Profiles)
 	g.calls = newCallRegistry(g)
-	g.rec = newRecorder(opts.SearchLog, opts.Metrics, func(ss *mcp.ServerSession) string { return g.clients.tagOf(ss) })
+	g.rec = newRecorder(opts.SearchLog, opts.Metrics, func(ss *mcp.ServerSession) string { return g.clients.tagOf(ss) }, g.subjectOf)
 	g.learn = newLearner(opts.SearchLog, opts.NoLearning, opts.LearnInterval, 1+len(cfg.Profiles), g.logf)
 	if opts.Embed != nil {
 		g.vectors = newVectors(g, opts.Embed)

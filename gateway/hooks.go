@@ -83,6 +83,7 @@ type activity struct {
 	Time       time.Time       `json:"time"`
 	Session    string          `json:"session"`
 	Profile    string          `json:"profile"`
+	Subject    string          `json:"subject,omitempty"` // an OAuth token's sub (see OAuthOptions.Subjects)
 	Tool       string          `json:"tool"`
 	Server     string          `json:"server"`
 	Via        string          `json:"via"`

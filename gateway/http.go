@@ -59,6 +59,9 @@ type HTTPOptions struct {
 	// CheckReplicaID). A session id of another replica is unknown here (404), as any
 	// unknown session is: its client initializes again.
 	ReplicaID string
+	// OAuth, when set, lets clients sign in with OAuth access tokens besides the
+	// static tokens, and serves the protected resource metadata that tells them how.
+	OAuth *OAuthOptions
 }
 
 // replicaID is the shape of HTTPOptions.ReplicaID: a DNS label (RFC 1123), so that a
@@ -93,7 +96,7 @@ var profileName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 // needs the same token as /mcp, while /healthz and /readyz need none and say nothing
 // but ok or not.
 func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
-	auth := g.newHTTPAuth(opts.Token)
+	auth := g.newHTTPAuth(opts.Token, opts.OAuth)
 	maxBody := opts.MaxBodyBytes
 	if maxBody <= 0 {
 		maxBody = 4 << 20
@@ -117,6 +120,9 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 
 	mux := http.NewServeMux()
 	g.handleHealth(mux, auth)
+	if auth.oauth != nil {
+		auth.oauth.handleMetadata(mux)
+	}
 	serveMCP := func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost {
 			g.posts.Add(1)

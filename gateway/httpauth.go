@@ -14,17 +14,18 @@ type httpAuth struct {
 	g        *Gateway
 	token    string            // the gateway's own token, for any profile
 	tokens   map[string]string // profile token -> profile
+	oauth    *oauthFront       // nil without OAuth
 	required bool
 }
 
-func (g *Gateway) newHTTPAuth(token string) *httpAuth {
-	a := &httpAuth{g: g, token: token, tokens: map[string]string{}}
+func (g *Gateway) newHTTPAuth(token string, oauth *OAuthOptions) *httpAuth {
+	a := &httpAuth{g: g, token: token, tokens: map[string]string{}, oauth: newOAuthFront(oauth, g)}
 	for name, p := range g.cfg.Profiles {
 		if p.Token != "" {
 			a.tokens[p.Token] = name
 		}
 	}
-	a.required = token != "" || len(a.tokens) > 0
+	a.required = token != "" || len(a.tokens) > 0 || a.oauth != nil
 	return a
 }
 
@@ -56,6 +57,11 @@ func (a *httpAuth) profile(w http.ResponseWriter, r *http.Request) (profile stri
 		tok, ok := frontdoor.Bearer(r)
 		cred = sha256.Sum256([]byte(tok))
 		switch {
+		case !ok && a.oauth != nil:
+			a.oauth.challenge(w, pathProfile, "", "")
+			w.Header().Set("Connection", "close")
+			httpError(w, http.StatusUnauthorized, "missing bearer token: sign in with OAuth (see the resource_metadata of WWW-Authenticate), or send Authorization: Bearer <token>")
+			return "", credential{}, false
 		case !ok:
 			w.Header().Set("WWW-Authenticate", `Bearer realm="toolshed"`)
 			w.Header().Set("Connection", "close") // a refused client keeps no connection
@@ -68,6 +74,12 @@ func (a *httpAuth) profile(w http.ResponseWriter, r *http.Request) (profile stri
 				if frontdoor.Equal(tok, t) {
 					p, found = name, true
 				}
+			}
+			if !found && a.oauth != nil {
+				if profile, cred, ok = a.oauth.profile(a, w, r, tok, pathProfile); !ok {
+					return "", credential{}, false
+				}
+				break
 			}
 			if !found {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="toolshed", error="invalid_token"`)

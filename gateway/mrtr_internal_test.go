@@ -144,15 +144,16 @@ func TestSuspendBound(t *testing.T) {
 	}
 }
 
-// The approval questions waiting for answers are bounded, oldest dropped first, and one
+// The approval questions waiting for answers are bounded, oldest dropped first (see
+// TestApprovalsPerPrincipal for one principal's share), and one
 // answers only the call it was asked for, once, until it expires.
 func TestApprovals(t *testing.T) {
 	var a approvals
 	who := principal{profile: "a", cred: credential{1}}
 	now := time.Now()
 	first := a.issue(who, "s__t", []byte(`{"x":1}`), now)
-	for i := 0; i < maxApprovals; i++ {
-		a.issue(who, "s__t", []byte(`{}`), now)
+	for i := 0; i < maxApprovals; i++ { // many principals: the bound of the whole table
+		a.issue(principal{profile: "a", cred: credential{2, byte(i), byte(i >> 8)}}, "s__t", []byte(`{}`), now)
 	}
 	if len(a.asked) != maxApprovals || a.take(first, who, "s__t", []byte(`{"x":1}`), now) {
 		t.Errorf("%d questions kept, the oldest among them: want %d, the oldest dropped", len(a.asked), maxApprovals)

@@ -34,6 +34,9 @@ type recorder struct {
 	log *searchlog.Log
 	m   *metrics.Metrics
 	tag func(*mcp.ServerSession) string // a session's name in the logs (clients.tagOf)
+	// subject is who signed in to a session with OAuth, as the logs name it
+	// (Gateway.subjectOf): hashed or "" as the config's oauth.subjects says.
+	subject func(*mcp.ServerSession) string
 
 	mu       sync.Mutex
 	sessions map[string]*sessionSearches
@@ -50,8 +53,8 @@ type recentSearch struct {
 	tools []string // best first
 }
 
-func newRecorder(log *searchlog.Log, m *metrics.Metrics, tag func(*mcp.ServerSession) string) *recorder {
-	return &recorder{log: log, m: m, tag: tag, sessions: map[string]*sessionSearches{}}
+func newRecorder(log *searchlog.Log, m *metrics.Metrics, tag, subject func(*mcp.ServerSession) string) *recorder {
+	return &recorder{log: log, m: m, tag: tag, subject: subject, sessions: map[string]*sessionSearches{}}
 }
 
 // search records a tool_search that returned res after latency.
@@ -67,7 +70,7 @@ func (r *recorder) search(ss *mcp.ServerSession, profile string, plan *policy.Pl
 		_ = json.Unmarshal(obj, &in)
 	}
 	s := searchlog.Search{
-		Time: time.Now().Add(-latency), Source: "gateway", Profile: profile, Session: r.tag(ss),
+		Time: time.Now().Add(-latency), Source: "gateway", Profile: profile, Session: r.tag(ss), Subject: r.subject(ss),
 		Query: in.Query, Mode: "bm25", Latency: latency, Error: string(res.Code),
 		// What listing the tools the bridge hides would have cost.
 		CatalogTokens: plan.TotalTokens - plan.VisibleTokens,
@@ -172,7 +175,7 @@ func (r *recorder) call(a activity, tool *catalog.Tool, res *mcp.CallToolResult,
 	}
 	rank, query := r.found(a.Session, tool.Qualified)
 	r.log.Call(searchlog.Call{
-		Time: a.Time, Source: "gateway", Profile: a.Profile, Session: a.Session,
+		Time: a.Time, Source: "gateway", Profile: a.Profile, Session: a.Session, Subject: a.Subject,
 		Tool: tool.Qualified, Server: tool.Server, Outcome: callOutcome(a.Outcome),
 		Duration: d, Rank: rank, Query: query,
 	})
@@ -193,7 +196,7 @@ func (r *recorder) refused(ss *mcp.ServerSession, profile string, plan *policy.P
 	if r.log == nil {
 		return
 	}
-	c := searchlog.Call{Time: time.Now().Add(-d), Source: "gateway", Profile: profile, Session: r.tag(ss), Tool: name, Outcome: searchlog.OutcomeFailed, Duration: d}
+	c := searchlog.Call{Time: time.Now().Add(-d), Source: "gateway", Profile: profile, Session: r.tag(ss), Subject: r.subject(ss), Tool: name, Outcome: searchlog.OutcomeFailed, Duration: d}
 	if t, err := plan.Lookup(name); err == nil {
 		c.Tool, c.Server = t.Qualified, t.Server
 	}

@@ -473,8 +473,8 @@ func (l *Log) write(ctx context.Context, batch []record) error {
 }
 
 const (
-	insertSearch = `INSERT INTO searches (time, source, profile, session, query, mode, results, latency_us, error, catalog_tokens, result_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
-	insertCall   = `INSERT INTO calls (time, source, profile, session, tool, server, outcome, duration_us, rank, query) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insertSearch = `INSERT INTO searches (time, source, profile, session, query, mode, results, latency_us, error, catalog_tokens, result_tokens, subject) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
+	insertCall   = `INSERT INTO calls (time, source, profile, session, tool, server, outcome, duration_us, rank, query, subject) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`
 )
 
 // insert writes recs in one transaction.
@@ -483,7 +483,7 @@ func (l *Log) insert(ctx context.Context, recs []record) error {
 	for _, r := range recs {
 		if r.call {
 			c := r.c
-			calls = append(calls, []any{c.Time.UnixMicro(), text(c.Source), text(c.Profile), text(c.Session), text(c.Tool), text(c.Server), text(c.Outcome), c.Duration.Microseconds(), int64(c.Rank), l.query(c.Query)})
+			calls = append(calls, []any{c.Time.UnixMicro(), text(c.Source), text(c.Profile), text(c.Session), text(c.Tool), text(c.Server), text(c.Outcome), c.Duration.Microseconds(), int64(c.Rank), l.query(c.Query), text(c.Subject)})
 			continue
 		}
 		s := r.search
@@ -492,7 +492,7 @@ func (l *Log) insert(ctx context.Context, recs []record) error {
 			hits[i] = hitJSON{text(h.Tool), h.Rank}
 		}
 		results, _ := json.Marshal(hits) // never fails: strings and ints
-		searches = append(searches, []any{s.Time.UnixMicro(), text(s.Source), text(s.Profile), text(s.Session), l.query(s.Query), text(s.Mode), string(results), s.Latency.Microseconds(), text(s.Error), int64(s.CatalogTokens), int64(s.ResultTokens)})
+		searches = append(searches, []any{s.Time.UnixMicro(), text(s.Source), text(s.Profile), text(s.Session), l.query(s.Query), text(s.Mode), string(results), s.Latency.Microseconds(), text(s.Error), int64(s.CatalogTokens), int64(s.ResultTokens), text(s.Subject)})
 	}
 	return l.st.tx(ctx, func(q querier) error {
 		if err := q.execMany(ctx, insertSearch, searches); err != nil {

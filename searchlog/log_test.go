@@ -98,12 +98,12 @@ func TestRoundTrip(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) {
 			l := open(t, b.dsn(t), Options{})
 			searches := []Search{
-				{Time: at(-2 * time.Minute), Source: "gateway", Profile: "dev", Session: "a1b2c3d4e5f6", Query: "create github issue", Mode: "bm25",
+				{Time: at(-2 * time.Minute), Source: "gateway", Profile: "dev", Session: "a1b2c3d4e5f6", Subject: "alice", Query: "create github issue", Mode: "bm25",
 					Results: []Hit{{Tool: "github__create_issue", Rank: 1}, {Tool: "github__update_issue", Rank: 2}}, Latency: 1234 * time.Microsecond, CatalogTokens: 50000, ResultTokens: 800},
 				{Time: at(-time.Minute), Source: "library", Query: "^slack_", Mode: "regex", Error: "invalid_tool_input"},
 			}
 			calls := []Call{
-				{Time: at(-90 * time.Second), Source: "gateway", Profile: "dev", Session: "a1b2c3d4e5f6", Tool: "github__create_issue", Server: "github",
+				{Time: at(-90 * time.Second), Source: "gateway", Profile: "dev", Session: "a1b2c3d4e5f6", Subject: "sha256:" + strings.Repeat("ab", 32), Tool: "github__create_issue", Server: "github",
 					Outcome: OutcomeOK, Duration: 250 * time.Millisecond, Rank: 1, Query: "create github issue"},
 				{Time: at(-30 * time.Second), Source: "gateway", Tool: "slack__post", Server: "slack", Outcome: OutcomeTimeout, Duration: 30 * time.Second},
 			}
@@ -328,6 +328,34 @@ func TestMigrations(t *testing.T) {
 			// Opening again migrates nothing.
 			l.Close(ctx)
 			open(t, dsn, Options{})
+		})
+		t.Run(b.name+"/v3", func(t *testing.T) {
+			// A database of the schema before subjects, with a search and a call:
+			// migrating keeps them, with no subject, and new records carry theirs.
+			dsn := b.dsn(t)
+			st := rawStore(t, dsn)
+			if err := migrate(ctx, st, 3); err != nil {
+				t.Fatal(err)
+			}
+			old := at(-time.Minute)
+			exec(t, st,
+				fmt.Sprintf(`INSERT INTO searches (time, source, profile, session, query, mode, results, latency_us, error, catalog_tokens, result_tokens) VALUES (%d, 'gateway', 'dev', 's1', 'open a bug', 'bm25', '[{"tool":"gh__issue","rank":1}]', 7, '', 100, 10)`, old.UnixMicro()),
+				fmt.Sprintf(`INSERT INTO calls (time, source, profile, session, tool, server, outcome, duration_us, rank, query) VALUES (%d, 'gateway', 'dev', 's1', 'gh__issue', 'gh', 'ok', 5, 1, 'open a bug')`, old.UnixMicro()))
+			st.close()
+			l := open(t, dsn, Options{})
+			if v := schemaVersion(t, l.st); v != SchemaVersion {
+				t.Errorf("schema version %d, want %d", v, SchemaVersion)
+			}
+			l.Search(Search{Time: at(0), Source: "gateway", Session: "s2", Subject: "bob", Query: "deploy", Mode: "bm25"})
+			l.Call(Call{Time: at(0), Source: "gateway", Session: "s2", Subject: "bob", Tool: "ci__deploy", Server: "ci", Outcome: OutcomeOK})
+			flush(t, l)
+			searches, calls := read(t, l)
+			if len(searches) != 2 || searches[0].Query != "open a bug" || searches[0].Subject != "" || len(searches[0].Results) != 1 || searches[1].Subject != "bob" {
+				t.Errorf("searches after migrating: %+v; want the old one without a subject, then bob's", searches)
+			}
+			if len(calls) != 2 || calls[0].Tool != "gh__issue" || calls[0].Subject != "" || calls[1].Subject != "bob" {
+				t.Errorf("calls after migrating: %+v; want the old one without a subject, then bob's", calls)
+			}
 		})
 		t.Run(b.name+"/newer", func(t *testing.T) {
 			dsn := b.dsn(t)

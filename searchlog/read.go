@@ -42,7 +42,7 @@ func micros(since time.Time) int64 {
 // stats need not hold them all), and stops at the first error.
 func (l *Log) ReadSearches(ctx context.Context, since time.Time) iter.Seq2[Search, error] {
 	return func(yield func(Search, error) bool) {
-		rows, err := l.st.query(ctx, `SELECT time, source, profile, session, query, mode, results, latency_us, error, catalog_tokens, result_tokens FROM searches WHERE time >= ? ORDER BY time, id`, micros(since))
+		rows, err := l.st.query(ctx, `SELECT time, source, profile, session, query, mode, results, latency_us, error, catalog_tokens, result_tokens, subject FROM searches WHERE time >= ? ORDER BY time, id`, micros(since))
 		if err != nil {
 			yield(Search{}, fmt.Errorf("searchlog: reading %s: %w", l.st.where(), err))
 			return
@@ -53,7 +53,7 @@ func (l *Log) ReadSearches(ctx context.Context, since time.Time) iter.Seq2[Searc
 			var s Search
 			var at, latency int64
 			var results string
-			if err := rows.Scan(&at, &s.Source, &s.Profile, &s.Session, &s.Query, &s.Mode, &results, &latency, &s.Error, &s.CatalogTokens, &s.ResultTokens); err != nil {
+			if err := rows.Scan(&at, &s.Source, &s.Profile, &s.Session, &s.Query, &s.Mode, &results, &latency, &s.Error, &s.CatalogTokens, &s.ResultTokens, &s.Subject); err != nil {
 				yield(Search{}, fmt.Errorf("searchlog: reading %s: %w", l.st.where(), err))
 				return
 			}
@@ -83,7 +83,7 @@ func (l *Log) ReadSearches(ctx context.Context, since time.Time) iter.Seq2[Searc
 // searches.
 func (l *Log) ReadCalls(ctx context.Context, since time.Time) iter.Seq2[Call, error] {
 	return func(yield func(Call, error) bool) {
-		rows, err := l.st.query(ctx, `SELECT time, source, profile, session, tool, server, outcome, duration_us, rank, query FROM calls WHERE time >= ? ORDER BY time, id`, micros(since))
+		rows, err := l.st.query(ctx, `SELECT time, source, profile, session, tool, server, outcome, duration_us, rank, query, subject FROM calls WHERE time >= ? ORDER BY time, id`, micros(since))
 		if err != nil {
 			yield(Call{}, fmt.Errorf("searchlog: reading %s: %w", l.st.where(), err))
 			return
@@ -92,7 +92,7 @@ func (l *Log) ReadCalls(ctx context.Context, since time.Time) iter.Seq2[Call, er
 		for rows.Next() {
 			var c Call
 			var at, duration int64
-			if err := rows.Scan(&at, &c.Source, &c.Profile, &c.Session, &c.Tool, &c.Server, &c.Outcome, &duration, &c.Rank, &c.Query); err != nil {
+			if err := rows.Scan(&at, &c.Source, &c.Profile, &c.Session, &c.Tool, &c.Server, &c.Outcome, &duration, &c.Rank, &c.Query, &c.Subject); err != nil {
 				yield(Call{}, fmt.Errorf("searchlog: reading %s: %w", l.st.where(), err))
 				return
 			}

@@ -15,9 +15,9 @@ var ErrNewerSchema = errors.New("searchlog: the database is from a newer toolshe
 //
 //	schema_version(version)      one row: the number of migrations applied
 //	searches(id, time, source, profile, session, query, mode, results,
-//	         latency_us, error, catalog_tokens, result_tokens)
+//	         latency_us, error, catalog_tokens, result_tokens, subject)
 //	calls(id, time, source, profile, session, tool, server, outcome,
-//	      duration_us, rank, query)
+//	      duration_us, rank, query, subject)
 //	tool_vectors(model, dimensions, prefix, hash, vector, used)
 //
 // Times are microseconds since the Unix epoch (UTC), durations microseconds, so that
@@ -75,10 +75,14 @@ var migrations = [][]string{
 		)`,
 		`CREATE INDEX tool_vectors_used ON tool_vectors (used)`,
 	},
+	{ // 4: the OAuth subject of a search's or a call's session ('' for the rows before)
+		`ALTER TABLE searches ADD COLUMN subject TEXT NOT NULL DEFAULT ''`,
+		`ALTER TABLE calls ADD COLUMN subject TEXT NOT NULL DEFAULT ''`,
+	},
 }
 
 // SchemaVersion is the schema version this toolshed writes.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // migrate brings st's schema up to version want (SchemaVersion but in tests),
 // one migration per transaction, and refuses a database newer than that.

@@ -21,6 +21,7 @@ import (
 	"github.com/toolshed/toolshed/internal/memlimit"
 	"github.com/toolshed/toolshed/metrics"
 	"github.com/toolshed/toolshed/oauth"
+	"github.com/toolshed/toolshed/oauth/resource"
 	"github.com/toolshed/toolshed/policy"
 )
 
@@ -159,7 +160,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	var ln net.Listener
 	if *httpAddr != "" {
 		var err error
-		if ln, err = listen("--http", *httpAddr, *token != "" || hasProfileTokens(cfg), stderr); err != nil {
+		if ln, err = listen("--http", *httpAddr, *token != "" || hasProfileTokens(cfg) || cfg.OAuth.Enabled(), stderr); err != nil {
 			return err
 		}
 		defer ln.Close()
@@ -276,10 +277,17 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		url, note := openURL(probeLn)
 		fmt.Fprintf(stderr, "toolshed: serving health probes at %s/healthz and %s/readyz%s\n", url, url, note)
 	}
+	oauth, err := oauthOptions(cfg.OAuth, stderr)
+	if err != nil {
+		return err
+	}
+	if oauth != nil {
+		defer oauth.Verifier.Close()
+	}
 	url, note := openURL(ln)
 	fmt.Fprintf(stderr, "toolshed: serving MCP over Streamable HTTP at %s/mcp (profiles at /mcp/{profile})%s%s\n", url, httpMode(*stateless, *replica), note)
 	return serveUntil(ctx, ln, g.Handler(gateway.HTTPOptions{Token: *token, AllowOrigins: doors.origins, AllowHosts: doors.hosts, MaxSessions: *maxSessions, MaxSessionsPerToken: *maxPerToken,
-		MaxListens: *maxListens, MaxListensPerToken: *maxListensPerToken, Stateless: *stateless, ReplicaID: *replica}), doors.limits(), opts.StopTimeout+httpStopBound,
+		MaxListens: *maxListens, MaxListensPerToken: *maxListensPerToken, Stateless: *stateless, ReplicaID: *replica, OAuth: oauth}), doors.limits(), opts.StopTimeout+httpStopBound,
 		fmt.Sprintf("the drain timeout (%v, --drain-timeout) and the cancellation of their calls", *drain))
 }
 
@@ -310,4 +318,24 @@ func hasProfileTokens(cfg *config.Config) bool {
 		}
 	}
 	return false
+}
+
+// oauthOptions turns the config's oauth section into the HTTP front's options: nil
+// when it has none.
+func oauthOptions(c config.OAuth, stderr io.Writer) (*gateway.OAuthOptions, error) {
+	if !c.Enabled() {
+		return nil, nil
+	}
+	aud := c.Audience
+	if aud == "" {
+		aud = c.Resource
+	}
+	v, err := resource.New(resource.Options{Issuer: c.Issuer, Audience: aud, Scopes: c.Scopes,
+		IntrospectionClientID: c.IntrospectionClientID, IntrospectionClientSecret: c.IntrospectionClientSecret,
+		Logf: func(format string, args ...any) { fmt.Fprintf(stderr, "toolshed: "+format+"\n", args...) }})
+	if err != nil {
+		return nil, fmt.Errorf("oauth: %w", err)
+	}
+	fmt.Fprintf(stderr, "toolshed: clients may sign in with OAuth tokens of %s for %s\n", c.Issuer, c.Resource)
+	return &gateway.OAuthOptions{Verifier: v, Resource: c.Resource, Subjects: c.Subjects}, nil
 }

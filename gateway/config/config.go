@@ -72,6 +72,8 @@ type Config struct {
 	SearchLog SearchLog
 	// Embed configures hybrid search with the user's embedding model.
 	Embed Embed
+	// OAuth lets HTTP clients sign in with an OAuth authorization server.
+	OAuth OAuth
 }
 
 // Server is one upstream MCP server.
@@ -90,8 +92,8 @@ type Server struct {
 	URL     string
 	Headers map[string]string
 	// OAuth is how toolshed signs in to a remote server, when the config says; nil
-	// means the defaults (see OAuth).
-	OAuth *OAuth
+	// means the defaults (see SignIn).
+	OAuth *SignIn
 	// AlwaysLoad pins all the server's tools: they are never deferred.
 	AlwaysLoad bool
 	// Disabled servers are not started.
@@ -114,6 +116,11 @@ type Profile struct {
 	Scope policy.Scope
 	// Token, when set, selects this profile for HTTP requests bearing it.
 	Token string
+	// Claims, when set, give this profile to OAuth access tokens (see OAuth) that
+	// carry one of the values listed for any of the claims named: {groups:
+	// [platform]} matches a token whose groups claim is or holds "platform", and
+	// {scope: [mcp:platform]} one granted that scope.
+	Claims map[string][]string
 }
 
 // Hooks are checks every call of a real tool passes, whether it came directly or through

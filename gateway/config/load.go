@@ -106,7 +106,7 @@ var (
 	// mcpServers, VS Code servers, Hermes mcp_servers.
 	serverKeys = map[string]bool{"mcpServers": true, "servers": true, "mcp_servers": true}
 	// settingKeys are toolshed's own settings.
-	settingKeys = map[string]bool{"tools": true, "tool_search": true, "context_window": true, "profiles": true, "hooks": true, "rate_limit": true, "overrides": true, "search_log": true, "embed": true}
+	settingKeys = map[string]bool{"tools": true, "tool_search": true, "context_window": true, "profiles": true, "hooks": true, "rate_limit": true, "overrides": true, "search_log": true, "embed": true, "oauth": true}
 	// clientKeys belong to the clients whose files toolshed reads; they are ignored.
 	clientKeys = map[string]bool{"$schema": true, "inputs": true, "globalShortcut": true, "preferences": true}
 )
@@ -169,9 +169,14 @@ func parse(data []byte, name, dir string) (*Config, []Warning, error) {
 			if cfg.Embed, err = l.embedSection(p.val, p.key); err != nil {
 				return nil, l.warns, fmt.Errorf("%s: %w", name, err)
 			}
+		case p.key == "oauth":
+			var err error
+			if cfg.OAuth, err = l.oauth(p.val, p.key); err != nil {
+				return nil, l.warns, fmt.Errorf("%s: %w", name, err)
+			}
 		case clientKeys[p.key]:
 		default:
-			l.warn(p.key, "unknown setting, ignored; the top level takes mcpServers (or servers), tools, context_window, profiles, hooks, rate_limit, overrides, search_log and embed")
+			l.warn(p.key, "unknown setting, ignored; the top level takes mcpServers (or servers), tools, context_window, profiles, hooks, rate_limit, overrides, search_log, embed and oauth")
 		}
 	}
 	switch {

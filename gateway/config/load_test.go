@@ -938,7 +938,7 @@ func TestProfiles(t *testing.T) {
 		{"servers list with a mapping", `{a: {servers: [x, {y: 1}]}}`, nil, "profiles.a", []string{"not a glob or a list of globs"}},
 		{"token not a string", `{a: {token: [x]}}`, nil, "profiles.a", []string{"token is a list, not a string"}},
 		{"unset token", `{a: {token: "${TS_NO_TOKEN}"}}`, map[string]Profile{"a": {}}, "profiles.a.token", []string{"TS_NO_TOKEN is not set"}},
-		{"unknown key", `{a: {servers: [x], model: opus}}`, map[string]Profile{"a": {Scope: policy.Scope{Servers: []string{"x"}}}}, "profiles.a.model", []string{"a profile takes servers, tools and token"}},
+		{"unknown key", `{a: {servers: [x], model: opus}}`, map[string]Profile{"a": {Scope: policy.Scope{Servers: []string{"x"}}}}, "profiles.a.model", []string{"a profile takes servers, tools, token and claims"}},
 		{"not a mapping", `[ops, dev]`, nil, "profiles", []string{"is a list, not a mapping"}},
 		{"profile not a mapping", `{a: [x]}`, nil, "profiles.a", []string{"is a list, not a mapping such as {servers"}},
 	}

@@ -2,161 +2,136 @@ package config
 
 import (
 	"fmt"
-	"strings"
+	"sort"
 
 	"go.yaml.in/yaml/v3"
-
-	"github.com/toolshed/toolshed/oauth"
 )
 
-// OAuth is how toolshed signs in to a remote server (`toolshed auth login`). A
-// remote server without one still signs in when it asks to (a 401 naming its
-// protected resource metadata), with the defaults: dynamic client registration,
-// the scopes the server names, a random loopback port.
+// OAuth lets the HTTP front's clients sign in with access tokens of an OAuth 2.1
+// authorization server (see package oauth/resource and docs/auth.md), besides the
+// static tokens. The zero value is off.
 type OAuth struct {
-	// Disabled (oauth: false, Gemini's enabled: false) means never sign in: a 401
-	// is an error like any other.
-	Disabled bool
-	// ClientID and ClientSecret are a client registered with the authorization
-	// server beforehand; without them toolshed registers itself.
-	ClientID, ClientSecret string
-	// ClientMetadataURL is the https URL of toolshed's client ID metadata
-	// document, used where the authorization server supports those.
-	ClientMetadataURL string
-	// Scopes, when set, are asked for instead of those the server names.
+	// Issuer is the authorization server's issuer URL. Expanded.
+	Issuer string
+	// Resource is toolshed's public URL of /mcp, such as
+	// https://toolshed.example.com/mcp: what its protected resource metadata names
+	// and clients ask tokens for. Expanded.
+	Resource string
+	// Audience is what a token's aud must contain; "" means Resource. (A profile's
+	// URL, Resource/NAME, is accepted too at /mcp/NAME.) Expanded.
+	Audience string
+	// Scopes are scopes every token must carry.
 	Scopes []string
-	// CallbackPort fixes the loopback port of the redirect (for a client
-	// registered with a fixed redirect URI); RedirectURI fixes the whole URI,
-	// which must be on a loopback address.
-	CallbackPort int
-	RedirectURI  string
+	// IntrospectionClientID and IntrospectionClientSecret let toolshed check opaque
+	// tokens at the issuer's introspection endpoint. Expanded.
+	IntrospectionClientID     string
+	IntrospectionClientSecret string
+	// Subjects is how the activity log and the search log name a token's subject:
+	// "plain" (or ""), "hash" (sha256: and the hex SHA-256 of the issuer and subject),
+	// or "off".
+	Subjects string
 }
 
-// oauthFields maps each key of an oauth (or auth) block, in every client's spelling,
-// to one canonical name: Claude Code (clientId, callbackPort), Gemini CLI (clientId,
-// clientSecret, scopes, redirectUri, enabled), Cursor (CLIENT_ID, CLIENT_SECRET,
-// scopes).
-var oauthFields = map[string]string{
-	"clientId": "clientId", "client_id": "clientId", "CLIENT_ID": "clientId",
-	"clientSecret": "clientSecret", "client_secret": "clientSecret", "CLIENT_SECRET": "clientSecret",
-	"clientMetadataUrl": "clientMetadataUrl", "client_metadata_url": "clientMetadataUrl",
-	"scopes": "scopes", "scope": "scopes",
-	"callbackPort": "callbackPort", "callback_port": "callbackPort",
-	"redirectUri": "redirectUri", "redirect_uri": "redirectUri", "redirectUrl": "redirectUri",
-	"enabled": "enabled",
-}
+// Enabled reports whether o asks for OAuth.
+func (o OAuth) Enabled() bool { return o.Issuer != "" }
 
-// discoveredOAuthKeys are keys of other clients' oauth blocks that name what toolshed
-// discovers from the server itself (RFC 9728, RFC 8414): skipped with a warning.
-var discoveredOAuthKeys = map[string]bool{
-	"authorizationUrl": true, "tokenUrl": true, "registrationUrl": true, "issuer": true,
-	"authServerMetadataUrl": true, "audiences": true, "tokenParamName": true,
-}
-
-// oauthBlock reads a server's oauth (or auth) setting: true/false, Hermes' "oauth",
-// or a mapping.
-func (l *loader) oauthBlock(n *yaml.Node, key string) *OAuth {
+// oauth reads oauth: {issuer, resource, audience, scopes, introspection: {client_id,
+// client_secret}, subjects}. Unlike other sections, a mistake here is an error, not a
+// warning: an OAuth section left out would serve without the sign-in it asked for.
+func (l *loader) oauth(n *yaml.Node, key string) (OAuth, error) {
+	var o OAuth
 	if isNull(n) {
-		return nil
+		return o, nil
 	}
-	if n.Kind == yaml.ScalarNode {
-		if b, ok := boolOf(n); ok {
-			return &OAuth{Disabled: !b}
-		}
-		if strings.EqualFold(strings.TrimSpace(n.Value), "oauth") { // Hermes: auth: oauth
-			return &OAuth{}
-		}
-		l.warn(key, "%s is not an oauth setting; write true, false, or a mapping such as {\"clientId\": \"...\", \"scopes\": [\"read\"]}; ignored", describe(n))
-		return nil
+	bad := func(k, format string, args ...any) (OAuth, error) {
+		return OAuth{}, fmt.Errorf("%w: %s: %s", ErrConfig, k, fmt.Sprintf(format, args...))
 	}
 	if n.Kind != yaml.MappingNode {
-		l.warn(key, "is %s, not a mapping; write {\"clientId\": \"...\", \"clientSecret\": \"${SECRET}\", \"scopes\": [...], \"callbackPort\": 8080}; ignored", kindName(n))
-		return nil
+		return bad(key, "is %s, not a mapping such as {issuer: https://login.example.com, resource: https://toolshed.example.com/mcp}", kindName(n))
 	}
-	o := &OAuth{}
-	seen := map[string]string{}
 	for _, p := range l.pairs(n, key) {
 		k := join(key, p.key)
-		c, ok := oauthFields[p.key]
-		switch {
-		case discoveredOAuthKeys[p.key]:
-			l.warn(k, "is discovered from the server (its protected resource metadata and its authorization server's metadata); ignored")
-			continue
-		case !ok:
-			l.warn(k, "unknown oauth setting, ignored; oauth takes clientId, clientSecret, clientMetadataUrl, scopes, callbackPort, redirectUri and enabled")
-			continue
-		}
-		if prev, dup := seen[c]; dup {
-			l.warn(k, "means the same as %s, which is used; remove one of them", prev)
-			continue
-		}
-		seen[c] = p.key
-		v := p.val
-		switch c {
-		case "clientId", "clientSecret", "clientMetadataUrl", "redirectUri":
-			s, ok := text(v)
+		switch p.key {
+		case "issuer", "resource", "audience", "subjects":
+			v, ok := text(p.val)
 			if !ok {
-				l.warn(k, "is %s, not a string; ignored", kindName(v))
-				continue
+				return bad(k, "is %s, not a string", kindName(p.val))
 			}
-			s = strings.TrimSpace(l.expand(s, k))
-			switch c {
-			case "clientId":
-				o.ClientID = s
-			case "clientSecret":
-				o.ClientSecret = s
-			case "clientMetadataUrl":
-				if s != "" && !strings.HasPrefix(s, "https://") {
-					l.warn(k, "is not an https URL; a client ID metadata document must be served over https; ignored")
-					continue
+			v = l.expand(v, k)
+			switch p.key {
+			case "issuer":
+				o.Issuer = v
+			case "resource":
+				o.Resource = v
+			case "audience":
+				o.Audience = v
+			case "subjects":
+				if v != "" && v != "plain" && v != "hash" && v != "off" {
+					return bad(k, "is %q; use plain, hash or off", v)
 				}
-				o.ClientMetadataURL = s
-			case "redirectUri":
-				if s == "" {
-					continue
-				}
-				if _, err := oauth.CheckRedirectURL(s); err != nil {
-					l.warn(k, "%v. toolshed takes the redirect only on its own machine; ignored, a loopback port is used", err)
-					continue
-				}
-				o.RedirectURI = s
+				o.Subjects = v
 			}
 		case "scopes":
-			list, ok := stringList(v)
+			list, ok := stringList(p.val)
 			if !ok {
-				l.warn(k, "is %s; write a list of scopes such as [\"read\", \"write\"]; ignored", kindName(v))
-				continue
+				return bad(k, "is %s, not a scope or a list of scopes such as [mcp:read]", kindName(p.val))
 			}
-			for _, s := range list {
-				o.Scopes = append(o.Scopes, strings.Fields(s)...)
+			o.Scopes = list
+		case "introspection":
+			if p.val.Kind != yaml.MappingNode {
+				return bad(k, "is %s, not a mapping such as {client_id: toolshed, client_secret: \"${TOOLSHED_INTROSPECTION_SECRET}\"}", kindName(p.val))
 			}
-		case "callbackPort":
-			port, ok := intOf(v)
-			if !ok || port < 1 || port > 65535 {
-				l.warn(k, "%s is not a TCP port (1 to 65535); ignored, a free port is used", describe(v))
-				continue
+			for _, q := range l.pairs(p.val, k) {
+				kk := join(k, q.key)
+				v, ok := text(q.val)
+				if !ok {
+					return bad(kk, "is %s, not a string", kindName(q.val))
+				}
+				switch q.key {
+				case "client_id":
+					o.IntrospectionClientID = l.expand(v, kk)
+				case "client_secret":
+					o.IntrospectionClientSecret = l.expand(v, kk)
+				default:
+					return bad(kk, "unknown setting; introspection takes client_id and client_secret")
+				}
 			}
-			o.CallbackPort = port
-		case "enabled":
-			o.Disabled = !l.boolean(v, k, true)
+		default:
+			return bad(k, "unknown setting; oauth takes issuer, resource, audience, scopes, introspection and subjects")
 		}
 	}
-	if o.ClientSecret != "" && o.ClientID == "" {
-		l.warn(key, "has a clientSecret but no clientId; give the clientId it belongs to. The secret is ignored")
-		o.ClientSecret = ""
+	if o.Issuer == "" {
+		return bad(key+".issuer", "is missing: name the authorization server's issuer URL (its \"iss\"), or remove the oauth section")
 	}
-	return o
+	if o.Resource == "" {
+		return bad(key+".resource", "is missing: give toolshed's public URL of /mcp, such as https://toolshed.example.com/mcp, which clients ask tokens for")
+	}
+	return o, nil
 }
 
-// authProviderType reads Gemini CLI's authProviderType: only dynamic_discovery,
-// which is what toolshed does, is honoured.
-func (l *loader) authProviderType(n *yaml.Node, key string) {
-	s, ok := str(n)
-	switch {
-	case ok && (s == "" || s == "dynamic_discovery"):
-	case ok:
-		l.warn(key, "%s is not supported (toolshed signs in by OAuth discovery, dynamic_discovery); ignored", fmt.Sprintf("%q", s))
-	default:
-		l.warn(key, "is %s; write dynamic_discovery or leave it out; ignored", kindName(n))
+// claims reads a profile's claims: {claim: value or [values]}.
+func claims(n *yaml.Node) (map[string][]string, string) {
+	if n.Kind != yaml.MappingNode {
+		return nil, fmt.Sprintf("claims is %s, not a mapping from claim to values such as {groups: [platform]}", kindName(n))
 	}
+	out := map[string][]string{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		name := n.Content[i].Value
+		list, ok := stringList(deref(n.Content[i+1]))
+		if !ok || len(list) == 0 {
+			return nil, fmt.Sprintf("claims.%s is %s, not a value or a list of values such as [platform]", name, kindName(n.Content[i+1]))
+		}
+		out[name] = list
+	}
+	return out, ""
+}
+
+// ClaimNames returns the claim names of p's Claims, sorted.
+func (p Profile) ClaimNames() []string {
+	out := make([]string, 0, len(p.Claims))
+	for k := range p.Claims {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -1,36 +1,53 @@
 package config
 
 import (
-	"reflect"
+	"errors"
+	"slices"
+	"strings"
 	"testing"
 )
 
-// TestOAuthForms reads the oauth settings of the clients whose configs toolshed
-// takes as they are.
-func TestOAuthForms(t *testing.T) {
-	t.Setenv("OAUTH_TEST_SECRET", "s3cret")
-	tests := []struct {
-		name, src string
-		want      *OAuth
-	}{
-		{"none", `{"url": "https://x/mcp"}`, nil},
-		{"Claude Code", `{"url": "https://x/mcp", "oauth": {"clientId": "abc", "callbackPort": 8080}}`, &OAuth{ClientID: "abc", CallbackPort: 8080}},
-		{"client secret from the environment", `{"url": "https://x/mcp", "oauth": {"clientId": "abc", "clientSecret": "${OAUTH_TEST_SECRET}", "scopes": ["read", "write"]}}`, &OAuth{ClientID: "abc", ClientSecret: "s3cret", Scopes: []string{"read", "write"}}},
-		{"Gemini CLI", `{"httpUrl": "https://x/mcp", "authProviderType": "dynamic_discovery", "oauth": {"enabled": true, "clientId": "g", "redirectUri": "http://localhost:7777/oauth/callback", "scopes": ["a"]}}`, &OAuth{ClientID: "g", RedirectURI: "http://localhost:7777/oauth/callback", Scopes: []string{"a"}}},
-		{"Gemini CLI disabled", `{"httpUrl": "https://x/mcp", "oauth": {"enabled": false}}`, &OAuth{Disabled: true}},
-		{"Cursor", `{"url": "https://x/mcp", "auth": {"CLIENT_ID": "c", "CLIENT_SECRET": "d", "scopes": ["r"]}}`, &OAuth{ClientID: "c", ClientSecret: "d", Scopes: []string{"r"}}},
-		{"Hermes", "{url: \"https://x/mcp\", auth: oauth}", &OAuth{}},
-		{"off", `{"url": "https://x/mcp", "oauth": false}`, &OAuth{Disabled: true}},
-		{"scope as one string", `{"url": "https://x/mcp", "oauth": {"scope": "a b"}}`, &OAuth{Scopes: []string{"a", "b"}}},
-		{"client metadata document", `{"url": "https://x/mcp", "oauth": {"clientMetadataUrl": "https://me.example/toolshed.json"}}`, &OAuth{ClientMetadataURL: "https://me.example/toolshed.json"}},
+func TestOAuth(t *testing.T) {
+	t.Setenv("TEST_INTRO_SECRET", "s3cret")
+	good := `
+oauth:
+  issuer: https://login.example.com/realms/eng
+  resource: https://toolshed.example.com/mcp
+  scopes: mcp:read
+  introspection: {client_id: toolshed, client_secret: "${TEST_INTRO_SECRET}"}
+  subjects: hash
+profiles:
+  platform: {servers: [github], claims: {groups: [platform, sre], scope: mcp:platform}}
+`
+	cfg, _, err := parse([]byte(good), "toolshed.yaml", "")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cfg, warns := mustParse(t, `{"mcpServers": {"s": `+tt.src+`}}`)
-			wantNoWarnings(t, warns)
-			if got := server(t, cfg, "s").OAuth; !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("got  %+v\nwant %+v", got, tt.want)
-			}
-		})
+	o := cfg.OAuth
+	if !o.Enabled() || o.Issuer != "https://login.example.com/realms/eng" || o.Resource != "https://toolshed.example.com/mcp" ||
+		!slices.Equal(o.Scopes, []string{"mcp:read"}) || o.IntrospectionClientID != "toolshed" || o.IntrospectionClientSecret != "s3cret" || o.Subjects != "hash" {
+		t.Errorf("oauth = %+v", o)
+	}
+	c := cfg.Profiles["platform"].Claims
+	if !slices.Equal(c["groups"], []string{"platform", "sre"}) || !slices.Equal(c["scope"], []string{"mcp:platform"}) {
+		t.Errorf("claims = %v", c)
+	}
+
+	for _, tt := range []struct{ yaml, want string }{
+		{"oauth: {resource: https://t/mcp}\n", "oauth.issuer: is missing"},
+		{"oauth: {issuer: https://l}\n", "oauth.resource: is missing"},
+		{"oauth: {issuer: https://l, resource: https://t/mcp, subjects: sha1}\n", "use plain, hash or off"},
+		{"oauth: {issuer: https://l, resource: https://t/mcp, scope: x}\n", "oauth.scope: unknown setting"},
+		{"oauth: {issuer: https://l, resource: https://t/mcp, introspection: {secret: x}}\n", "introspection takes client_id and client_secret"},
+		{"oauth: https://l\n", "not a mapping"},
+	} {
+		_, _, err := parse([]byte(tt.yaml), "toolshed.yaml", "")
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%q: %v, want an error saying %q", tt.yaml, err, tt.want)
+		}
+	}
+	_, warns, err := parse([]byte("profiles: {a: {claims: [groups]}}\n"), "toolshed.yaml", "")
+	if err != nil || len(warns) == 0 || !strings.Contains(warns[0].String(), "not a mapping from claim to values") {
+		t.Errorf("claims as a list: %v, %v", warns, err)
 	}
 }

@@ -94,8 +94,14 @@ func (l *loader) profile(name string, n *yaml.Node, key string) (Profile, string
 				return prof, fmt.Sprintf("token is %s, not a string; write token: \"${TOOLSHED_TOKEN}\"", kindName(p.val))
 			}
 			prof.Token = l.expand(t, k)
+		case "claims":
+			c, problem := claims(p.val)
+			if problem != "" {
+				return prof, problem
+			}
+			prof.Claims = c
 		default:
-			l.warn(k, "unknown setting, ignored; a profile takes servers, tools and token")
+			l.warn(k, "unknown setting, ignored; a profile takes servers, tools, token and claims")
 		}
 	}
 	if err := prof.Scope.Check(); err != nil {

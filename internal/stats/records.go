@@ -26,6 +26,7 @@ type record struct {
 	Source  string `json:"source"`
 	Profile string `json:"profile"`
 	Session string `json:"session"`
+	Subject string `json:"subject"`
 	Query   string `json:"query"`
 
 	Mode          string  `json:"mode"`
@@ -50,12 +51,12 @@ type hit struct {
 // ReadRecords reads a records file: JSON lines, each a search
 //
 //	{"type": "search", "time": RFC3339, "session", "query", "mode", "results": [{"tool", "rank"}],
-//	 "latency_ms", "error", "catalog_tokens", "result_tokens", "source", "profile"}
+//	 "latency_ms", "error", "catalog_tokens", "result_tokens", "source", "profile", "subject"}
 //
 // or a call
 //
 //	{"type": "call", "time", "session", "tool", "server", "outcome", "duration_ms", "rank",
-//	 "query", "source", "profile"}
+//	 "query", "source", "profile", "subject"}
 //
 // A call without a server is given the part of its tool's name before "__".
 //
@@ -111,7 +112,7 @@ func parseRecord(b []byte) (*searchlog.Search, *searchlog.Call, error) {
 			return nil, nil, err
 		}
 		s := &searchlog.Search{
-			Time: at, Source: rec.Source, Profile: rec.Profile, Session: rec.Session, Query: rec.Query,
+			Time: at, Source: rec.Source, Profile: rec.Profile, Session: rec.Session, Subject: rec.Subject, Query: rec.Query,
 			Mode: rec.Mode, Latency: lat, Error: rec.Error, CatalogTokens: rec.CatalogTokens, ResultTokens: rec.ResultTokens,
 		}
 		for i, h := range rec.RawResults {
@@ -148,7 +149,7 @@ func parseRecord(b []byte) (*searchlog.Search, *searchlog.Call, error) {
 			return nil, nil, err
 		}
 		return nil, &searchlog.Call{
-			Time: at, Source: rec.Source, Profile: rec.Profile, Session: rec.Session, Tool: rec.Tool, Server: rec.Server,
+			Time: at, Source: rec.Source, Profile: rec.Profile, Session: rec.Session, Subject: rec.Subject, Tool: rec.Tool, Server: rec.Server,
 			Outcome: rec.Outcome, Duration: d, Rank: rec.Rank, Query: rec.Query,
 		}, nil
 	default:

@@ -23,6 +23,10 @@
 //     resource metadata (RFC 9728), answers 401 with WWW-Authenticate naming it, and
 //     offers the tools whoami, echo and admin_action; admin_action needs mcp:write and
 //     answers a token without it with 403 and an insufficient_scope challenge.
+//   - Provider.RunClientV1 runs an MCP client on the TypeScript SDK v1's OAuth
+//     support (client-v1.mjs: an OAuthClientProvider, redirectToAuthorization,
+//     finishAuth) against a protected MCP endpoint, such as toolshed's, and plays its
+//     user with Login.
 //
 // A sign-in test then goes: p := Start(t, Options{}); url := StartProtected(t, p,
 // ProtectedOptions{}); the client under test discovers p from url's 401, registers,

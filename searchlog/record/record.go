@@ -19,6 +19,11 @@ type Search struct {
 	// Session is an opaque, non-reversible name of the client session (never a raw
 	// session id), "" when there is none.
 	Session string
+	// Subject is who signed in to the session with OAuth (the access token's sub),
+	// as the gateway's oauth.subjects setting has it: in clear, or "sha256:" followed
+	// by 64 hex digits when hashed; "" when the client did not sign in with OAuth or
+	// subjects are off.
+	Subject string
 	// Query is the query as sent, "" when query logging is off, or "sha256:" followed
 	// by 64 hex digits when queries are hashed.
 	Query string
@@ -60,6 +65,7 @@ type Call struct {
 	Source  string
 	Profile string
 	Session string
+	Subject string // as in Search
 	// Tool is the qualified name (server__tool), Server the server's name.
 	Tool, Server string
 	// Outcome is one of the Outcome constants.
