@@ -185,15 +185,20 @@ const (
 	Starting = "starting"
 	// Restarting: the server stopped, or failed to start, and is started again.
 	Restarting = "restarting"
+	// NeedsSignIn: the server asks for OAuth sign-in, which the user gives with
+	// `toolshed auth login SERVER`.
+	NeedsSignIn = "needs sign-in"
 )
 
 // unsearchedText says which servers could not be searched and until when, for people
 // and models: "1 server is down: github (restarting in 4s); its tools cannot be
 // searched until it is back".
 func unsearchedText(list []Unsearched) string {
-	var down, starting []string
+	var down, starting, signIn []string
 	for _, u := range list {
 		switch {
+		case u.State == NeedsSignIn:
+			signIn = append(signIn, fmt.Sprintf("%s (run `toolshed auth login %s`)", u.Server, u.Server))
 		case u.State == Starting:
 			starting = append(starting, u.Server)
 		case u.RetryIn > 0:
@@ -215,8 +220,18 @@ func unsearchedText(list []Unsearched) string {
 	if len(starting) > 0 {
 		parts = append(parts, servers(len(starting), "still starting: ")+strings.Join(starting, ", "))
 	}
+	if len(signIn) > 0 {
+		need := "1 server needs sign-in: "
+		if len(signIn) > 1 {
+			need = fmt.Sprintf("%d servers need sign-in: ", len(signIn))
+		}
+		parts = append(parts, need+strings.Join(signIn, ", "))
+	}
 	until := "back"
-	if len(starting) > 0 {
+	switch {
+	case len(signIn) == len(list):
+		until = "signed in"
+	case len(starting) > 0:
 		until = "up"
 	}
 	if len(list) == 1 {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolshed/toolshed/bridge"
 	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/oauth"
 	"github.com/toolshed/toolshed/search"
 )
 
@@ -574,6 +575,8 @@ func mapOutcome(ctx context.Context, out outcome) (*mcp.CallToolResult, string) 
 		return forwardResult(ctx, out.raw), "ok"
 	case errors.Is(out.err, ErrTimeout):
 		return errorResult(search.ExecutionTimeExceeded, "%v; the call was cancelled. Retry with backoff, or with a smaller request", out.err), "timeout"
+	case errors.As(out.err, new(*oauth.SignInError)):
+		return errorResult(search.Unavailable, "%v", out.err), "unavailable"
 	case errors.Is(out.err, ErrUnavailable):
 		return errorResult(search.Unavailable, "%v; toolshed restarts it automatically, retry with backoff in a few seconds", out.err), "unavailable"
 	case errors.Is(out.err, errStopping):

@@ -24,6 +24,7 @@ import (
 	"github.com/toolshed/toolshed/gateway/config"
 	"github.com/toolshed/toolshed/internal/redact"
 	"github.com/toolshed/toolshed/metrics"
+	"github.com/toolshed/toolshed/oauth"
 	"github.com/toolshed/toolshed/policy"
 	"github.com/toolshed/toolshed/search"
 	"github.com/toolshed/toolshed/searchlog"
@@ -91,6 +92,13 @@ type Options struct {
 	// SearchLog, when set, records every tool_search and every call of a real tool
 	// (see searchlog). The gateway does not close it.
 	SearchLog *searchlog.Log
+	// Credentials, when set, holds the sign-ins of remote servers that ask for OAuth
+	// (toolshed auth login; see package oauth): their requests carry the stored
+	// token, refreshed as it expires. A server that asks for sign-in without one
+	// stored waits in NeedsSignIn, its tools unavailable with that advice, and
+	// connects once a credential appears. nil: a server's 401 is a failure like
+	// any other.
+	Credentials oauth.Store
 	// NoLearning keeps search from learning from SearchLog (see learner): by default,
 	// the queries whose searches led to successful calls of a tool are indexed as a
 	// field of that tool.

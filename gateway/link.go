@@ -262,7 +262,7 @@ func (u *Upstream) settled(gen uint64) bool {
 // settledLocked is settled with u.mu held.
 func (u *Upstream) settledLocked(gen uint64) bool {
 	switch {
-	case u.cfg.Disabled, u.status.State == Failed, u.status.State == Stopped:
+	case u.cfg.Disabled, u.status.State == Failed, u.status.State == Stopped, u.status.State == NeedsSignIn:
 		return true
 	case u.status.Restarts > 0 && u.status.State != Ready:
 		return true // a server that keeps failing must not hold clients up

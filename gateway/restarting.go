@@ -41,6 +41,8 @@ func (g *Gateway) unsearched(profile string) []bridge.Unsearched {
 			out = append(out, bridge.Unsearched{Server: st.Name, State: bridge.Starting})
 		case st.State == Connecting:
 			out = append(out, bridge.Unsearched{Server: st.Name, State: bridge.Restarting})
+		case st.State == NeedsSignIn:
+			out = append(out, bridge.Unsearched{Server: st.Name, State: bridge.NeedsSignIn})
 		}
 	}
 	return out
@@ -120,6 +122,8 @@ func (ps *profileServer) notStarted(name, done string) *mcp.CallToolResult {
 	st, everUp := u.status, u.everUp
 	u.mu.Unlock()
 	switch {
+	case st.State == NeedsSignIn:
+		return errorResult(search.Unavailable, "the server %s needs sign-in: run `toolshed auth login %s`; %s can be %s once it is signed in", server, server, name, done)
 	case everUp:
 		return nil // its tools are known: restartingTool found none of that name
 	case st.State == Connecting && st.Restarts == 0:

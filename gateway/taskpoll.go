@@ -333,7 +333,7 @@ func (u *Upstream) postTask(ctx context.Context, l *link, method, id string, par
 	req.Header.Set("MCP-Protocol-Version", l.version)
 	req.Header.Set("Mcp-Method", method)
 	req.Header.Set("Mcp-Name", id)
-	client := &http.Client{Transport: &captureRoundTripper{base: http.DefaultTransport, headers: u.cfg.Headers}}
+	client := &http.Client{Transport: &captureRoundTripper{base: u.httpBase(), headers: u.cfg.Headers}}
 	resp, err := client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/gateway/config"
 	"github.com/toolshed/toolshed/internal/redact"
+	"github.com/toolshed/toolshed/oauth"
 )
 
 // UpstreamProtocol is the newest MCP version toolshed initializes an upstream server at,
@@ -39,6 +40,10 @@ const (
 	Failed     State = "failed" // it will be retried after a backoff
 	Disabled   State = "disabled"
 	Stopped    State = "stopped"
+	// NeedsSignIn: a remote server asks for OAuth and toolshed has no credential
+	// for it, or the one it had can no longer be refreshed. It is not restarted: it
+	// connects once `toolshed auth login NAME` has stored a credential.
+	NeedsSignIn State = "needs sign-in"
 )
 
 // Errors of calls to upstreams; the gateway turns them into tool results with the
@@ -84,10 +89,16 @@ type Upstream struct {
 	g            *Gateway
 	stderr       io.Writer
 
-	mu      sync.Mutex
-	session *mcp.ClientSession
-	link    *link // the connection new requests go to; nil when there is none
-	status  Status
+	mu sync.Mutex
+	// base is the HTTP transport of a remote server's requests: its sign-in's
+	// (see signIn) or http.DefaultTransport.
+	base http.RoundTripper
+	// lostSignIn is why the sign-in of the current connection ended (see
+	// signInLost).
+	lostSignIn error
+	session    *mcp.ClientSession
+	link       *link // the connection new requests go to; nil when there is none
+	status     Status
 	// started is when the upstream began its first start (see run and hold).
 	started time.Time
 	// everUp is set once the upstream has been up: its starts are then bounded by
@@ -245,6 +256,11 @@ func (u *Upstream) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			break
 		}
+		if errors.Is(err, oauth.ErrNotSignedIn) {
+			u.waitForSignIn(ctx, err)
+			backoff = u.g.opts.backoffMin()
+			continue
+		}
 		if time.Since(started) > u.g.opts.backoffReset() {
 			backoff = u.g.opts.backoffMin()
 		}
@@ -284,6 +300,9 @@ func (u *Upstream) connectAndServe(ctx context.Context) error {
 			u.mu.Lock()
 			u.session, u.link = nil, nil
 			u.mu.Unlock()
+			if lost := u.takeLostSignIn(); lost != nil {
+				return lost
+			}
 			if err == nil || errors.Is(err, mcp.ErrConnectionClosed) {
 				err = errors.New("the server closed the connection")
 			}
@@ -580,6 +599,10 @@ func (u *Upstream) callOutcome(ctx, callCtx context.Context, timeout time.Durati
 	if errors.As(err, &wire) {
 		return nil, err // the server answered, with an error
 	}
+	var signIn *oauth.SignInError
+	if errors.As(err, &signIn) {
+		return nil, signIn // says what to run; the connection is fine
+	}
 	// No answer: the connection broke (the server crashed or closed it).
 	return nil, fmt.Errorf("%w: %s stopped during the call (%v)", ErrUnavailable, u.cfg.Name, err)
 }
@@ -602,7 +625,11 @@ func (u *Upstream) transport(ctx context.Context, l *link) (mcp.Transport, func(
 	}
 	switch u.cfg.Type {
 	case config.HTTP, config.SSE:
-		client := &http.Client{Transport: &captureRoundTripper{base: http.DefaultTransport, headers: u.cfg.Headers, capture: l.capture}}
+		base, err := u.signIn(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		client := &http.Client{Transport: &captureRoundTripper{base: base, headers: u.cfg.Headers, capture: l.capture}}
 		if u.cfg.Type == config.SSE {
 			client.Transport.(*captureRoundTripper).capture = nil
 			return u.captureTransport(&mcp.SSEClientTransport{Endpoint: u.cfg.URL, HTTPClient: client}, l), func() {}, nil

@@ -28,6 +28,7 @@ var commands = []command{
 	{"tokens", "what the catalog costs a model, with and without tool search", runTokens},
 	{"eval", "measure retrieval quality and speed on a benchmark set", runEval},
 	{"lint", "how findable and usable each tool is, and how to fix it", runLint},
+	{"auth", "sign in to remote servers that ask for OAuth: login, status, logout", runAuth},
 	{"stats", "how tool search served, from the search log: misses, ranking, errors, suggested overrides", runStats},
 	{"version", "print toolshed's version, its Go version and source revision (also --version)", runVersion},
 }

@@ -91,6 +91,10 @@ func (p *progress) upstream(s gateway.Status) {
 		if !seen || last.State != gateway.Failed || last.Restarts != s.Restarts {
 			fmt.Fprintf(p.w, "toolshed: %-20s failed  %v; restarting in %v\n", s.Name, s.Err, s.Retry)
 		}
+	case gateway.NeedsSignIn:
+		if !seen || last.State != gateway.NeedsSignIn {
+			fmt.Fprintf(p.w, "toolshed: %-20s %v\n", s.Name, s.Err)
+		}
 	case gateway.Disabled:
 		if !seen {
 			fmt.Fprintf(p.w, "toolshed: %-20s disabled in the config\n", s.Name)

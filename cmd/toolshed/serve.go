@@ -20,6 +20,7 @@ import (
 	"github.com/toolshed/toolshed/internal/builtin"
 	"github.com/toolshed/toolshed/internal/memlimit"
 	"github.com/toolshed/toolshed/metrics"
+	"github.com/toolshed/toolshed/oauth"
 	"github.com/toolshed/toolshed/oauth/resource"
 	"github.com/toolshed/toolshed/policy"
 )
@@ -51,12 +52,14 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		queries: fs.String("log-queries", "", "`MODE` of keeping each query in the search log: plain (the text), hash (its SHA-256) or off (default: the config's search_log.queries, else plain)"),
 	}
 	emb := addEmbedFlags(fs, hybrid.DefaultQueryTimeout)
+	credentials := envDefault(fs.String("credentials", "", "sign in to remote servers that ask for OAuth with the credentials in `FILE`, which toolshed auth login writes (default $TOOLSHED_CREDENTIALS, else $XDG_DATA_HOME/toolshed/credentials.json)"), "TOOLSHED_CREDENTIALS")
+	credentialsDB := addCredentialsDBFlag(fs)
 	var catalogs listFlag
 	fs.Var(&catalogs, "catalog", "also serve catalog `FILE`'s tools, listed and searched but not run: a call says how to configure the real server (repeatable)")
 	fs.Usage = func() {
 		printUsage(stdout, fs, "[--config FILE] [--catalog FILE]... [--profile NAME] [--tool-search MODE] [--context-window TOKENS] [--no-prefix] [--max-name-length N] [--start-wait DURATION] "+
 			"[--http ADDR] [--stateless] [--replica-id ID] [--max-sessions N] [--max-sessions-per-token N] [--max-listens N] [--max-listens-per-token N] [--drain-timeout DURATION] [--metrics-addr ADDR] [--probe-addr ADDR] [--memory-target-mib N] "+
-			doorSynopsis+" [--db DSN] [--log-queries MODE] "+embedSynopsis,
+			doorSynopsis+" [--db DSN] [--log-queries MODE] [--credentials FILE | --credentials-db DSN] "+embedSynopsis,
 			"Runs the MCP gateway: it serves the tools of every server in the config to one MCP client over stdio, or to many over Streamable HTTP with --http, and, when the tools are many, replaces them with tool_search, tool_describe and tool_call. "+
 				"Without --config or --catalog, it serves the built-in catalog: the tool definitions of 21 real MCP servers, whose calls say how to configure the real server.")
 	}
@@ -80,6 +83,14 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	// Over stdio exactly one client comes: the upstreams start when it has said what it
 	// supports, and are told so from the start.
 	opts := gateway.Options{NoPrefix: *noPrefix, MaxNameLen: *maxName, ContextWindow: *window, Log: stderr, WaitForClient: *httpAddr == ""}
+	if _, err := oauth.DefaultPath(); *credentials != "" || *credentialsDB != "" || err == nil {
+		store, _, done, err := openCredentials(context.Background(), *credentials, *credentialsDB)
+		if err != nil {
+			return err
+		}
+		defer done() // after the gateway, which refreshes with it, has stopped
+		opts.Credentials = store
+	}
 	if *maxName != 0 && *maxName < gateway.MinNameLen {
 		return usageErr("--max-name-length must be 0 (no limit) or at least %d, got %d", gateway.MinNameLen, *maxName)
 	}

@@ -91,6 +91,9 @@ type Server struct {
 	// URL and Headers reach an HTTP or SSE server.
 	URL     string
 	Headers map[string]string
+	// OAuth is how toolshed signs in to a remote server, when the config says; nil
+	// means the defaults (see SignIn).
+	OAuth *SignIn
 	// AlwaysLoad pins all the server's tools: they are never deferred.
 	AlwaysLoad bool
 	// Disabled servers are not started.

@@ -616,8 +616,18 @@ func TestWarnings(t *testing.T) {
 	}{
 		{"unknown top-level key", "mcpServers: {a: {command: x}}\nmodel: opus\n", "model", []string{"unknown setting", "mcpServers"}, nil},
 		{"unknown server key", "mcpServers: {a: {command: x, retries: 3}}\n", "mcpServers.a.retries", []string{"unknown setting, ignored", "a server takes"}, nil},
-		{"oauth", "mcpServers: {a: {url: \"https://x\", oauth: {clientId: c}}}\n", "mcpServers.a.oauth", []string{"OAuth sign-in is not supported", "headers"}, nil},
-		{"Hermes auth", "mcp_servers: {a: {url: \"https://x\", auth: oauth}}\n", "mcp_servers.a.auth", []string{"OAuth sign-in is not supported"}, nil},
+		{"oauth unknown key", "mcpServers: {a: {url: \"https://x\", oauth: {clientId: c, pkce: true}}}\n", "mcpServers.a.oauth.pkce", []string{"unknown oauth setting, ignored", "clientId, clientSecret"}, nil},
+		{"oauth discovered key", "mcpServers: {a: {url: \"https://x\", oauth: {tokenUrl: \"https://as/token\"}}}\n", "mcpServers.a.oauth.tokenUrl", []string{"discovered from the server"}, nil},
+		{"oauth not a mapping", "mcpServers: {a: {url: \"https://x\", oauth: [1]}}\n", "mcpServers.a.oauth", []string{"not a mapping", "clientId"}, nil},
+		{"oauth redirect not loopback", "mcpServers: {a: {url: \"https://x\", oauth: {redirectUri: \"https://evil.example/cb\"}}}\n", "mcpServers.a.oauth.redirectUri", []string{"not on a loopback address", "ignored"}, func(t *testing.T, cfg *Config) {
+			if cfg.Servers[0].OAuth.RedirectURI != "" {
+				t.Error("the non-loopback redirect was kept")
+			}
+		}},
+		{"oauth bad port", "mcpServers: {a: {url: \"https://x\", oauth: {callbackPort: 70000}}}\n", "mcpServers.a.oauth.callbackPort", []string{"not a TCP port"}, nil},
+		{"oauth secret without id", "mcpServers: {a: {url: \"https://x\", oauth: {clientSecret: s}}}\n", "mcpServers.a.oauth", []string{"no clientId"}, nil},
+		{"oauth on stdio", "mcpServers: {a: {command: x, oauth: {clientId: c}}}\n", "mcpServers.a.oauth", []string{"applies only to http and sse servers"}, nil},
+		{"Gemini authProviderType", "mcpServers: {a: {url: \"https://x\", authProviderType: google_credentials}}\n", "mcpServers.a.authProviderType", []string{"not supported", "dynamic_discovery"}, nil},
 		{"headersHelper", "mcpServers: {a: {url: \"https://x\", headersHelper: /bin/h}}\n", "mcpServers.a.headersHelper", []string{"not supported"}, nil},
 		{"alias twice", "mcpServers: {a: {command: x, alwaysLoad: true, always_load: false}}\n", "mcpServers.a.always_load", []string{"means the same as alwaysLoad, which is used"}, func(t *testing.T, cfg *Config) {
 			if !cfg.Servers[0].AlwaysLoad {

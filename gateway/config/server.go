@@ -20,32 +20,35 @@ import (
 // serverFields maps each per-server key toolshed reads, in every client's spelling, to
 // one canonical name.
 var serverFields = map[string]string{
-	"type":            "type",
-	"transportType":   "type", // Cline
-	"command":         "command",
-	"args":            "args",
-	"env":             "env",
-	"envFile":         "envFile", // VS Code, Cursor
-	"env_file":        "envFile",
-	"cwd":             "cwd",
-	"url":             "url",
-	"serverUrl":       "url", // Windsurf
-	"httpUrl":         "url", // Gemini CLI (Streamable HTTP)
-	"headers":         "headers",
-	"alwaysLoad":      "alwaysLoad",
-	"always_load":     "alwaysLoad",
-	"disabled":        "disabled",
-	"enabled":         "enabled", // Hermes
-	"connect_timeout": "connect_timeout",
-	"connectTimeout":  "connect_timeout",
-	"call_timeout":    "call_timeout",
-	"callTimeout":     "call_timeout",
-	"timeout":         "call_timeout", // Hermes, Cline: seconds per tool call
-	"default_config":  "default_config",
-	"configs":         "configs",
-	"tools":           "tools",         // Hermes: {include, exclude}
-	"disabledTools":   "disabledTools", // Windsurf, Roo Code
-	"protocol":        "protocol",
+	"type":             "type",
+	"transportType":    "type", // Cline
+	"command":          "command",
+	"args":             "args",
+	"env":              "env",
+	"envFile":          "envFile", // VS Code, Cursor
+	"env_file":         "envFile",
+	"cwd":              "cwd",
+	"url":              "url",
+	"serverUrl":        "url", // Windsurf
+	"httpUrl":          "url", // Gemini CLI (Streamable HTTP)
+	"headers":          "headers",
+	"alwaysLoad":       "alwaysLoad",
+	"always_load":      "alwaysLoad",
+	"disabled":         "disabled",
+	"enabled":          "enabled", // Hermes
+	"connect_timeout":  "connect_timeout",
+	"connectTimeout":   "connect_timeout",
+	"call_timeout":     "call_timeout",
+	"callTimeout":      "call_timeout",
+	"timeout":          "call_timeout", // Hermes, Cline: seconds per tool call
+	"default_config":   "default_config",
+	"configs":          "configs",
+	"tools":            "tools",         // Hermes: {include, exclude}
+	"disabledTools":    "disabledTools", // Windsurf, Roo Code
+	"protocol":         "protocol",
+	"oauth":            "oauth",
+	"auth":             "oauth",            // Hermes (auth: oauth), Cursor (auth: {CLIENT_ID, ...})
+	"authProviderType": "authProviderType", // Gemini CLI
 }
 
 // ignoredServerKeys are per-server keys of other clients that do not change what the
@@ -56,15 +59,13 @@ var ignoredServerKeys = map[string]bool{"description": true, "autoApprove": true
 
 // unsupportedServerKeys are per-server keys toolshed knows but cannot honour.
 var unsupportedServerKeys = map[string]string{
-	"auth":          "OAuth sign-in is not supported; pass a token in headers instead, such as Authorization: \"Bearer ${TOKEN}\"",
-	"oauth":         "OAuth sign-in is not supported; pass a token in headers instead, such as Authorization: \"Bearer ${TOKEN}\"",
 	"headersHelper": "header helper commands are not supported; write the headers under headers, with ${VAR} for secrets",
 }
 
 // stdioFields and remoteFields are the keys that apply to one kind of transport only.
 var (
 	stdioFields  = []string{"command", "args", "env", "envFile", "cwd"}
-	remoteFields = []string{"url", "headers"}
+	remoteFields = []string{"url", "headers", "oauth", "authProviderType"}
 )
 
 // serverErr is a problem that leaves one server out.
@@ -135,7 +136,7 @@ func (l *loader) server(name string, n *yaml.Node, path string) (Server, *server
 		case unsupportedServerKeys[p.key] != "":
 			l.warn(key, "%s; ignored", unsupportedServerKeys[p.key])
 		default:
-			l.warn(key, "unknown setting, ignored; a server takes type, command, args, env, envFile, cwd, url, headers, alwaysLoad, disabled, connect_timeout, call_timeout, protocol, default_config and configs")
+			l.warn(key, "unknown setting, ignored; a server takes type, command, args, env, envFile, cwd, url, headers, oauth, alwaysLoad, disabled, connect_timeout, call_timeout, protocol, default_config and configs")
 		}
 	}
 	at := func(c string) string { return join(path, given[c]) }
@@ -242,6 +243,12 @@ func (l *loader) server(name string, n *yaml.Node, path string) (Server, *server
 		var bad *serverErr
 		if s.Headers, bad = l.stringMap(fields["headers"], at("headers"), true); bad != nil {
 			return Server{}, bad
+		}
+		if v := fields["oauth"]; v != nil {
+			s.OAuth = l.oauthBlock(v, at("oauth"))
+		}
+		if v := fields["authProviderType"]; v != nil {
+			l.authProviderType(v, at("authProviderType"))
 		}
 	}
 

@@ -1,0 +1,202 @@
+package sqlstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolshed/toolshed/internal/pgtest"
+	"github.com/toolshed/toolshed/oauth"
+)
+
+// newKey returns a fresh key as TOOLSHED_TOKEN_KEY holds it.
+func newKey(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 32)
+	rand.Read(b)
+	return base64.StdEncoding.EncodeToString(b)
+}
+
+func keys(t *testing.T, current, previous string) *Keys {
+	t.Helper()
+	k, err := ParseKeys(current, previous)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func open(t *testing.T, dsn string, k *Keys) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), dsn, Options{Keys: k})
+	if err != nil {
+		t.Fatalf("Open: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// cred is a credential with secrets unlike anything else in the row.
+func cred(server, url, tag string) *oauth.Credential {
+	return &oauth.Credential{
+		Server: server, Resource: url, Issuer: "https://issuer.example", TokenURL: "https://issuer.example/token",
+		ClientID: "client-" + server, ClientSecret: oauth.Secret("client-secret-" + tag),
+		AccessToken: oauth.Secret("access-token-" + tag), RefreshToken: oauth.Secret("refresh-token-" + tag),
+		Expiry: time.Now().Add(time.Hour).Round(0), Scopes: []string{"mcp:read"},
+	}
+}
+
+func put(t *testing.T, s *Store, url string, c *oauth.Credential) {
+	t.Helper()
+	if err := s.Update(context.Background(), url, func(*oauth.Credential) (*oauth.Credential, error) { return c, nil }); err != nil {
+		t.Fatalf("Update(%s): %v", url, err)
+	}
+}
+
+// TestStoreContract runs the oauth.Store contract on both databases: keyed by the
+// canonical URL, get/update/delete/list, an error from fn leaving the store as it
+// was, and what one Store writes seen by another on the same database.
+func TestStoreContract(t *testing.T) {
+	for _, db := range pgtest.Stores(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			ctx := context.Background()
+			dsn := db.DSN(t)
+			k := keys(t, newKey(t), "")
+			s := open(t, dsn, k)
+			a, b := "https://a.example/mcp", "https://b.example/mcp"
+			boom := errors.New("boom")
+			credB := cred("b", b, "b1")
+			steps := []struct {
+				name string
+				url  string
+				fn   func(*oauth.Credential) (*oauth.Credential, error)
+				err  error
+				// want is the access token of each URL afterwards ("" for none).
+				want map[string]string
+			}{
+				{"nothing to delete", a, func(c *oauth.Credential) (*oauth.Credential, error) {
+					if c != nil {
+						return nil, fmt.Errorf("fn got %v for a missing credential", c)
+					}
+					return nil, nil
+				}, nil, map[string]string{a: "", b: ""}},
+				{"insert, keyed canonically", "HTTPS://A.example/mcp/", func(*oauth.Credential) (*oauth.Credential, error) {
+					return cred("a", a, "a1"), nil
+				}, nil, map[string]string{a: "access-token-a1", b: ""}},
+				{"insert another", b, func(*oauth.Credential) (*oauth.Credential, error) {
+					cp := *credB
+					return &cp, nil
+				}, nil, map[string]string{a: "access-token-a1", b: "access-token-b1"}},
+				{"replace with what fn makes of it", a, func(c *oauth.Credential) (*oauth.Credential, error) {
+					if c == nil || c.RefreshToken != "refresh-token-a1" || c.URL != a {
+						return nil, fmt.Errorf("fn got %+v", c)
+					}
+					c.AccessToken = "access-token-a2"
+					return c, nil
+				}, nil, map[string]string{a: "access-token-a2", b: "access-token-b1"}},
+				{"an error from fn changes nothing", a, func(c *oauth.Credential) (*oauth.Credential, error) {
+					c.AccessToken = "lost"
+					return nil, boom
+				}, boom, map[string]string{a: "access-token-a2", b: "access-token-b1"}},
+				{"an error from fn deletes nothing", b, func(*oauth.Credential) (*oauth.Credential, error) { return nil, boom },
+					boom, map[string]string{a: "access-token-a2", b: "access-token-b1"}},
+				{"nil deletes", a, func(*oauth.Credential) (*oauth.Credential, error) { return nil, nil },
+					nil, map[string]string{a: "", b: "access-token-b1"}},
+			}
+			other := open(t, dsn, k) // another replica's pool on the same database
+			for _, st := range steps {
+				if err := s.Update(ctx, st.url, st.fn); !errors.Is(err, st.err) || (err == nil) != (st.err == nil) {
+					t.Fatalf("%s: Update = %v, want %v", st.name, err, st.err)
+				}
+				var listed []string
+				all, err := other.List(ctx)
+				if err != nil {
+					t.Fatalf("%s: List: %v", st.name, err)
+				}
+				for _, c := range all {
+					listed = append(listed, c.URL+"="+string(c.AccessToken))
+				}
+				var want []string
+				for _, u := range []string{a, b} {
+					c, err := other.Get(ctx, u)
+					switch {
+					case st.want[u] == "" && !errors.Is(err, oauth.ErrNotSignedIn):
+						t.Errorf("%s: Get(%s) = %v, %v; want ErrNotSignedIn", st.name, u, c, err)
+					case st.want[u] != "" && (err != nil || string(c.AccessToken) != st.want[u] || c.URL != u):
+						t.Errorf("%s: Get(%s) = %+v, %v; want access token %s", st.name, u, c, err, st.want[u])
+					}
+					if st.want[u] != "" {
+						want = append(want, u+"="+st.want[u])
+					}
+				}
+				if strings.Join(listed, " ") != strings.Join(want, " ") {
+					t.Errorf("%s: List = %v, want %v", st.name, listed, want)
+				}
+			}
+			// All of a credential is kept.
+			got, err := other.Get(ctx, b)
+			if want := credB; err != nil || got.ClientSecret != want.ClientSecret || !got.Expiry.Equal(want.Expiry) ||
+				got.Issuer != want.Issuer || got.TokenURL != want.TokenURL || strings.Join(got.Scopes, " ") != "mcp:read" {
+				t.Errorf("Get(b) = %+v, %v; want all of %+v", got, err, want)
+			}
+			if _, err := s.Get(ctx, "not a url"); err == nil {
+				t.Error("Get of a bad URL succeeded")
+			}
+		})
+	}
+}
+
+// TestUpdateAtomic: many updates at once, from two pools on one database as two
+// replicas, each adding one to a count in the credential: none is lost.
+func TestUpdateAtomic(t *testing.T) {
+	for _, db := range pgtest.Stores(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			ctx := context.Background()
+			dsn := db.DSN(t)
+			k := keys(t, newKey(t), "")
+			stores := []*Store{open(t, dsn, k), open(t, dsn, k)}
+			const url, each = "https://a.example/mcp", 8
+			var wg sync.WaitGroup
+			errs := make(chan error, 2*each)
+			for _, s := range stores {
+				for range each {
+					wg.Go(func() {
+						errs <- s.Update(ctx, url, func(c *oauth.Credential) (*oauth.Credential, error) {
+							if c == nil {
+								c = cred("a", url, "x")
+								c.AccessToken = "0"
+							}
+							n, err := strconv.Atoi(string(c.AccessToken))
+							if err != nil {
+								return nil, err
+							}
+							c.AccessToken = oauth.Secret(strconv.Itoa(n + 1))
+							return c, nil
+						})
+					})
+				}
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			c, err := stores[0].Get(ctx, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := string(c.AccessToken); got != strconv.Itoa(2*each) { // a count, not a secret
+				t.Fatalf("count = %s, want %d: an update was lost", got, 2*each)
+			}
+		})
+	}
+}
