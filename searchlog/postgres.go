@@ -104,7 +104,7 @@ func (s *pgStore) tx(ctx context.Context, fn func(querier) error) error {
 }
 
 func (s *pgStore) query(ctx context.Context, q string, args ...any) (rows, error) {
-	r, err := s.pool.Query(ctx, rebind(q), args...)
+	r, err := s.pool.Query(ctx, Rebind(q), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +114,7 @@ func (s *pgStore) query(ctx context.Context, q string, args ...any) (rows, error
 type pgTx struct{ tx pgx.Tx }
 
 func (t pgTx) exec(ctx context.Context, q string, args ...any) error {
-	_, err := t.tx.Exec(ctx, rebind(q), args...)
+	_, err := t.tx.Exec(ctx, Rebind(q), args...)
 	return err
 }
 
@@ -123,7 +123,7 @@ func (t pgTx) execMany(ctx context.Context, q string, args [][]any) error {
 	if len(args) == 0 {
 		return nil
 	}
-	q = rebind(q)
+	q = Rebind(q)
 	b := &pgx.Batch{}
 	for _, a := range args {
 		b.Queue(q, a...)
@@ -132,7 +132,7 @@ func (t pgTx) execMany(ctx context.Context, q string, args [][]any) error {
 }
 
 func (t pgTx) query(ctx context.Context, q string, args ...any) (rows, error) {
-	r, err := t.tx.Query(ctx, rebind(q), args...)
+	r, err := t.tx.Query(ctx, Rebind(q), args...)
 	if err != nil {
 		return nil, err
 	}
@@ -148,9 +148,9 @@ func (t pgTx) lock(ctx context.Context) error {
 	return err
 }
 
-// rebind turns the ? placeholders of the log's SQL into PostgreSQL's $1, $2, ... (the
+// Rebind turns the ? placeholders of the log's SQL into PostgreSQL's $1, $2, ... (the
 // log's statements have no ? anywhere else).
-func rebind(q string) string {
+func Rebind(q string) string {
 	if !strings.Contains(q, "?") {
 		return q
 	}

@@ -244,22 +244,13 @@ func lockOf(rowKey string) int32 {
 	return int32(binary.BigEndian.Uint32(h[:4]))
 }
 
-// q adapts a statement written with ? placeholders to the database.
+// q adapts a statement written with ? placeholders to the database, as the search
+// log's statements are (searchlog.Rebind).
 func (s *Store) q(stmt string) string {
 	if !s.postgres {
 		return stmt
 	}
-	var b strings.Builder
-	n := 0
-	for _, r := range stmt {
-		if r == '?' {
-			n++
-			b.WriteString("$" + strconv.Itoa(n))
-			continue
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	return searchlog.Rebind(stmt)
 }
 
 type querier interface {
