@@ -151,16 +151,30 @@ func Login(ctx context.Context, srv Server, opts LoginOptions) (*Credential, err
 	if opts.ClientMetadataURL != "" {
 		hcfg.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: opts.ClientMetadataURL}
 	}
-	if opts.ClientID != "" {
+	switch {
+	case opts.ClientID != "":
 		pre := &oauthex.ClientCredentials{ClientID: opts.ClientID}
 		if opts.ClientSecret != "" {
 			pre.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: opts.ClientSecret}
 		}
 		hcfg.PreregisteredClient = pre
-	} else {
+	case opts.ClientMetadataURL != "" && asm.ClientIDMetadataDocumentSupported:
+		// The handler uses the metadata document.
+	case asm.RegistrationEndpoint != "":
+		reg, err := registration(ctx, store, asm, cb.redirectURL, client)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", srv.Name, err)
+		}
+		pre := &oauthex.ClientCredentials{ClientID: reg.ClientID, Issuer: reg.Issuer}
+		if reg.ClientSecret != "" {
+			pre.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: string(reg.ClientSecret)}
+		}
+		hcfg.PreregisteredClient = pre
+	default: // no registration endpoint in the metadata: the handler's fallbacks
 		hcfg.DynamicClientRegistrationConfig = &auth.DynamicClientRegistrationConfig{
 			Metadata: &oauthex.ClientRegistrationMetadata{
 				ClientName:              "toolshed",
+				ApplicationType:         "native",
 				RedirectURIs:            []string{cb.redirectURL},
 				GrantTypes:              []string{"authorization_code", "refresh_token"},
 				ResponseTypes:           []string{"code"},
@@ -201,6 +215,33 @@ func Login(ctx context.Context, srv Server, opts LoginOptions) (*Credential, err
 	}
 	c.URL = key
 	return c, nil
+}
+
+// registration returns the client to sign in to asm's issuer with: the one
+// registered before, kept in store (when it is a RegistrationStore), if it fits
+// redirect and the authorization server still knows it; else a new registration,
+// which it keeps for the next sign-in.
+func registration(ctx context.Context, store Store, asm *oauthex.AuthServerMeta, redirect string, client *http.Client) (*Registration, error) {
+	rs, _ := store.(RegistrationStore)
+	if rs != nil {
+		old, err := rs.Registration(ctx, asm.Issuer)
+		if err != nil {
+			return nil, err
+		}
+		if old.fits(asm.Issuer, redirect, time.Now()) && !refused(ctx, asm, old, redirect, client) {
+			return old, nil
+		}
+	}
+	reg, err := register(ctx, asm, redirect, client)
+	if err != nil {
+		return nil, err
+	}
+	if rs != nil {
+		if err := rs.SetRegistration(ctx, asm.Issuer, reg); err != nil {
+			return nil, err
+		}
+	}
+	return reg, nil
 }
 
 // setToken copies what a token endpoint answered into c. A refresh that brings no

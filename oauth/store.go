@@ -129,8 +129,9 @@ type FileStore struct {
 const fileVersion = 1
 
 type fileContent struct {
-	Version     int           `json:"version"`
-	Credentials []*Credential `json:"credentials"`
+	Version       int             `json:"version"`
+	Credentials   []*Credential   `json:"credentials"`
+	Registrations []*Registration `json:"registrations,omitempty"`
 }
 
 func (s *FileStore) path() (string, error) {
@@ -141,14 +142,14 @@ func (s *FileStore) path() (string, error) {
 }
 
 // read reads the file; a missing file is an empty store.
-func (s *FileStore) read() ([]*Credential, error) {
+func (s *FileStore) read() (*fileContent, error) {
 	p, err := s.path()
 	if err != nil {
 		return nil, err
 	}
 	b, err := os.ReadFile(p)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return &fileContent{}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("oauth: reading credentials: %w", err)
@@ -160,12 +161,12 @@ func (s *FileStore) read() ([]*Credential, error) {
 	if f.Version > fileVersion {
 		return nil, fmt.Errorf("oauth: credentials file %s has version %d, newer than this toolshed reads (%d); upgrade toolshed", p, f.Version, fileVersion)
 	}
-	return f.Credentials, nil
+	return &f, nil
 }
 
-// write replaces the file with creds: a temporary file in the same directory,
-// synced, then renamed over it.
-func (s *FileStore) write(creds []*Credential) error {
+// write replaces the file with f: a temporary file in the same directory, synced,
+// then renamed over it.
+func (s *FileStore) write(f *fileContent) error {
 	p, err := s.path()
 	if err != nil {
 		return err
@@ -173,7 +174,8 @@ func (s *FileStore) write(creds []*Credential) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return fmt.Errorf("oauth: creating the credentials directory: %w", err)
 	}
-	b, err := json.MarshalIndent(fileContent{Version: fileVersion, Credentials: creds}, "", "  ")
+	f.Version = fileVersion
+	b, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -211,11 +213,11 @@ func (s *FileStore) Get(ctx context.Context, serverURL string) (*Credential, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	creds, err := s.read()
+	f, err := s.read()
 	if err != nil {
 		return nil, err
 	}
-	for _, c := range creds {
+	for _, c := range f.Credentials {
 		if c.URL == key {
 			return c, nil
 		}
@@ -227,7 +229,11 @@ func (s *FileStore) Get(ctx context.Context, serverURL string) (*Credential, err
 func (s *FileStore) List(ctx context.Context) ([]*Credential, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.read()
+	f, err := s.read()
+	if err != nil {
+		return nil, err
+	}
+	return f.Credentials, nil
 }
 
 // Update implements Store.
@@ -250,10 +256,11 @@ func (s *FileStore) Update(ctx context.Context, serverURL string, fn func(*Crede
 		return err
 	}
 	defer unlock()
-	creds, err := s.read()
+	f, err := s.read()
 	if err != nil {
 		return err
 	}
+	creds := f.Credentials
 	i := slices.IndexFunc(creds, func(c *Credential) bool { return c.URL == key })
 	var old *Credential
 	if i >= 0 {
@@ -277,5 +284,6 @@ func (s *FileStore) Update(ctx context.Context, serverURL string, fn func(*Crede
 			creds = append(creds, c)
 		}
 	}
-	return s.write(creds)
+	f.Credentials = creds
+	return s.write(f)
 }

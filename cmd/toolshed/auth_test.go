@@ -191,9 +191,11 @@ func (e *authEnv) waitFor(cs *mcp.ClientSession, tool string, ok bool) string {
 func TestAuthCommands(t *testing.T) {
 	p := testoidc.Start(t, testoidc.Options{AccessTokenTTL: 3 * time.Second})
 	url := testoidc.StartProtected(t, p, testoidc.ProtectedOptions{})
+	modernURL := testoidc.StartProtected(t, p, testoidc.ProtectedOptions{SDK: 2})
 	dir := t.TempDir()
 	e := &authEnv{t: t, p: p, cfg: filepath.Join(dir, "mcp.json"), creds: filepath.Join(dir, "credentials.json")}
-	cfg := `{"mcpServers": {"protected": {"url": "` + url + `", "oauth": {"scopes": ["mcp:read"]}}}}`
+	cfg := `{"mcpServers": {"protected": {"url": "` + url + `", "oauth": {"scopes": ["mcp:read"]}},
+		"modern": {"url": "` + modernURL + `", "oauth": {"scopes": ["mcp:read"]}}}}`
 	if err := os.WriteFile(e.cfg, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -244,6 +246,23 @@ func TestAuthCommands(t *testing.T) {
 	if !strings.Contains(serveLog.String(), "protected needs sign-in") {
 		t.Errorf("serve's log does not say the server needs sign-in:\n%s", serveLog)
 	}
+
+	// A server on the TypeScript SDK v2 (MCP 2026-07-28) at the same issuer: its
+	// sign-in reuses the client registered for the first, and serve calls it.
+	if out := e.login("modern"); !strings.Contains(out, "Signed in to modern (issuer "+p.Issuer()) {
+		t.Errorf("login modern's output:\n%s", out)
+	}
+	// whoami names the protocol revision of the call: toolshed speaks 2026-07-28
+	// with this server.
+	if who := e.waitFor(cs, "modern__whoami", true); !strings.Contains(who, testoidc.DefaultUser.Name) || !strings.Contains(who, `"protocol":"2026-07-28"`) {
+		t.Fatalf("whoami of the v2 server through serve: %s", who)
+	}
+	first, _ := (&oauth.FileStore{Path: e.creds}).Get(t.Context(), url)
+	modern, _ := (&oauth.FileStore{Path: e.creds}).Get(t.Context(), modernURL)
+	if first == nil || modern == nil || first.ClientID != modern.ClientID {
+		t.Errorf("the sign-in to modern registered another client at the same issuer")
+	}
+	e.keepSecrets()
 
 	// The token expires (3s): the next call refreshes it.
 	before, _ := (&oauth.FileStore{Path: e.creds}).Get(t.Context(), url)

@@ -22,7 +22,11 @@
 //     takes only the provider's JWTs issued for its own URL. It serves its protected
 //     resource metadata (RFC 9728), answers 401 with WWW-Authenticate naming it, and
 //     offers the tools whoami, echo and admin_action; admin_action needs mcp:write and
-//     answers a token without it with 403 and an insufficient_scope challenge.
+//     answers a token without it with 403 and an insufficient_scope challenge. With
+//     ProtectedOptions{SDK: 2} the server is protected-v2.mjs, the same on the
+//     TypeScript SDK v2 (@modelcontextprotocol/server: requireBearerAuth,
+//     requireScopes, buildOAuthProtectedResourceMetadata), which also speaks MCP
+//     2026-07-28; its whoami names the MCP-Protocol-Version of the call too.
 //   - Provider.RunClientV1 runs an MCP client on the TypeScript SDK v1's OAuth
 //     support (client-v1.mjs: an OAuthClientProvider, redirectToAuthorization,
 //     finishAuth) against a protected MCP endpoint, such as toolshed's, and plays its
@@ -35,7 +39,7 @@
 // iss. A test of toolshed as a protected resource gets its tokens from
 // p.ClientCredentialsToken instead.
 //
-// The npm packages come from .deps/auth, installed by `bash scripts/deps.sh` from
+// The npm packages come from .deps/auth (and, for the v2 server, .deps/npm), installed by `bash scripts/deps.sh` from
 // scripts/npm/auth (pinned by its package-lock.json). When they are missing or out of
 // date the test fails with that command, as internal/testupstream does for its npm
 // servers. Nothing here prints a token, a code or a secret.

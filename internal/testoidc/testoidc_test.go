@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -102,10 +103,19 @@ type whoami struct {
 	Groups []string `json:"groups"`
 }
 
+// sdks are the TypeScript SDK majors of the protected servers the tests run against.
+var sdks = []int{1, 2}
+
 func TestAuthorizationCodeFlow(t *testing.T) {
+	for _, sdk := range sdks {
+		t.Run(fmt.Sprintf("v%d", sdk), func(t *testing.T) { authorizationCodeFlow(t, sdk) })
+	}
+}
+
+func authorizationCodeFlow(t *testing.T, sdk int) {
 	ctx := ctxFor(t)
 	p := testoidc.Start(t, testoidc.Options{})
-	server := testoidc.StartProtected(t, p, testoidc.ProtectedOptions{})
+	server := testoidc.StartProtected(t, p, testoidc.ProtectedOptions{SDK: sdk})
 	conf := oauthConfig(p, testoidc.ScopeRead, testoidc.ScopeWrite, "offline_access")
 
 	tok := signIn(t, ctx, p, conf, server)
@@ -166,9 +176,15 @@ func challenge(t *testing.T, ctx context.Context, url, token, tool string) (int,
 }
 
 func TestProtectedChallenges(t *testing.T) {
+	for _, sdk := range sdks {
+		t.Run(fmt.Sprintf("v%d", sdk), func(t *testing.T) { protectedChallenges(t, sdk) })
+	}
+}
+
+func protectedChallenges(t *testing.T, sdk int) {
 	ctx := ctxFor(t)
 	p := testoidc.Start(t, testoidc.Options{})
-	server := testoidc.StartProtected(t, p, testoidc.ProtectedOptions{})
+	server := testoidc.StartProtected(t, p, testoidc.ProtectedOptions{SDK: sdk})
 	other := strings.Replace(server, "/mcp", "/other", 1)
 	readOnly, err := p.ClientCredentialsToken(ctx, server, testoidc.ScopeRead)
 	if err != nil {
