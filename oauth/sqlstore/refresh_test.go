@@ -27,7 +27,7 @@ import (
 	"github.com/toolshed/toolshed/oauth/sqlstore"
 )
 
-// The environment of a replica process (TestReplicaProcess): it is started by
+// The environment of a replica process (see TestMain): it is started by
 // TestRefreshAcrossReplicas with these set, and runs the calls of one replica.
 const (
 	replicaEnv    = "TOOLSHED_SQLSTORE_TEST_REPLICA" // the database's DSN
@@ -127,7 +127,7 @@ func runReplicas(t *testing.T, ctx context.Context, dsn, url, tokenURL string, n
 	}
 	var rs []*replica
 	for range n {
-		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestReplicaProcess$")
+		cmd := exec.CommandContext(ctx, os.Args[0]) // a replica: see TestMain
 		cmd.Env = append(os.Environ(), replicaEnv+"="+dsn, replicaURLEnv+"="+url, replicaTokEnv+"="+tokenURL)
 		r := &replica{cmd: cmd}
 		cmd.Stderr = &r.log
@@ -182,29 +182,39 @@ func runReplicas(t *testing.T, ctx context.Context, dsn, url, tokenURL string, n
 	return refreshes, tokens
 }
 
-// TestReplicaProcess is one replica of TestRefreshAcrossReplicas, when that starts it:
+// TestMain runs a replica of TestRefreshAcrossReplicas when that starts this test
+// binary as one (replicaEnv set), and the tests otherwise.
+func TestMain(m *testing.M) {
+	if os.Getenv(replicaEnv) != "" {
+		if err := replica(); err != nil {
+			fmt.Fprintln(os.Stderr, "replica:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// replica is one replica of TestRefreshAcrossReplicas:
 // two connections to the protected server through the store in the database, two
 // calls on each, at once. It says "replica: ready" once its store is open, waits for
 // "go" on stdin, and ends with "replica: done N TOKEN": N requests to the token
 // endpoint, and the fingerprint of the stored access token, which its connections
 // last sent.
-func TestReplicaProcess(t *testing.T) {
+func replica() error {
 	dsn := os.Getenv(replicaEnv)
-	if dsn == "" {
-		t.Skip("a replica process of TestRefreshAcrossReplicas; run by it")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	store, err := sqlstore.Open(ctx, dsn, sqlstore.Options{})
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer store.Close()
 	srv := oauth.Server{Name: "protected", URL: os.Getenv(replicaURLEnv)}
 	counter := &tokenRequests{url: os.Getenv(replicaTokEnv)}
 	fmt.Println("replica: ready")
 	if s := bufio.NewScanner(os.Stdin); !s.Scan() || s.Text() != "go" {
-		t.Fatal("no go on stdin")
+		return errors.New("no go on stdin")
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
@@ -242,20 +252,21 @@ func TestReplicaProcess(t *testing.T) {
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		t.Fatalf("a call: %v", err)
+		return fmt.Errorf("a call: %w", err)
 	}
 	c, err := store.Get(ctx, srv.URL)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	for i, s := range sent {
 		// The last request of each connection carried the stored token: the one
 		// it refreshed itself or took from the store after the other's refresh.
 		if s.last() != "Bearer "+string(c.AccessToken) {
-			t.Fatalf("connection %d last sent another token than the stored one", i)
+			return fmt.Errorf("connection %d last sent another token than the stored one", i)
 		}
 	}
 	fmt.Printf("replica: done %d %s\n", counter.n.Load(), fingerprint(c.AccessToken))
+	return nil
 }
 
 // fingerprint stands for a token in the output: a hash of it.
