@@ -183,6 +183,11 @@ func (r *callRegistry) run(ctx context.Context, spec callSpec) (*mcp.CallToolRes
 	if err := checkTaskSupport(spec); err != nil {
 		return nil, err // before asking the user to approve a call that cannot run
 	}
+	if u := r.g.byName[spec.tool.Server]; u != nil {
+		if res, err, ok := r.needsSignIn(ctx, spec, u, finish); ok {
+			return res, err // before the approval: the call cannot run yet
+		}
+	}
 	if r.g.hooks.needsApproval(spec.tool) {
 		// Not for a call that cannot run: the user would approve it for nothing.
 		if u := r.g.byName[spec.tool.Server]; u != nil && u.currentLink() == nil {
@@ -294,7 +299,7 @@ func offered(responses mcp.InputResponseMap) *callRetry {
 // send sends c upstream: the call itself, or its retry with the client's answers to
 // what the upstream asked.
 func (r *callRegistry) send(c *call, retry *callRetry) {
-	c.u.startCall(c.upCtx, upstreamCall{name: c.name, args: c.args, meta: c.meta, caller: c.caller, retry: retry}, func(raw json.RawMessage, err error) {
+	c.u.startCall(c.upCtx, upstreamCall{name: c.name, args: c.args, meta: c.meta, caller: c.caller, retry: retry, user: c.u.callUser(c.principal)}, func(raw json.RawMessage, err error) {
 		c.done <- r.watchTask(c, c.u, outcome{raw: raw, err: err})
 	})
 }

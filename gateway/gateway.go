@@ -188,6 +188,14 @@ const (
 
 // Gateway is a running toolshed gateway.
 type Gateway struct {
+	// hub runs the per-user sign-ins (see usersignin.go), at publicURL; nil without
+	// an HTTP front that has a public URL.
+	hubMu     sync.Mutex
+	hub       *oauth.Hub
+	publicURL string
+	// ownCred is the credential of the HTTP front's own token (HTTPOptions.Token),
+	// whose clients are the gateway's own (see userOf).
+	ownCred atomic.Pointer[credential]
 	// subjects maps the credential of an OAuth-signed-in client to its subject as
 	// the activity log names it (see oauthFront.logged).
 	subjects  sync.Map
@@ -376,6 +384,9 @@ func (g *Gateway) Run(ctx context.Context) error {
 	wg.Wait()
 	g.procs.killAll()
 	g.hooks.close()
+	if hub, _ := g.signIns(); hub != nil {
+		hub.Close()
+	}
 	return nil
 }
 

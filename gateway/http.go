@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/toolshed/toolshed/internal/frontdoor"
@@ -62,6 +64,11 @@ type HTTPOptions struct {
 	// OAuth, when set, lets clients sign in with OAuth access tokens besides the
 	// static tokens, and serves the protected resource metadata that tells them how.
 	OAuth *OAuthOptions
+	// PublicURL is toolshed's public URL (scheme://host[:port], a path prefix
+	// allowed), where browsers reach the pages of per-user sign-in (/signin/...,
+	// see usersignin.go). "" means the origin of OAuth.Resource, if set; without
+	// either, a server that needs each user's sign-in cannot be signed in to.
+	PublicURL string
 }
 
 // replicaID is the shape of HTTPOptions.ReplicaID: a DNS label (RFC 1123), so that a
@@ -141,14 +148,36 @@ func (g *Gateway) Handler(opts HTTPOptions) http.Handler {
 	}
 	mux.HandleFunc("/mcp", serveMCP)
 	mux.HandleFunc("/mcp/{profile}", serveMCP)
-	h, err := frontdoor.Guard(mux, frontdoor.Options{AllowHosts: opts.AllowHosts, AllowOrigins: opts.AllowOrigins, RequireJSON: true, Open: !auth.required,
+	guard := frontdoor.Options{AllowHosts: opts.AllowHosts, AllowOrigins: opts.AllowOrigins, RequireJSON: true, Open: !auth.required,
 		Deny: func(w http.ResponseWriter, _ *http.Request, status int, message string) {
 			httpError(w, status, "%s", message)
-		}})
+		}}
+	h, err := frontdoor.Guard(mux, guard)
 	if err != nil {
 		g.logf("http: ignoring allowed origins: %v", err)
 	}
-	return h
+	// The sign-in pages take a form (POST, same origin only), not JSON.
+	pages := http.NewServeMux()
+	g.handleSignIn(pages, publicURL(opts), auth)
+	guard.RequireJSON = false
+	ph, _ := frontdoor.Guard(pages, guard)
+	top := http.NewServeMux()
+	top.Handle("/signin/", ph)
+	top.Handle("/", h)
+	return top
+}
+
+// publicURL is toolshed's public URL as opts give it (see HTTPOptions.PublicURL).
+func publicURL(opts HTTPOptions) string {
+	if opts.PublicURL != "" {
+		return strings.TrimSuffix(opts.PublicURL, "/")
+	}
+	if opts.OAuth != nil && opts.OAuth.Resource != "" {
+		if u, err := url.Parse(opts.OAuth.Resource); err == nil && u.Host != "" {
+			return u.Scheme + "://" + u.Host
+		}
+	}
+	return ""
 }
 
 func httpError(w http.ResponseWriter, code int, format string, args ...any) {

@@ -26,6 +26,10 @@ func (g *Gateway) newHTTPAuth(token string, oauth *OAuthOptions) *httpAuth {
 		}
 	}
 	a.required = token != "" || len(a.tokens) > 0 || a.oauth != nil
+	if token != "" {
+		own := credential(sha256.Sum256([]byte(token)))
+		g.ownCred.Store(&own)
+	}
 	return a
 }
 

@@ -29,6 +29,9 @@ func (u *Upstream) signIn(ctx context.Context) (http.RoundTripper, error) {
 			return nil, err
 		}
 		base = signInWatch{t: t, u: u}
+		if u.perUser() {
+			base = u.usersTransport(base)
+		}
 	}
 	u.mu.Lock()
 	u.base = base

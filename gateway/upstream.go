@@ -507,6 +507,9 @@ type upstreamCall struct {
 	// retry, when not nil, makes the request the retry of a call the server asked
 	// input for (MRTR), with a JSON-RPC id of its own.
 	retry *callRetry
+	// user, for a server each user signs in to, is who the call is for: it is
+	// signed with their credential (see usersignin.go).
+	user string
 }
 
 // startCall sends uc to the upstream, within the call timeout. done gets the outcome,
@@ -536,6 +539,9 @@ func (u *Upstream) startCall(ctx context.Context, uc upstreamCall, done func(jso
 		timeout = config.DefaultCallTimeout
 	}
 	callCtx, cancel := context.WithTimeoutCause(ctx, timeout, ErrTimeout)
+	if uc.user != "" {
+		callCtx = oauth.WithUser(callCtx, uc.user)
+	}
 	finish := func(raw json.RawMessage, err error) {
 		l.busy.Add(-1)
 		raw, err = u.callOutcome(ctx, callCtx, timeout, raw, err)

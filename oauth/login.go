@@ -30,6 +30,9 @@ type Server struct {
 	// Headers are sent with every request to it (not Authorization, which sign-in
 	// sets).
 	Headers map[string]string
+	// User, when set, makes the credential one user's of the server (a gateway's
+	// user signing in for their own calls, see Key) rather than the gateway's own.
+	User string
 	// SignIn says the config asks for sign-in (an oauth block): without a
 	// credential, any 401 of the server then means it needs sign-in. Otherwise
 	// only a 401 with a Bearer challenge does; another 401 is an error like any
@@ -63,6 +66,10 @@ type LoginOptions struct {
 	// elsewhere. NoBrowser only prints it.
 	Browser   func(authURL string) error
 	NoBrowser bool
+	// Redirect, when set, takes the authorization response elsewhere than on a
+	// loopback listener: at a gateway's public callback (see Hub). RedirectURL,
+	// CallbackPort, Browser and NoBrowser are then not used.
+	Redirect *Redirect
 	// Out receives the advice to open the URL; nil means io.Discard.
 	Out io.Writer
 	// HTTPClient makes the requests to the server and the authorization server;
@@ -90,7 +97,7 @@ func (o *LoginOptions) client() *http.Client {
 // credential. It returns the credential stored. It waits for the user until ctx
 // ends.
 func Login(ctx context.Context, srv Server, opts LoginOptions) (*Credential, error) {
-	key, err := CanonicalURL(srv.URL)
+	key, err := srv.key()
 	if err != nil {
 		return nil, err
 	}
@@ -100,11 +107,28 @@ func Login(ctx context.Context, srv Server, opts LoginOptions) (*Credential, err
 		return nil, err
 	}
 
-	cb, err := listenLoopback(opts.RedirectURL, opts.CallbackPort)
-	if err != nil {
-		return nil, err
+	var redirectURL string
+	var fetch auth.AuthorizationCodeFetcher
+	if r := opts.Redirect; r != nil {
+		redirectURL = r.URL
+		fetch = func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+			state, err := checkAuthURL(args.URL, r.URL)
+			if err != nil {
+				return nil, err
+			}
+			return r.Wait(ctx, args.URL, state)
+		}
+	} else {
+		cb, err := listenLoopback(opts.RedirectURL, opts.CallbackPort)
+		if err != nil {
+			return nil, err
+		}
+		defer cb.close()
+		redirectURL = cb.redirectURL
+		fetch = func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+			return cb.fetch(ctx, args.URL, func(u string) error { return opts.show(srv.Name, u, cb.redirectURL) })
+		}
 	}
-	defer cb.close()
 
 	req, resp, err := probe(ctx, srv, client)
 	if err != nil {
@@ -121,11 +145,9 @@ func Login(ctx context.Context, srv Server, opts LoginOptions) (*Credential, err
 		tok *oauth2.Token
 	}
 	hcfg := &auth.AuthorizationCodeHandlerConfig{
-		RedirectURL: cb.redirectURL,
-		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
-			return cb.fetch(ctx, args.URL, func(u string) error { return opts.show(srv.Name, u, cb.redirectURL) })
-		},
-		RequestRefreshToken: true,
+		RedirectURL:              redirectURL,
+		AuthorizationCodeFetcher: fetch,
+		RequestRefreshToken:      true,
 		// A matching iss that the server does not advertise is still checked: a
 		// mismatched one is refused either way.
 		AcceptUnadvertisedIss: true,
@@ -161,7 +183,7 @@ func Login(ctx context.Context, srv Server, opts LoginOptions) (*Credential, err
 	case opts.ClientMetadataURL != "" && asm.ClientIDMetadataDocumentSupported:
 		// The handler uses the metadata document.
 	case asm.RegistrationEndpoint != "":
-		reg, err := registration(ctx, store, asm, cb.redirectURL, client)
+		reg, err := registration(ctx, store, asm, redirectURL, client)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", srv.Name, err)
 		}
@@ -174,8 +196,8 @@ func Login(ctx context.Context, srv Server, opts LoginOptions) (*Credential, err
 		hcfg.DynamicClientRegistrationConfig = &auth.DynamicClientRegistrationConfig{
 			Metadata: &oauthex.ClientRegistrationMetadata{
 				ClientName:              "toolshed",
-				ApplicationType:         "native",
-				RedirectURIs:            []string{cb.redirectURL},
+				ApplicationType:         applicationType(redirectURL),
+				RedirectURIs:            []string{redirectURL},
 				GrantTypes:              []string{"authorization_code", "refresh_token"},
 				ResponseTypes:           []string{"code"},
 				TokenEndpointAuthMethod: "none",
@@ -207,6 +229,7 @@ func Login(ctx context.Context, srv Server, opts LoginOptions) (*Credential, err
 		AuthStyle:     int(issued.cfg.Endpoint.AuthStyle),
 		Scopes:        grantedScopes(issued.tok, issued.cfg.Scopes),
 		Updated:       time.Now(),
+		User:          srv.User,
 	}
 	c.setToken(issued.tok)
 	err = store.Update(ctx, key, func(*Credential) (*Credential, error) { return c, nil })
@@ -215,6 +238,17 @@ func Login(ctx context.Context, srv Server, opts LoginOptions) (*Credential, err
 	}
 	c.URL = key
 	return c, nil
+}
+
+// Redirect is where the authorization server sends the browser back to, when it is
+// not a loopback listener of Login's own.
+type Redirect struct {
+	// URL is the redirect URI, registered with the authorization server.
+	URL string
+	// Wait is called with the URL the user has to open, whose state the response
+	// must carry, and returns the authorization response received at URL. It waits
+	// until ctx ends.
+	Wait func(ctx context.Context, authURL, state string) (*auth.AuthorizationResult, error)
 }
 
 // registration returns the client to sign in to asm's issuer with: the one
@@ -394,3 +428,6 @@ func scrub(err error) error {
 	}
 	return err
 }
+
+// key is the key of srv's credential in a Store.
+func (srv Server) key() (string, error) { return Key(srv.URL, srv.User) }

@@ -146,19 +146,12 @@ func (cb *callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // fetch is the SDK's AuthorizationCodeFetcher: it checks that authURL sends the
 // browser back here, shows it to the user, and waits for the response.
 func (cb *callback) fetch(ctx context.Context, authURL string, show func(string) error) (*auth.AuthorizationResult, error) {
-	u, err := url.Parse(authURL)
+	state, err := checkAuthURL(authURL, cb.redirectURL)
 	if err != nil {
-		return nil, fmt.Errorf("the authorization URL: %w", err)
-	}
-	q := u.Query()
-	if q.Get("redirect_uri") != cb.redirectURL {
-		return nil, fmt.Errorf("the authorization URL redirects to %q, not to toolshed's %s", q.Get("redirect_uri"), cb.redirectURL)
-	}
-	if q.Get("state") == "" || q.Get("code_challenge_method") != "S256" {
-		return nil, errors.New("the authorization URL lacks a state or a PKCE S256 challenge")
+		return nil, err
 	}
 	cb.mu.Lock()
-	cb.state, cb.used = q.Get("state"), false
+	cb.state, cb.used = state, false
 	cb.mu.Unlock()
 	if err := show(authURL); err != nil {
 		return nil, err
@@ -169,6 +162,23 @@ func (cb *callback) fetch(ctx context.Context, authURL string, show func(string)
 	case <-ctx.Done():
 		return nil, fmt.Errorf("waiting for the browser to come back: %w", context.Cause(ctx))
 	}
+}
+
+// checkAuthURL checks that authURL sends the browser back to redirect, with a
+// state and a PKCE S256 challenge, and returns the state.
+func checkAuthURL(authURL, redirect string) (string, error) {
+	u, err := url.Parse(authURL)
+	if err != nil {
+		return "", fmt.Errorf("the authorization URL: %w", err)
+	}
+	q := u.Query()
+	if q.Get("redirect_uri") != redirect {
+		return "", fmt.Errorf("the authorization URL redirects to %q, not to toolshed's %s", q.Get("redirect_uri"), redirect)
+	}
+	if q.Get("state") == "" || q.Get("code_challenge_method") != "S256" {
+		return "", errors.New("the authorization URL lacks a state or a PKCE S256 challenge")
+	}
+	return q.Get("state"), nil
 }
 
 // openBrowser opens u in the system's browser, if there is one.

@@ -143,12 +143,13 @@ func withoutLoopbackPort(raw string) (string, bool) {
 	return u.String(), true
 }
 
-// register registers toolshed with the authorization server of asm as a native
-// public client whose redirect URI is redirect.
+// register registers toolshed with the authorization server of asm as a public
+// client whose redirect URI is redirect: a native one for a loopback redirect
+// (`toolshed auth login`), a web one for a gateway's public callback.
 func register(ctx context.Context, asm *oauthex.AuthServerMeta, redirect string, client *http.Client) (*Registration, error) {
 	meta := &oauthex.ClientRegistrationMetadata{
 		ClientName:              "toolshed",
-		ApplicationType:         "native",
+		ApplicationType:         applicationType(redirect),
 		RedirectURIs:            []string{redirect},
 		GrantTypes:              []string{"authorization_code", "refresh_token"},
 		ResponseTypes:           []string{"code"},
@@ -175,6 +176,16 @@ func register(ctx context.Context, asm *oauthex.AuthServerMeta, redirect string,
 		r.ApplicationType = meta.ApplicationType
 	}
 	return r, nil
+}
+
+// applicationType is the OAuth application type of a client whose redirect URI is
+// redirect (OpenID Connect Dynamic Client Registration, section 2): native for a
+// loopback one, web for any other.
+func applicationType(redirect string) string {
+	if _, err := CheckRedirectURL(redirect); err == nil {
+		return "native"
+	}
+	return "web"
 }
 
 // refused asks the token endpoint of asm whether it still knows the client of r,

@@ -46,7 +46,7 @@ func StateOf(c *Credential, now time.Time) State {
 // revoked them; an error revoking is returned together with the credential
 // forgotten all the same, so that the user is signed out here either way.
 func Logout(ctx context.Context, srv Server, store Store, client *http.Client) (revoked bool, err error) {
-	key, err := CanonicalURL(srv.URL)
+	key, err := srv.key()
 	if err != nil {
 		return false, err
 	}

@@ -61,6 +61,9 @@ type Credential struct {
 	Expiry       time.Time `json:"expiry,omitzero"`
 	// Updated is when the tokens were last stored.
 	Updated time.Time `json:"updated,omitzero"`
+	// User is who the credential is for when a gateway keeps one per user of a
+	// server (see Server.User); "" is the gateway's own, `toolshed auth login`'s.
+	User string `json:"user,omitempty"`
 }
 
 // expired reports whether the access token has expired, or will within margin.
@@ -81,7 +84,31 @@ func CanonicalURL(raw string) (string, error) {
 	return u.String(), nil
 }
 
-// A Store keeps credentials, keyed by the server's canonical URL. It is safe for
+// userMark separates a per-user key's user from the server's URL. A canonical URL
+// has no fragment, so no server's own key can hold it.
+const userMark = "#user="
+
+// Key is the key of the credential of user for the server at serverURL: its
+// canonical URL, with the user after it for a per-user credential.
+func Key(serverURL, user string) (string, error) {
+	k, err := CanonicalURL(serverURL)
+	if err != nil || user == "" {
+		return k, err
+	}
+	if strings.ContainsAny(user, "#/?") {
+		return "", fmt.Errorf("oauth: user %q has a character keys cannot hold (#, / or ?)", user)
+	}
+	return k + userMark + user, nil
+}
+
+// CanonicalKey is the canonical form of a key as Key makes it, or of a server URL:
+// what stores key credentials by.
+func CanonicalKey(key string) (string, error) {
+	u, user, _ := strings.Cut(key, userMark)
+	return Key(u, user)
+}
+
+// A Store keeps credentials, keyed by the server's canonical URL (see Key). It is safe for
 // concurrent use, and Update is atomic also against other processes (or replicas)
 // that share the store: that is what keeps two refreshes of one credential from
 // using its refresh token twice.
@@ -207,7 +234,7 @@ func (s *FileStore) write(f *fileContent) error {
 
 // Get implements Store.
 func (s *FileStore) Get(ctx context.Context, serverURL string) (*Credential, error) {
-	key, err := CanonicalURL(serverURL)
+	key, err := CanonicalKey(serverURL)
 	if err != nil {
 		return nil, err
 	}
@@ -238,7 +265,7 @@ func (s *FileStore) List(ctx context.Context) ([]*Credential, error) {
 
 // Update implements Store.
 func (s *FileStore) Update(ctx context.Context, serverURL string, fn func(*Credential) (*Credential, error)) error {
-	key, err := CanonicalURL(serverURL)
+	key, err := CanonicalKey(serverURL)
 	if err != nil {
 		return err
 	}

@@ -133,3 +133,40 @@ func FuzzCheckRedirectURL(f *testing.F) {
 		}
 	})
 }
+
+// TestKey: a per-user key keeps its user through the canonical form the stores key
+// by, never equals the server's own key, and refuses a user that would not survive it.
+func TestKey(t *testing.T) {
+	for _, c := range []struct{ url, user, want string }{
+		{"https://MCP.example.com/mcp/", "", "https://mcp.example.com/mcp"},
+		{"https://MCP.example.com/mcp/", "ab12", "https://mcp.example.com/mcp#user=ab12"},
+		{"https://mcp.example.com/mcp#frag", "ab12", "https://mcp.example.com/mcp#user=ab12"},
+	} {
+		got, err := Key(c.url, c.user)
+		if err != nil || got != c.want {
+			t.Errorf("Key(%q, %q) = %q, %v; want %q", c.url, c.user, got, err, c.want)
+		}
+		again, err := CanonicalKey(got)
+		if err != nil || again != got {
+			t.Errorf("CanonicalKey(%q) = %q, %v", got, again, err)
+		}
+	}
+	if _, err := Key("https://mcp.example.com/mcp", "a#b"); err == nil {
+		t.Error("a user with # was taken")
+	}
+	ctx := context.Background()
+	s := &FileStore{Path: filepath.Join(t.TempDir(), "c.json")}
+	own, _ := Key("https://mcp.example.com/mcp", "")
+	mine, _ := Key("https://mcp.example.com/mcp", "ab12")
+	if err := s.Update(ctx, mine, func(*Credential) (*Credential, error) {
+		return &Credential{AccessToken: "t", User: "ab12"}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, own); !errors.Is(err, ErrNotSignedIn) {
+		t.Errorf("the server's own key found a user's credential: %v", err)
+	}
+	if c, err := s.Get(ctx, "HTTPS://mcp.example.com/mcp/#user=ab12"); err != nil || c.User != "ab12" {
+		t.Errorf("the user's credential: %+v, %v", c, err)
+	}
+}

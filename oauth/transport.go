@@ -24,6 +24,9 @@ var ErrInsufficientScope = errors.New("the server needs a scope that was not gra
 // wraps ErrNotSignedIn or ErrInsufficientScope.
 type SignInError struct {
 	Server string
+	// User is the user whose own sign-in the server needs, for a server each user
+	// signs in to (see Users); "" for the gateway's own sign-in.
+	User string
 	// Reason says why, such as "the refresh token was refused".
 	Reason string
 	// Scopes are the scopes a call was refused for, with ErrInsufficientScope.
@@ -32,6 +35,9 @@ type SignInError struct {
 }
 
 func (e *SignInError) Error() string {
+	if e.User != "" {
+		return fmt.Sprintf("%s needs you to sign in to it with your own account (%s): call the tool again from a client that can open links (URL-mode elicitation), or open the sign-in link toolshed gave", e.Server, e.Reason)
+	}
 	if errors.Is(e.err, ErrInsufficientScope) {
 		return fmt.Sprintf("%s needs sign-in with scope %s (%s): run `toolshed auth login %s`", e.Server, strings.Join(e.Scopes, " "), e.Reason, e.Server)
 	}
@@ -40,8 +46,8 @@ func (e *SignInError) Error() string {
 
 func (e *SignInError) Unwrap() error { return e.err }
 
-func needsSignIn(server, format string, args ...any) error {
-	return &SignInError{Server: server, Reason: fmt.Sprintf(format, args...), err: ErrNotSignedIn}
+func needsSignIn(srv Server, format string, args ...any) error {
+	return &SignInError{Server: srv.Name, User: srv.User, Reason: fmt.Sprintf(format, args...), err: ErrNotSignedIn}
 }
 
 // refreshTimeout bounds one refresh. It does not end with the request that
@@ -74,7 +80,7 @@ type Transport struct {
 // sends the requests (nil means http.DefaultTransport), and the refreshes to the
 // issuer's token endpoint. Only a store that cannot be read is an error.
 func NewTransport(ctx context.Context, srv Server, store Store, base http.RoundTripper) (*Transport, error) {
-	key, err := CanonicalURL(srv.URL)
+	key, err := srv.key()
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +114,7 @@ func (t *Transport) SignedIn() bool {
 // Ready reports whether store holds a credential srv's requests can be signed with:
 // one to try again with after a *SignInError.
 func Ready(ctx context.Context, srv Server, store Store) bool {
-	key, err := CanonicalURL(srv.URL)
+	key, err := srv.key()
 	if err != nil {
 		return false
 	}
@@ -147,7 +153,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp, err := t.base.RoundTrip(req)
 		if err == nil && resp.StatusCode == http.StatusUnauthorized && covers(t.key, req.URL.String()) && (t.srv.SignIn || bearerChallenge(resp)) {
 			drain(resp)
-			return nil, needsSignIn(t.srv.Name, "the server asks for it")
+			return nil, needsSignIn(t.srv, "the server asks for it")
 		}
 		return resp, err
 	}
@@ -170,14 +176,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 		if req.Body != nil && req.GetBody == nil {
-			return nil, needsSignIn(t.srv.Name, "the server refused the token, and the request cannot be sent again")
+			return nil, needsSignIn(t.srv, "the server refused the token, and the request cannot be sent again")
 		}
 		if resp, err = t.send(req, tok); err != nil {
 			return nil, err
 		}
 		if resp.StatusCode == http.StatusUnauthorized {
 			drain(resp)
-			return nil, needsSignIn(t.srv.Name, "the server refused a freshly refreshed token")
+			return nil, needsSignIn(t.srv, "the server refused a freshly refreshed token")
 		}
 	case http.StatusForbidden:
 		if scopes, ok := insufficientScope(resp); ok {
@@ -274,7 +280,7 @@ func (t *Transport) stepUp(ctx context.Context, scopes []string) error {
 	t.mu.Lock()
 	t.stale = true
 	t.mu.Unlock()
-	return &SignInError{Server: t.srv.Name, Reason: "the server refused the call for want of it", Scopes: scopes, err: ErrInsufficientScope}
+	return &SignInError{Server: t.srv.Name, User: t.srv.User, Reason: "the server refused the call for want of it", Scopes: scopes, err: ErrInsufficientScope}
 }
 
 // token returns the access token to send. refused, when set, is a token the
@@ -296,11 +302,11 @@ func (t *Transport) token(ctx context.Context, refused Secret) (Secret, error) {
 	err := t.store.Update(ctx, t.key, func(c *Credential) (*Credential, error) {
 		switch {
 		case c == nil:
-			return nil, needsSignIn(t.srv.Name, "signed out")
+			return nil, needsSignIn(t.srv, "signed out")
 		case c.Issuer != t.cred.Issuer || c.TokenURL != t.cred.TokenURL:
 			// Signed in anew, maybe with another issuer: take it as it is.
 			if c.AccessToken == "" || !covers(c.Resource, t.key) {
-				return nil, needsSignIn(t.srv.Name, "the sign-in has ended")
+				return nil, needsSignIn(t.srv, "the sign-in has ended")
 			}
 			t.cred = c
 			return c, nil
@@ -308,7 +314,7 @@ func (t *Transport) token(ctx context.Context, refused Secret) (Secret, error) {
 			t.cred = c // another process refreshed it
 			return c, nil
 		case c.RefreshToken == "":
-			ended = needsSignIn(t.srv.Name, "the token expired and there is no refresh token")
+			ended = needsSignIn(t.srv, "the token expired and there is no refresh token")
 			c.AccessToken = ""
 			t.cred = c
 			return c, nil
@@ -318,7 +324,7 @@ func (t *Transport) token(ctx context.Context, refused Secret) (Secret, error) {
 		if errors.As(err, &re) && re.Response != nil && re.Response.StatusCode < 500 {
 			// The issuer refused the refresh token (invalid_grant: expired,
 			// revoked or used): this sign-in has ended.
-			ended = needsSignIn(t.srv.Name, "the refresh token was refused: %v", scrub(err))
+			ended = needsSignIn(t.srv, "the refresh token was refused: %v", scrub(err))
 			c.AccessToken, c.RefreshToken = "", ""
 			t.cred = c
 			return c, nil

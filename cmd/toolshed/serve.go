@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	neturl "net/url"
 	"os"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/toolshed/toolshed/gateway/config"
 	"github.com/toolshed/toolshed/hybrid"
 	"github.com/toolshed/toolshed/internal/builtin"
+	"github.com/toolshed/toolshed/internal/frontdoor"
 	"github.com/toolshed/toolshed/internal/memlimit"
 	"github.com/toolshed/toolshed/metrics"
 	"github.com/toolshed/toolshed/oauth"
@@ -54,11 +56,12 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	emb := addEmbedFlags(fs, hybrid.DefaultQueryTimeout)
 	credentials := envDefault(fs.String("credentials", "", "sign in to remote servers that ask for OAuth with the credentials in `FILE`, which toolshed auth login writes (default $TOOLSHED_CREDENTIALS, else $XDG_DATA_HOME/toolshed/credentials.json)"), "TOOLSHED_CREDENTIALS")
 	credentialsDB := addCredentialsDBFlag(fs)
+	publicURL := fs.String("public-url", "", "toolshed's public `URL` over --http (https://toolshed.example.com), where browsers open the sign-in pages of servers each user signs in to (oauth perUser); default: the origin of the config's oauth.resource, else the --http address when it is a loopback one")
 	var catalogs listFlag
 	fs.Var(&catalogs, "catalog", "also serve catalog `FILE`'s tools, listed and searched but not run: a call says how to configure the real server (repeatable)")
 	fs.Usage = func() {
 		printUsage(stdout, fs, "[--config FILE] [--catalog FILE]... [--profile NAME] [--tool-search MODE] [--context-window TOKENS] [--no-prefix] [--max-name-length N] [--start-wait DURATION] "+
-			"[--http ADDR] [--stateless] [--replica-id ID] [--max-sessions N] [--max-sessions-per-token N] [--max-listens N] [--max-listens-per-token N] [--drain-timeout DURATION] [--metrics-addr ADDR] [--probe-addr ADDR] [--memory-target-mib N] "+
+			"[--http ADDR] [--public-url URL] [--stateless] [--replica-id ID] [--max-sessions N] [--max-sessions-per-token N] [--max-listens N] [--max-listens-per-token N] [--drain-timeout DURATION] [--metrics-addr ADDR] [--probe-addr ADDR] [--memory-target-mib N] "+
 			doorSynopsis+" [--db DSN] [--log-queries MODE] [--credentials FILE | --credentials-db DSN] "+embedSynopsis,
 			"Runs the MCP gateway: it serves the tools of every server in the config to one MCP client over stdio, or to many over Streamable HTTP with --http, and, when the tools are many, replaces them with tool_search, tool_describe and tool_call. "+
 				"Without --config or --catalog, it serves the built-in catalog: the tool definitions of 21 real MCP servers, whose calls say how to configure the real server.")
@@ -76,6 +79,9 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	memlimit.Start(memCtx, uint64(*memTarget)<<20)
 	if err := doors.check(); err != nil {
 		return err
+	}
+	if u, err := neturl.Parse(*publicURL); *publicURL != "" && (err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "") {
+		return usageErr("--public-url %q: give toolshed's public URL as browsers reach it, such as https://toolshed.example.com", *publicURL)
 	}
 	if err := logFlags.check(); err != nil {
 		return err
@@ -285,9 +291,13 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 		defer oauth.Verifier.Close()
 	}
 	url, note := openURL(ln)
+	public := *publicURL
+	if public == "" && oauth == nil && frontdoor.IsLoopback(ln.Addr().String()) {
+		public = url
+	}
 	fmt.Fprintf(stderr, "toolshed: serving MCP over Streamable HTTP at %s/mcp (profiles at /mcp/{profile})%s%s\n", url, httpMode(*stateless, *replica), note)
 	return serveUntil(ctx, ln, g.Handler(gateway.HTTPOptions{Token: *token, AllowOrigins: doors.origins, AllowHosts: doors.hosts, MaxSessions: *maxSessions, MaxSessionsPerToken: *maxPerToken,
-		MaxListens: *maxListens, MaxListensPerToken: *maxListensPerToken, Stateless: *stateless, ReplicaID: *replica, OAuth: oauth}), doors.limits(), opts.StopTimeout+httpStopBound,
+		MaxListens: *maxListens, MaxListensPerToken: *maxListensPerToken, Stateless: *stateless, ReplicaID: *replica, OAuth: oauth, PublicURL: public}), doors.limits(), opts.StopTimeout+httpStopBound,
 		fmt.Sprintf("the drain timeout (%v, --drain-timeout) and the cancellation of their calls", *drain))
 }
 

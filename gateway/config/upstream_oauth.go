@@ -30,6 +30,10 @@ type SignIn struct {
 	// which must be on a loopback address.
 	CallbackPort int
 	RedirectURI  string
+	// PerUser makes each user of toolshed's HTTP front sign in to the server with
+	// their own account, for their own calls (see docs/auth.md): the gateway's own
+	// sign-in then only lists the server's tools.
+	PerUser bool
 }
 
 // oauthFields maps each key of an oauth (or auth) block, in every client's spelling,
@@ -44,6 +48,7 @@ var oauthFields = map[string]string{
 	"callbackPort": "callbackPort", "callback_port": "callbackPort",
 	"redirectUri": "redirectUri", "redirect_uri": "redirectUri", "redirectUrl": "redirectUri",
 	"enabled": "enabled",
+	"perUser": "perUser", "per_user": "perUser",
 }
 
 // discoveredOAuthKeys are keys of other clients' oauth blocks that name what toolshed
@@ -83,7 +88,7 @@ func (l *loader) oauthBlock(n *yaml.Node, key string) *SignIn {
 			l.warn(k, "is discovered from the server (its protected resource metadata and its authorization server's metadata); ignored")
 			continue
 		case !ok:
-			l.warn(k, "unknown oauth setting, ignored; oauth takes clientId, clientSecret, clientMetadataUrl, scopes, callbackPort, redirectUri and enabled")
+			l.warn(k, "unknown oauth setting, ignored; oauth takes clientId, clientSecret, clientMetadataUrl, scopes, callbackPort, redirectUri, perUser and enabled")
 			continue
 		}
 		if prev, dup := seen[c]; dup {
@@ -139,6 +144,8 @@ func (l *loader) oauthBlock(n *yaml.Node, key string) *SignIn {
 			o.CallbackPort = port
 		case "enabled":
 			o.Disabled = !l.boolean(v, k, true)
+		case "perUser":
+			o.PerUser = l.boolean(v, k, false)
 		}
 	}
 	if o.ClientSecret != "" && o.ClientID == "" {

@@ -47,7 +47,7 @@ import (
 
 // table is the store's one table. The columns:
 //
-//	key         the server's canonical URL (oauth.CanonicalURL)
+//	key         the server's canonical URL, with the user of a per-user credential (oauth.Key)
 //	issuer      the authorization server that issued the credential, in the clear
 //	            for an operator's queries
 //	key_id      the id of the key that sealed it (Keys.ID)
@@ -298,7 +298,7 @@ func (s *Store) dbErr(what string, err error) error {
 
 // Get implements oauth.Store.
 func (s *Store) Get(ctx context.Context, serverURL string) (*oauth.Credential, error) {
-	key, err := oauth.CanonicalURL(serverURL)
+	key, err := oauth.CanonicalKey(serverURL)
 	if err != nil {
 		return nil, err
 	}
@@ -352,7 +352,7 @@ func (s *Store) List(ctx context.Context) ([]*oauth.Credential, error) {
 // with a key not at hand fails Update, so that a replica with a wrong key does not
 // overwrite what the others read.
 func (s *Store) Update(ctx context.Context, serverURL string, fn func(*oauth.Credential) (*oauth.Credential, error)) error {
-	key, err := oauth.CanonicalURL(serverURL)
+	key, err := oauth.CanonicalKey(serverURL)
 	if err != nil {
 		return err
 	}
