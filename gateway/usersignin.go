@@ -91,6 +91,11 @@ func (r *callRegistry) needsSignIn(ctx context.Context, spec callSpec, u *Upstre
 	if users == nil || users.SignedIn(ctx, user) {
 		return nil, nil, false
 	}
+	if _, oauthUser := r.g.subjects.Load(r.g.clients.principalOf(spec.req.Session).cred); oauthUser {
+		// The sign-in page checks a toolshed token, which such a user does not have.
+		res, _ := finish(errorResult(search.Unavailable, "%s needs each user to sign in with their own account, which toolshed does not offer yet to clients signed in with OAuth; ask the operator for a toolshed token (a profile's token) to use it", u.cfg.Name), NeedsUserSignIn)
+		return res, nil, true
+	}
 	hub, public := r.g.signIns()
 	if hub == nil {
 		res, _ := finish(errorResult(search.Unavailable, "%s needs each user to sign in with their own account, and this toolshed has no public URL for its sign-in page: its operator must serve it over HTTP with --public-url", u.cfg.Name), NeedsUserSignIn)
