@@ -168,10 +168,15 @@ func (f *oauthFront) profile(a *httpAuth, w http.ResponseWriter, r *http.Request
 	}
 	// A session belongs to the subject, not to one access token: a client that
 	// refreshes its token keeps its sessions.
-	sum := sha256.Sum256([]byte("oauth\x00" + f.issuer + "\x00" + info.UserID))
-	cred := credential(sum)
+	cred := oauthCred(f.issuer, info.UserID)
 	a.g.subjects.Store(cred, f.logged(info.UserID))
 	return profile, cred, true
+}
+
+// oauthCred is the credential of an OAuth subject: a session belongs to it, not to
+// one access token.
+func oauthCred(issuer, subject string) credential {
+	return credential(sha256.Sum256([]byte("oauth\x00" + issuer + "\x00" + subject)))
 }
 
 // stepUp returns the scopes that would give profile to a token (those its claims

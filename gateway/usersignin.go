@@ -91,11 +91,6 @@ func (r *callRegistry) needsSignIn(ctx context.Context, spec callSpec, u *Upstre
 	if users == nil || users.SignedIn(ctx, user) {
 		return nil, nil, false
 	}
-	if _, oauthUser := r.g.subjects.Load(r.g.clients.principalOf(spec.req.Session).cred); oauthUser {
-		// The sign-in page checks a toolshed token, which such a user does not have.
-		res, _ := finish(errorResult(search.Unavailable, "%s needs each user to sign in with their own account, which toolshed does not offer yet to clients signed in with OAuth; ask the operator for a toolshed token (a profile's token) to use it", u.cfg.Name), NeedsUserSignIn)
-		return res, nil, true
-	}
 	hub, public := r.g.signIns()
 	if hub == nil {
 		res, _ := finish(errorResult(search.Unavailable, "%s needs each user to sign in with their own account, and this toolshed has no public URL for its sign-in page: its operator must serve it over HTTP with --public-url", u.cfg.Name), NeedsUserSignIn)
@@ -112,7 +107,7 @@ func (r *callRegistry) needsSignIn(ctx context.Context, spec callSpec, u *Upstre
 		finish(errorResult(search.Unavailable, "%s", msg), NeedsUserSignIn)
 		return nil, mcp.URLElicitationRequiredError([]*mcp.ElicitParams{{Mode: "url", ElicitationID: p.ID, URL: link, Message: msg}}), true
 	}
-	res, _ = finish(errorResult(search.Unavailable, "%s needs you to sign in with your own account before toolshed can call it for you, and your client cannot open links for you (it does not declare URL-mode elicitation). Open %s in a browser, confirm it is you with your toolshed token, sign in, then call the tool again (the link is valid until %s).",
+	res, _ = finish(errorResult(search.Unavailable, "%s needs you to sign in with your own account before toolshed can call it for you, and your client cannot open links for you (it does not declare URL-mode elicitation). Open %s in a browser, confirm it is you, sign in, then call the tool again (the link is valid until %s).",
 		u.cfg.Name, link, p.Expires.UTC().Format(time.RFC3339)), NeedsUserSignIn)
 	return res, nil, true
 }
@@ -155,12 +150,69 @@ func (g *Gateway) handleSignIn(mux *http.ServeMux, public string, a *httpAuth) {
 		return
 	}
 	public = strings.TrimSuffix(public, "/")
-	hub := &oauth.Hub{CallbackURL: public + "/signin/callback", Store: g.opts.Credentials, Options: g.signInOptions}
+	pages := &signInPages{g: g, hub: &oauth.Hub{CallbackURL: public + "/signin/callback", Store: g.opts.Credentials, Options: g.signInOptions}}
+	if f := a.oauth; f != nil {
+		// A user signed in with OAuth proves who they are by signing in there again,
+		// in the browser; the answer comes back to the same callback as the sign-ins'.
+		pages.front = f
+		pages.confirm = &oauth.Confirmer{Issuer: f.issuer, Resource: f.base, RedirectURL: pages.hub.CallbackURL, Scopes: f.scopes, Store: g.opts.Credentials}
+	}
 	g.hubMu.Lock()
-	g.hub, g.publicURL = hub, public
+	g.hub, g.publicURL = pages.hub, public
 	g.hubMu.Unlock()
-	mux.HandleFunc("GET /signin/callback", hub.ServeCallback)
-	mux.HandleFunc("/signin/{id}", func(w http.ResponseWriter, r *http.Request) { g.connectPage(w, r, hub, a) })
+	mux.HandleFunc("GET /signin/callback", pages.callback)
+	mux.HandleFunc("GET /signin/{id}/confirm", pages.confirmStart)
+	mux.HandleFunc("/signin/{id}", pages.connect)
+}
+
+// signInPages are the pages of per-user sign-in.
+type signInPages struct {
+	g       *Gateway
+	hub     *oauth.Hub
+	front   *oauthFront      // the OAuth front, nil without one
+	confirm *oauth.Confirmer // checks an OAuth user's browser, nil without a front
+}
+
+// callback takes the answer of a sign-in, or of an identity check (see confirmStart).
+func (s *signInPages) callback(w http.ResponseWriter, r *http.Request) {
+	if s.confirm == nil || !s.confirm.Owns(r.URL.Query().Get("state")) {
+		s.hub.ServeCallback(w, r)
+		return
+	}
+	next, tok, err := s.confirm.Finish(r.Context(), r)
+	p, ok := s.hub.Lookup(next)
+	switch {
+	case !ok:
+		signInPage(w, http.StatusNotFound, "This sign-in link is unknown or has expired. Call the tool again for a new one.", "")
+		return
+	case err != nil:
+		signInPage(w, http.StatusBadRequest, fmt.Sprintf("Could not check who you are: %v.", err), "")
+		return
+	}
+	info, err := s.front.opts.Verifier.VerifyAudience(r.Context(), tok, s.front.audience, s.front.base)
+	if err != nil || subtle.ConstantTimeCompare([]byte(userDigest(oauthCred(s.front.issuer, info.UserID))), []byte(p.User)) != 1 {
+		signInPage(w, http.StatusForbidden, "You signed in as someone else than the user this sign-in was started for. Only the user whose call asked for it can use this link.", "")
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, p.AuthURL(), http.StatusSeeOther)
+}
+
+// confirmStart sends the browser to the OAuth front's authorization server, to learn
+// who its user is.
+func (s *signInPages) confirmStart(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.hub.Lookup(r.PathValue("id"))
+	if !ok || s.confirm == nil {
+		signInPage(w, http.StatusNotFound, "This sign-in link is unknown or has expired. Call the tool again for a new one.", "")
+		return
+	}
+	u, err := s.confirm.Start(r.Context(), p.ID)
+	if err != nil {
+		signInPage(w, http.StatusBadGateway, fmt.Sprintf("Could not start checking who you are: %v.", err), "")
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, u, http.StatusSeeOther)
 }
 
 // signInOptions are the sign-in options of a server's config (its client, scopes).
@@ -173,19 +225,27 @@ func (g *Gateway) signInOptions(srv oauth.Server) oauth.LoginOptions {
 	return o
 }
 
-// connectPage is /signin/ID: GET shows who the sign-in is for and asks for the
-// toolshed token of the user whose call started it; POST checks it and sends the
-// browser on to the authorization server. A link passed to someone else is of no use
-// to them: they do not have its user's token.
-func (g *Gateway) connectPage(w http.ResponseWriter, r *http.Request, hub *oauth.Hub, a *httpAuth) {
-	p, ok := hub.Lookup(r.PathValue("id"))
+// connect is /signin/ID: GET shows who the sign-in is for and asks for the toolshed
+// token of the user whose call started it (or, with an OAuth front, offers to sign in
+// there); POST checks the token and sends the browser on to the authorization
+// server. A link passed to someone else is of no use to them: they do not have its
+// user's token, nor sign in as its user.
+func (s *signInPages) connect(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.hub.Lookup(r.PathValue("id"))
 	if !ok {
 		signInPage(w, http.StatusNotFound, "This sign-in link is unknown or has expired. Call the tool again for a new one.", "")
 		return
 	}
 	switch r.Method {
 	case http.MethodGet:
-		signInPage(w, http.StatusOK, fmt.Sprintf("%s asks you to sign in with your own account. To check that this link is yours, enter the toolshed token your client uses; you are then sent to the server's sign-in page.", p.Server), "form")
+		msg := fmt.Sprintf("%s asks you to sign in with your own account. To check that this link is yours, enter the toolshed token your client uses; you are then sent to the server's sign-in page.", p.Server)
+		if s.confirm != nil {
+			msg = fmt.Sprintf("%s asks you to sign in with your own account. To check that this link is yours, sign in as you do for toolshed (or enter the toolshed token your client uses); you are then sent to the server's sign-in page.", p.Server)
+		}
+		signInPage(w, http.StatusOK, msg, "form")
+		if s.confirm != nil {
+			fmt.Fprintf(w, "<p><a id=oauth href=\"%s/confirm\">Sign in at %s</a></p>\n", html.EscapeString(p.ID), html.EscapeString(s.confirm.Issuer))
+		}
 	case http.MethodPost:
 		r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 		tok := strings.TrimSpace(r.PostFormValue("token"))

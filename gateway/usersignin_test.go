@@ -16,12 +16,162 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/oauth2"
 
 	"github.com/toolshed/toolshed/gateway"
 	"github.com/toolshed/toolshed/gateway/config"
 	"github.com/toolshed/toolshed/internal/testoidc"
 	"github.com/toolshed/toolshed/oauth"
+	"github.com/toolshed/toolshed/oauth/resource"
 	"github.com/toolshed/toolshed/policy"
+)
+
+// perUserRig is a gateway over HTTP with a per-user server (the real oidc-provider
+// and a protected server of the TypeScript SDK), its operator signed in.
+type perUserRig struct {
+	p       *testoidc.Provider
+	h       *harness
+	public  string
+	path    string
+	store   *oauth.FileStore
+	ctx     context.Context
+	browser *http.Client // follows no redirect
+}
+
+var (
+	operator = testoidc.User{Name: "operator", Password: "operator-password"}
+	alice    = testoidc.User{Name: "alice", Password: "alice-password", Groups: []string{"engineering"}}
+	bob      = testoidc.User{Name: "bob", Password: "bob-password", Groups: []string{"engineering"}}
+)
+
+// startPerUser starts the rig; front, when not nil, makes the HTTP front take OAuth
+// tokens of the same provider too (with the options it gets, edited).
+func startPerUser(t *testing.T, front func(p *testoidc.Provider, public string, o *gateway.HTTPOptions)) *perUserRig {
+	p := testoidc.Start(t, testoidc.Options{Users: []testoidc.User{operator, alice, bob}})
+	upstream := testoidc.StartProtected(t, p, testoidc.ProtectedOptions{})
+	r := &perUserRig{p: p, path: filepath.Join(t.TempDir(), "credentials.json"),
+		browser: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }, Timeout: 30 * time.Second}}
+	r.store = &oauth.FileStore{Path: r.path}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	r.ctx = ctx
+
+	// The operator's own sign-in (toolshed auth login) lists the tools.
+	_, err := oauth.Login(ctx, oauth.Server{Name: "protected", URL: upstream}, oauth.LoginOptions{Store: r.store, Browser: func(authURL string) error {
+		redirect, err := p.LoginAs(ctx, authURL, operator)
+		if err == nil {
+			go http.Get(redirect)
+		}
+		return err
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &config.Config{
+		Servers:  []config.Server{testServer("alpha", "basic"), {Name: "protected", Type: config.HTTP, URL: upstream, OAuth: &config.SignIn{PerUser: true}}},
+		Profiles: map[string]config.Profile{"alice": {Token: "alice-token"}, "bob": {Token: "bob-token"}},
+	}
+	r.h = startGateway(t, cfg, gateway.Options{Mode: policy.Off, Credentials: r.store})
+	srv := httptest.NewUnstartedServer(nil)
+	r.public = "http://" + srv.Listener.Addr().String()
+	opts := gateway.HTTPOptions{Token: "main-secret", PublicURL: r.public}
+	if front != nil {
+		front(p, r.public, &opts)
+	}
+	srv.Config.Handler = r.h.g.Handler(opts)
+	srv.Start()
+	t.Cleanup(srv.Close)
+	waitFor(t, "protected ready", func() bool {
+		for _, s := range r.h.g.Statuses() {
+			if s.Name == "protected" {
+				return s.State == gateway.Ready
+			}
+		}
+		return false
+	})
+	return r
+}
+
+// subject calls the server's whoami as cs and returns the subject it was called as.
+func (r *perUserRig) subject(t *testing.T, cs *mcp.ClientSession) string {
+	t.Helper()
+	res, err := cs.CallTool(r.ctx, whoami)
+	if err != nil {
+		t.Fatalf("whoami: %v", err)
+	}
+	var who struct {
+		Sub string `json:"sub"`
+	}
+	if text := resultText(res); res.IsError || json.Unmarshal([]byte(text), &who) != nil {
+		t.Fatalf("whoami: %s", text)
+	}
+	return who.Sub
+}
+
+// elicitation calls whoami as cs and returns the URL-mode elicitation it is answered with.
+func (r *perUserRig) elicitation(t *testing.T, cs *mcp.ClientSession) mcp.ElicitParams {
+	t.Helper()
+	_, err := cs.CallTool(r.ctx, whoami)
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || je.Code != mcp.CodeURLElicitationRequired {
+		t.Fatalf("first call: %v, want error %d", err, mcp.CodeURLElicitationRequired)
+	}
+	var data struct {
+		Elicitations []mcp.ElicitParams `json:"elicitations"`
+	}
+	if err := json.Unmarshal(je.Data, &data); err != nil || len(data.Elicitations) != 1 {
+		t.Fatalf("error data %s: %v", je.Data, err)
+	}
+	el := data.Elicitations[0]
+	if el.Mode != "url" || el.ElicitationID == "" || el.URL != r.public+"/signin/"+el.ElicitationID || !strings.Contains(el.Message, "protected") {
+		t.Fatalf("elicitation %+v", el)
+	}
+	return el
+}
+
+// get GETs link as the browser, and returns the response with its body read.
+func (r *perUserRig) get(t *testing.T, link string) (*http.Response, string) {
+	t.Helper()
+	resp, err := r.browser.Get(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
+}
+
+// signInAt has the browser, sent to authURL, sign in to the upstream's authorization
+// server as user and come back to toolshed's callback, which must say it is done; the
+// same answer again is refused.
+func (r *perUserRig) signInAt(t *testing.T, authURL string, as testoidc.User) {
+	t.Helper()
+	if !strings.HasPrefix(authURL, r.p.Issuer()) {
+		t.Fatalf("sent to %q, not to the authorization server", authURL)
+	}
+	redirect, err := r.p.LoginAs(r.ctx, authURL, as)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(redirect, r.public+"/signin/callback?") {
+		t.Fatalf("the provider sent the browser to %s", redirect)
+	}
+	if resp, body := r.get(t, redirect); resp.StatusCode != http.StatusOK || !strings.Contains(body, "Signed in to protected") {
+		t.Fatalf("the callback: %d %s", resp.StatusCode, body)
+	}
+	if resp, _ := r.get(t, redirect); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("the callback replayed: %d", resp.StatusCode)
+	}
+}
+
+var (
+	whoami  = &mcp.CallToolParams{Name: "protected__whoami", Arguments: map[string]any{}}
+	urlMode = &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept"}, nil
+		},
+	}
 )
 
 // TestPerUserSignIn: a server whose config says oauth.perUser is listed with the
@@ -33,86 +183,11 @@ import (
 // server as that user, another user's never do, and a client that cannot open links
 // is told where to go.
 func TestPerUserSignIn(t *testing.T) {
-	operator := testoidc.User{Name: "operator", Password: "operator-password"}
-	alice := testoidc.User{Name: "alice", Password: "alice-password"}
-	bob := testoidc.User{Name: "bob", Password: "bob-password"}
-	p := testoidc.Start(t, testoidc.Options{Users: []testoidc.User{operator, alice, bob}})
-	upstream := testoidc.StartProtected(t, p, testoidc.ProtectedOptions{})
-	path := filepath.Join(t.TempDir(), "credentials.json")
-	store := &oauth.FileStore{Path: path}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-
-	// The operator's own sign-in (toolshed auth login) lists the tools.
-	_, err := oauth.Login(ctx, oauth.Server{Name: "protected", URL: upstream}, oauth.LoginOptions{Store: store, Browser: func(authURL string) error {
-		redirect, err := p.LoginAs(ctx, authURL, operator)
-		if err == nil {
-			go http.Get(redirect)
-		}
-		return err
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	cfg := &config.Config{
-		Servers:  []config.Server{testServer("alpha", "basic"), {Name: "protected", Type: config.HTTP, URL: upstream, OAuth: &config.SignIn{PerUser: true}}},
-		Profiles: map[string]config.Profile{"alice": {Token: "alice-token"}, "bob": {Token: "bob-token"}},
-	}
-	h := startGateway(t, cfg, gateway.Options{Mode: policy.Off, Credentials: store})
-	srv := httptest.NewUnstartedServer(nil)
-	public := "http://" + srv.Listener.Addr().String()
-	srv.Config.Handler = h.g.Handler(gateway.HTTPOptions{Token: "main-secret", PublicURL: public})
-	srv.Start()
-	t.Cleanup(srv.Close)
-	waitFor(t, "protected ready", func() bool {
-		for _, s := range h.g.Statuses() {
-			if s.Name == "protected" {
-				return s.State == gateway.Ready
-			}
-		}
-		return false
-	})
-
-	urlMode := &mcp.ClientOptions{
-		Capabilities: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
-		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			return &mcp.ElicitResult{Action: "accept"}, nil
-		},
-	}
-	whoami := &mcp.CallToolParams{Name: "protected__whoami", Arguments: map[string]any{}}
-	subject := func(t *testing.T, cs *mcp.ClientSession) string {
-		t.Helper()
-		res, err := cs.CallTool(ctx, whoami)
-		if err != nil {
-			t.Fatalf("whoami: %v", err)
-		}
-		var who struct {
-			Sub string `json:"sub"`
-		}
-		if text := resultText(res); res.IsError || json.Unmarshal([]byte(text), &who) != nil {
-			t.Fatalf("whoami: %s", text)
-		}
-		return who.Sub
-	}
-
+	r := startPerUser(t, nil)
+	p, public, ctx, browser, store, path := r.p, r.public, r.ctx, r.browser, r.store, r.path
 	// Alice, on a client of MCP 2026-07-28 that opens links, is asked to sign in.
 	aliceCS := httpClient(t, public+"/mcp", map[string]string{"Authorization": "Bearer alice-token"}, urlMode, "")
-	_, err = aliceCS.CallTool(ctx, whoami)
-	var je *jsonrpc.Error
-	if !errors.As(err, &je) || je.Code != mcp.CodeURLElicitationRequired {
-		t.Fatalf("alice's first call: %v, want error %d", err, mcp.CodeURLElicitationRequired)
-	}
-	var data struct {
-		Elicitations []mcp.ElicitParams `json:"elicitations"`
-	}
-	if err := json.Unmarshal(je.Data, &data); err != nil || len(data.Elicitations) != 1 {
-		t.Fatalf("error data %s: %v", je.Data, err)
-	}
-	el := data.Elicitations[0]
-	if el.Mode != "url" || el.ElicitationID == "" || el.URL != public+"/signin/"+el.ElicitationID || !strings.Contains(el.Message, "protected") {
-		t.Fatalf("elicitation %+v", el)
-	}
+	el := r.elicitation(t, aliceCS)
 	// The link carries nothing of alice's.
 	if strings.Contains(el.URL, "alice") || strings.Contains(el.URL, p.Issuer()) {
 		t.Errorf("the link %s names the user or the authorization server", el.URL)
@@ -122,7 +197,6 @@ func TestPerUserSignIn(t *testing.T) {
 		t.Errorf("the other server: %s", text)
 	}
 
-	browser := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }, Timeout: 30 * time.Second}
 	confirm := func(link, token string) *http.Response {
 		t.Helper()
 		req, _ := http.NewRequest(http.MethodPost, link, strings.NewReader(url.Values{"token": {token}}.Encode()))
@@ -137,13 +211,7 @@ func TestPerUserSignIn(t *testing.T) {
 		return resp
 	}
 	// The page asks who opened it.
-	resp, err := browser.Get(el.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `name=token`) || strings.Contains(string(body), p.Issuer()) {
+	if resp, body := r.get(t, el.URL); resp.StatusCode != http.StatusOK || !strings.Contains(body, `name=token`) || strings.Contains(body, p.Issuer()) {
 		t.Fatalf("the sign-in page: %d %s", resp.StatusCode, body)
 	}
 	// Phishing: alice's link opened by bob, or with no token, or with the gateway's
@@ -165,33 +233,13 @@ func TestPerUserSignIn(t *testing.T) {
 	signIn := func(t *testing.T, link, token string, as testoidc.User) {
 		t.Helper()
 		resp := confirm(link, token)
-		authURL := resp.Header.Get("Location")
-		if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(authURL, p.Issuer()) {
-			t.Fatalf("confirmed: %d, Location %q", resp.StatusCode, authURL)
+		if resp.StatusCode != http.StatusSeeOther {
+			t.Fatalf("confirmed: %d", resp.StatusCode)
 		}
-		redirect, err := p.LoginAs(ctx, authURL, as)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !strings.HasPrefix(redirect, public+"/signin/callback?") {
-			t.Fatalf("the provider sent the browser to %s", redirect)
-		}
-		resp, err = browser.Get(redirect)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "Signed in to protected") {
-			t.Fatalf("the callback: %d %s", resp.StatusCode, b)
-		}
-		// The same response again is refused.
-		if resp, err := browser.Get(redirect); err != nil || resp.StatusCode != http.StatusBadRequest {
-			t.Errorf("the callback replayed: %v %v", resp.StatusCode, err)
-		}
+		r.signInAt(t, resp.Header.Get("Location"), as)
 	}
 	signIn(t, el.URL, "alice-token", alice)
-	if got := subject(t, aliceCS); got != "alice" {
+	if got := r.subject(t, aliceCS); got != "alice" {
 		t.Fatalf("alice's call reached the server as %q", got)
 	}
 	// Her link is used up.
@@ -216,15 +264,15 @@ func TestPerUserSignIn(t *testing.T) {
 		t.Errorf("alice on bob's link: %d", resp.StatusCode)
 	}
 	signIn(t, bobLink, "bob-token", bob)
-	if got := subject(t, bobCS); got != "bob" {
+	if got := r.subject(t, bobCS); got != "bob" {
 		t.Errorf("bob's call reached the server as %q", got)
 	}
-	if got := subject(t, aliceCS); got != "alice" {
+	if got := r.subject(t, aliceCS); got != "alice" {
 		t.Errorf("alice's call, after bob signed in, reached the server as %q", got)
 	}
 	// The gateway's own clients (its main token) use its own sign-in.
 	mainCS := httpClient(t, public+"/mcp", map[string]string{"Authorization": "Bearer main-secret"}, nil, "")
-	if got := subject(t, mainCS); got != "operator" {
+	if got := r.subject(t, mainCS); got != "operator" {
 		t.Errorf("the main token's call reached the server as %q", got)
 	}
 
@@ -247,4 +295,79 @@ func TestPerUserSignIn(t *testing.T) {
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("credentials file mode %v, %v", fi.Mode().Perm(), err)
 	}
+}
+
+// TestPerUserSignInOAuth: a user signed in to toolshed with OAuth proves who they are
+// on the sign-in page by signing in at toolshed's authorization server in the browser:
+// as the user whose call made the link, they are sent on to the server's sign-in, and
+// their calls then reach it as them; as anyone else (the link passed to bob), refused.
+func TestPerUserSignInOAuth(t *testing.T) {
+	r := startPerUser(t, func(p *testoidc.Provider, public string, o *gateway.HTTPOptions) {
+		v, err := resource.New(resource.Options{Issuer: p.Issuer(), Audience: public + "/mcp", Scopes: []string{testoidc.ScopeRead}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(v.Close)
+		o.OAuth = &gateway.OAuthOptions{Verifier: v}
+	})
+	aliceTok := userToken(t, r.ctx, r.p, alice, r.public+"/mcp")
+	aliceCS := httpClient(t, r.public+"/mcp", map[string]string{"Authorization": "Bearer " + aliceTok}, urlMode, "")
+	el := r.elicitation(t, aliceCS)
+	if resp, body := r.get(t, el.URL); resp.StatusCode != http.StatusOK || !strings.Contains(body, `id=oauth href="`+el.ElicitationID+`/confirm"`) {
+		t.Fatalf("the sign-in page offers no sign-in at toolshed's authorization server: %d %s", resp.StatusCode, body)
+	}
+	confirmAs := func(as testoidc.User) (*http.Response, string) {
+		t.Helper()
+		resp, _ := r.get(t, el.URL+"/confirm")
+		if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), r.p.Issuer()) {
+			t.Fatalf("confirm: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+		}
+		redirect, err := r.p.LoginAs(r.ctx, resp.Header.Get("Location"), as)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.get(t, redirect)
+	}
+	// Bob, given alice's link, signs in as himself: refused, and the link stays alice's.
+	if resp, body := confirmAs(bob); resp.StatusCode != http.StatusForbidden || resp.Header.Get("Location") != "" {
+		t.Fatalf("bob on alice's link: %d %s", resp.StatusCode, body)
+	}
+	// Nor does her toolshed token exist for a form: a made-up one is refused.
+	resp, err := r.browser.PostForm(el.URL, url.Values{"token": {aliceTok + "x"}})
+	if err != nil || resp.StatusCode != http.StatusForbidden {
+		t.Errorf("a token on the form: %v %v", resp.StatusCode, err)
+	}
+	resp, _ = confirmAs(alice)
+	if resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("alice confirmed: %d", resp.StatusCode)
+	}
+	r.signInAt(t, resp.Header.Get("Location"), alice)
+	if got := r.subject(t, aliceCS); got != "alice" {
+		t.Errorf("alice's call reached the server as %q", got)
+	}
+	// Bob's own client, with his own token, is still asked to sign in.
+	bobCS := httpClient(t, r.public+"/mcp", map[string]string{"Authorization": "Bearer " + userToken(t, r.ctx, r.p, bob, r.public+"/mcp")}, urlMode, "")
+	r.elicitation(t, bobCS)
+}
+
+// userToken signs in to p as user, with its native test client, for an access token
+// for resource.
+func userToken(t *testing.T, ctx context.Context, p *testoidc.Provider, user testoidc.User, resource string) string {
+	t.Helper()
+	conf := &oauth2.Config{ClientID: testoidc.NativeClientID, RedirectURL: "http://127.0.0.1:49152/callback", Scopes: []string{testoidc.ScopeRead},
+		Endpoint: oauth2.Endpoint{AuthURL: p.Endpoint("auth"), TokenURL: p.Endpoint("token"), AuthStyle: oauth2.AuthStyleInParams}}
+	verifier := oauth2.GenerateVerifier()
+	redirect, err := p.LoginAs(ctx, conf.AuthCodeURL("state", oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("resource", resource)), user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(redirect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := conf.Exchange(ctx, u.Query().Get("code"), oauth2.VerifierOption(verifier), oauth2.SetAuthURLParam("resource", resource))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok.AccessToken
 }

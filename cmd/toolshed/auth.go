@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"slices"
@@ -175,8 +176,25 @@ func authStatus(ctx context.Context, cfg *config.Config, store oauth.Store, wher
 		return err
 	}
 	byURL := map[string]*oauth.Credential{}
+	users := map[string]int{} // server key -> the users signed in with their own account
 	for _, c := range creds {
+		if c.User != "" {
+			base, _, _ := strings.Cut(c.URL, "#")
+			users[base]++
+			continue
+		}
 		byURL[c.URL] = c
+	}
+	usersNote := func(key string) string {
+		n := users[key]
+		delete(users, key)
+		switch n {
+		case 0:
+			return ""
+		case 1:
+			return " (and 1 user's own sign-in)"
+		}
+		return fmt.Sprintf(" (and %d users' own sign-ins)", n)
 	}
 	now := time.Now()
 	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
@@ -209,7 +227,7 @@ func authStatus(ctx context.Context, cfg *config.Config, store oauth.Store, wher
 				fmt.Fprintf(tw, "%s\t%s\t-\t-\n", s.Name, "token in headers")
 				continue
 			}
-			row(s.Name, c, "")
+			row(s.Name, c, usersNote(key))
 		}
 	}
 	rest := make([]*oauth.Credential, 0, len(byURL))
@@ -222,7 +240,10 @@ func authStatus(ctx context.Context, cfg *config.Config, store oauth.Store, wher
 		if cfg != nil {
 			note = " (not in the config)"
 		}
-		row(c.Server, c, note)
+		row(c.Server, c, note+usersNote(c.URL))
+	}
+	for _, key := range slices.Sorted(maps.Keys(users)) {
+		fmt.Fprintf(tw, "%s\t-\t-\t-%s\n", key, usersNote(key))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolshed/toolshed/gateway/config"
 	"github.com/toolshed/toolshed/internal/testoidc"
 	"github.com/toolshed/toolshed/internal/testupstream"
 	"github.com/toolshed/toolshed/oauth"
@@ -301,5 +302,37 @@ func TestAuthCommands(t *testing.T) {
 	}
 	if code, out := e.run("logout", "protected"); code == 0 || !strings.Contains(out, "not signed in") {
 		t.Errorf("a second logout (exit %d):\n%s", code, out)
+	}
+}
+
+// TestAuthStatusUsers: the users' own sign-ins to a per-user server are counted on
+// its row, never listed one by one nor named by their keys.
+func TestAuthStatusUsers(t *testing.T) {
+	ctx := t.Context()
+	store := &oauth.FileStore{Path: filepath.Join(t.TempDir(), "credentials.json")}
+	put := func(url, user string) {
+		key, err := oauth.Key(url, user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := store.Update(ctx, key, func(*oauth.Credential) (*oauth.Credential, error) {
+			return &oauth.Credential{Server: "tracker", Issuer: "https://login.example", AccessToken: "t", User: user}, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("https://tracker.example/mcp", "")
+	put("https://tracker.example/mcp", "0123abcd")
+	put("https://tracker.example/mcp", "4567ef01")
+	put("https://gone.example/mcp", "0123abcd")
+	cfg := &config.Config{Servers: []config.Server{{Name: "tracker", Type: config.HTTP, URL: "https://tracker.example/mcp", OAuth: &config.SignIn{PerUser: true}}}}
+	var out strings.Builder
+	if err := authStatus(ctx, cfg, store, store.Path, &out); err != nil {
+		t.Fatal(err)
+	}
+	s := out.String()
+	if !strings.Contains(s, "(and 2 users' own sign-ins)") || !strings.Contains(s, "https://gone.example/mcp") || !strings.Contains(s, "(and 1 user's own sign-in)") ||
+		strings.Contains(s, "#user=") || strings.Contains(s, "0123abcd") || strings.Count(s, "tracker ") != 1 {
+		t.Errorf("status:\n%s", s)
 	}
 }
