@@ -28,11 +28,12 @@ func runAuth(args []string, stdout, stderr io.Writer) error {
 	noBrowser := fs.Bool("no-browser", false, "login: print the URL to open, and open no browser")
 	timeout := fs.Duration("timeout", 5*time.Minute, "login: how long to wait for the browser to come back, a `DURATION`")
 	fs.Usage = func() {
-		printUsage(stdout, fs, "[--config FILE] [--credentials FILE | --credentials-db DSN] [--no-browser] [--timeout DURATION] login|status|logout [SERVER]",
+		printUsage(stdout, fs, "[--config FILE] [--credentials FILE | --credentials-db DSN] [--no-browser] [--timeout DURATION] login|status|logout|rekey [SERVER]",
 			"Signs toolshed in to the config's remote servers that ask for OAuth. "+
 				"login SERVER opens the server's sign-in page in the browser (or prints its URL, over SSH), takes the answer on a loopback port and stores the credential. "+
 				"status lists each remote server: signed in, expired but refreshable, or needs sign-in, with the expiry and the issuer. "+
 				"logout SERVER revokes the tokens where the server supports it and forgets them. "+
+				"rekey (with --credentials-db) seals every credential sealed with $TOOLSHED_TOKEN_KEY_PREVIOUS anew with $TOOLSHED_TOKEN_KEY, after which the previous key can go. "+
 				"serve uses the stored credentials and refreshes them. No command prints a token.")
 	}
 	rest, err := parseFlags(fs, args)
@@ -40,7 +41,7 @@ func runAuth(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if len(rest) == 0 {
-		return usageErr("say what to do: login SERVER, status or logout SERVER")
+		return usageErr("say what to do: login SERVER, status, logout SERVER or rekey")
 	}
 	var cfg *config.Config
 	if *configFile != "" {
@@ -73,8 +74,24 @@ func runAuth(args []string, stdout, stderr io.Writer) error {
 			return usageErr("status takes no server name; it lists them all")
 		}
 		return authStatus(ctx, cfg, store, where, stdout)
+	case "rekey":
+		rk, ok := store.(interface {
+			Rekey(context.Context) (int, error)
+		})
+		switch {
+		case len(rest) != 1:
+			return usageErr("rekey takes no server name; it reseals them all")
+		case !ok:
+			return usageErr("rekey is for credentials in a database (--credentials-db DSN); a credentials file is not encrypted with a key")
+		}
+		n, err := rk.Rekey(ctx)
+		if err != nil {
+			return fmt.Errorf("resealed %d before: %w", n, err)
+		}
+		fmt.Fprintf(stdout, "Resealed %d with the current key in %s; TOOLSHED_TOKEN_KEY_PREVIOUS can go.\n", n, where)
+		return nil
 	default:
-		return usageErr("%q is not an auth command; use login SERVER, status or logout SERVER", verb)
+		return usageErr("%q is not an auth command; use login SERVER, status, logout SERVER or rekey", verb)
 	}
 }
 

@@ -148,6 +148,24 @@ func TestCredentialsDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	secrets := []string{code, string(c.AccessToken), string(c.RefreshToken)}
+
+	// The key rotated: auth rekey reseals the credential and the registration with
+	// the new key, after which the new key alone opens them.
+	rawKey := make([]byte, 32)
+	rand.Read(rawKey)
+	newKey := base64.StdEncoding.EncodeToString(rawKey)
+	rotating := append(base[:len(base):len(base)], "TOOLSHED_TOKEN_KEY="+newKey, "TOOLSHED_TOKEN_KEY_PREVIOUS="+key)
+	if code, out := run(rotating, "auth", "--credentials-db", dsn, "rekey"); code != 0 || !strings.Contains(out, "Resealed 2 with the current key") {
+		t.Errorf("rekey (exit %d):\n%s", code, out)
+	}
+	withNewKey := append(base[:len(base):len(base)], "TOOLSHED_TOKEN_KEY="+newKey)
+	if code, out := run(withNewKey, "auth", "--credentials-db", dsn, "status"); code != 0 || !strings.Contains(out, "signed in") {
+		t.Errorf("status with the new key alone after rekey (exit %d):\n%s", code, out)
+	}
+	if code, out := run(withKey, "auth", "--credentials", filepath.Join(dir, "c.json"), "rekey"); code != 2 || !strings.Contains(out, "--credentials-db") {
+		t.Errorf("rekey of a file (exit %d):\n%s", code, out)
+	}
+	withKey = withNewKey
 	if code, out := run(withKey, "auth", "--credentials-db", dsn, "logout", "protected"); code != 0 || !strings.Contains(out, "revoked") {
 		t.Errorf("logout (exit %d):\n%s", code, out)
 	}

@@ -18,7 +18,9 @@
 // refresh token twice (see oauth.Transport): on PostgreSQL it holds a transaction
 // advisory lock on the row's key, so updates of other credentials go on; on
 // SQLite it holds the file's write lock (BEGIN IMMEDIATE), so updates take turns.
-// Only the server's URL and its issuer are stored in the clear.
+// Only the server's URL and its issuer are stored in the clear. The clients toolshed
+// registered with authorization servers (oauth.RegistrationStore) are kept in the same
+// table, sealed the same way.
 package sqlstore
 
 import (
@@ -316,7 +318,7 @@ func (s *Store) Get(ctx context.Context, serverURL string) (*oauth.Credential, e
 // saying what to do; a broken one (changed, or copied from another row) is left out,
 // as it is no credential.
 func (s *Store) List(ctx context.Context) ([]*oauth.Credential, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT key, key_id, ciphertext, version FROM `+table+` ORDER BY key`)
+	rows, err := s.db.QueryContext(ctx, s.q(`SELECT key, key_id, ciphertext, version FROM `+table+` WHERE key NOT LIKE ? ORDER BY key`), registrationKey+"%")
 	if err != nil {
 		return nil, s.dbErr("listing the credentials", err)
 	}
@@ -385,15 +387,75 @@ func (s *Store) write(ctx context.Context, tx *sql.Tx, key string, c *oauth.Cred
 	if err != nil {
 		return err
 	}
+	return s.writeSealed(ctx, tx, key, c.Issuer, plain)
+}
+
+// writeSealed seals plain and stores it as the row key.
+func (s *Store) writeSealed(ctx context.Context, tx *sql.Tx, key, issuer string, plain []byte) error {
 	keyID, sealed := s.keys.seal(key, plain)
-	_, err = tx.ExecContext(ctx, s.q(`INSERT INTO `+table+` (key, issuer, key_id, ciphertext, updated_at, version) VALUES (?, ?, ?, ?, ?, ?)
+	_, err := tx.ExecContext(ctx, s.q(`INSERT INTO `+table+` (key, issuer, key_id, ciphertext, updated_at, version) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (key) DO UPDATE SET issuer = excluded.issuer, key_id = excluded.key_id, ciphertext = excluded.ciphertext,
 		updated_at = excluded.updated_at, version = excluded.version`),
-		key, c.Issuer, keyID, sealed, time.Now().UnixMicro(), rowFormat)
+		key, issuer, keyID, sealed, time.Now().UnixMicro(), rowFormat)
 	if err != nil {
-		return s.dbErr("writing the credential for "+key, err)
+		return s.dbErr("writing "+key, err)
 	}
 	return nil
+}
+
+// registrationKey is the row key of the client registered with an issuer: no
+// credential's key (a canonical http(s) URL) starts so.
+const registrationKey = "registration:"
+
+var _ oauth.RegistrationStore = (*Store)(nil)
+
+// Registration implements oauth.RegistrationStore: the client toolshed registered
+// with issuer, kept in the same table, sealed as the credentials are (it may hold a
+// client secret), so that every replica signs in as that one client. A row that
+// does not open (changed, or sealed with a key not at hand) counts as none: a new
+// registration replaces it.
+func (s *Store) Registration(ctx context.Context, issuer string) (*oauth.Registration, error) {
+	key := registrationKey + issuer
+	var keyID string
+	var sealed []byte
+	var format int
+	err := s.db.QueryRowContext(ctx, s.q(`SELECT key_id, ciphertext, version FROM `+table+` WHERE key = ?`), key).Scan(&keyID, &sealed, &format)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, s.dbErr("reading the registration with "+issuer, err)
+	}
+	plain, _, err := s.keys.open(key, keyID, format, sealed)
+	if err != nil {
+		return nil, nil
+	}
+	var r oauth.Registration
+	if json.Unmarshal(plain, &r) != nil || r.Issuer != issuer {
+		return nil, nil
+	}
+	return &r, nil
+}
+
+// SetRegistration implements oauth.RegistrationStore.
+func (s *Store) SetRegistration(ctx context.Context, issuer string, r *oauth.Registration) error {
+	if r != nil && r.Issuer != issuer {
+		return fmt.Errorf("sqlstore: a registration with %s stored under issuer %s", r.Issuer, issuer)
+	}
+	key := registrationKey + issuer
+	return s.tx(ctx, key, func(tx *sql.Tx) error {
+		if r == nil {
+			if _, err := tx.ExecContext(ctx, s.q(`DELETE FROM `+table+` WHERE key = ?`), key); err != nil {
+				return s.dbErr("deleting the registration with "+issuer, err)
+			}
+			return nil
+		}
+		plain, err := json.Marshal(r)
+		if err != nil {
+			return err
+		}
+		return s.writeSealed(ctx, tx, key, issuer, plain)
+	})
 }
 
 // Rekey seals anew with the current key every credential sealed with another (the
@@ -419,7 +481,15 @@ func (s *Store) Rekey(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, k := range keys {
-		err := s.Update(ctx, k, func(c *oauth.Credential) (*oauth.Credential, error) { return c, nil })
+		var err error
+		if issuer, ok := strings.CutPrefix(k, registrationKey); ok {
+			var r *oauth.Registration
+			if r, err = s.Registration(ctx, issuer); err == nil && r != nil {
+				err = s.SetRegistration(ctx, issuer, r)
+			}
+		} else {
+			err = s.Update(ctx, k, func(c *oauth.Credential) (*oauth.Credential, error) { return c, nil })
+		}
 		if err != nil {
 			return n, err
 		}

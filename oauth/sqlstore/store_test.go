@@ -200,3 +200,60 @@ func TestUpdateAtomic(t *testing.T) {
 		})
 	}
 }
+
+// TestRegistrations: the client registered with an issuer is kept sealed beside the
+// credentials, seen by another Store on the same database, never listed as a
+// credential, forgotten on request, and resealed by Rekey; a row sealed with a key
+// not at hand counts as no registration.
+func TestRegistrations(t *testing.T) {
+	for _, db := range pgtest.Stores(t) {
+		t.Run(db.Name, func(t *testing.T) {
+			ctx := context.Background()
+			dsn := db.DSN(t)
+			oldKey, newKeyText := newKey(t), newKey(t)
+			s := open(t, dsn, keys(t, oldKey, ""))
+			issuer := "https://login.example"
+			if r, err := s.Registration(ctx, issuer); err != nil || r != nil {
+				t.Fatalf("before any: %v, %v", r, err)
+			}
+			reg := &oauth.Registration{Issuer: issuer, ClientID: "client-1", ClientSecret: "client-secret-value", RedirectURIs: []string{"http://127.0.0.1/callback"}, ApplicationType: "native"}
+			if err := s.SetRegistration(ctx, issuer, reg); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.SetRegistration(ctx, "https://other.example", reg); err == nil {
+				t.Error("a registration stored under another issuer")
+			}
+			put(t, s, "https://a.example/mcp", cred("a", "https://a.example/mcp", "a1"))
+			other := open(t, dsn, keys(t, oldKey, ""))
+			if r, err := other.Registration(ctx, issuer); err != nil || r == nil || r.ClientID != "client-1" || r.ClientSecret != "client-secret-value" {
+				t.Fatalf("seen by another store: %+v, %v", r, err)
+			}
+			if list, err := s.List(ctx); err != nil || len(list) != 1 {
+				t.Errorf("List: %d credentials, %v", len(list), err)
+			}
+			var raw []byte
+			if err := s.db.QueryRowContext(ctx, s.q(`SELECT ciphertext FROM `+table+` WHERE key = ?`), registrationKey+issuer).Scan(&raw); err != nil || strings.Contains(string(raw), "client-secret-value") {
+				t.Errorf("the registration's row holds its secret in the clear (%v)", err)
+			}
+			// Rotated: readable with the previous key, resealed by Rekey, then
+			// readable with the new key alone.
+			rotated := open(t, dsn, keys(t, newKeyText, oldKey))
+			if n, err := rotated.Rekey(ctx); err != nil || n != 2 {
+				t.Fatalf("Rekey: %d, %v", n, err)
+			}
+			fresh := open(t, dsn, keys(t, newKeyText, ""))
+			if r, err := fresh.Registration(ctx, issuer); err != nil || r == nil || r.ClientID != "client-1" {
+				t.Errorf("after Rekey, with the new key alone: %+v, %v", r, err)
+			}
+			if r, err := s.Registration(ctx, issuer); err != nil || r != nil {
+				t.Errorf("with the old key alone after Rekey: %+v, %v", r, err)
+			}
+			if err := fresh.SetRegistration(ctx, issuer, nil); err != nil {
+				t.Fatal(err)
+			}
+			if r, err := other.Registration(ctx, issuer); err != nil || r != nil {
+				t.Errorf("after forgetting: %+v, %v", r, err)
+			}
+		})
+	}
+}
