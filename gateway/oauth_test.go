@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -303,20 +304,28 @@ func TestOAuthResource(t *testing.T) {
 	})
 
 	t.Run("no token in errors or logs", func(t *testing.T) {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		all := strings.Join(f.bodies, "\n") + f.logs.String() + h.log.String() + p.Log()
+		extra := ""
 		if b, err := readFile(cfg.Hooks.ActivityLog); err == nil {
-			all += b
+			extra = b
 		}
-		for i, tok := range tokens {
-			// The signature is the secret part of a JWT, the whole of an opaque one.
-			sig := tok[strings.LastIndex(tok, ".")+1:]
-			if strings.Contains(all, sig) {
-				t.Errorf("token %d appears in an error, a challenge or a log", i)
-			}
-		}
+		f.checkNoLeak(t, h, p, extra, tokens...)
 	})
+}
+
+// checkNoLeak fails t if one of tokens appears in a refusal's body or challenge, the
+// verifier's log, the gateway's or the provider's, or extra.
+func (f *oauthFront) checkNoLeak(t *testing.T, h *harness, p *testoidc.Provider, extra string, tokens ...string) {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	all := strings.Join(f.bodies, "\n") + f.logs.String() + h.log.String() + p.Log() + extra
+	for i, tok := range tokens {
+		// The signature is the secret part of a JWT, the whole of an opaque one.
+		sig := tok[strings.LastIndex(tok, ".")+1:]
+		if strings.Contains(all, sig) {
+			t.Errorf("token %d appears in an error, a challenge or a log", i)
+		}
+	}
 }
 
 // TestOAuthRotation: tokens of a new key are accepted without a restart, and once the
@@ -432,5 +441,80 @@ func TestOAuthSubjectInSearchLog(t *testing.T) {
 				t.Errorf("search subject %q, call subject %q; want %q", s.Subject, cl.Subject, c.want)
 			}
 		})
+	}
+}
+
+// TestOAuthRealTokenLife: toolshed's front with the real oidc-provider's own tokens
+// through their life: an opaque token is checked by introspection (as the
+// introspection client the config names) and served, then refused once the provider
+// revokes it; a JWT is served until it expires, then refused with invalid_token.
+func TestOAuthRealTokenLife(t *testing.T) {
+	t.Parallel()
+	cfg := &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+
+	t.Run("introspected, then revoked", func(t *testing.T) {
+		t.Parallel()
+		p := testoidc.Start(t, testoidc.Options{OpaqueAccessTokens: true})
+		h := startGateway(t, cfg, gateway.Options{Mode: policy.Off})
+		f := serveOAuth(t, h, p, func(o *resource.Options) {
+			o.IntrospectionClientID, o.IntrospectionClientSecret = testoidc.ServiceClientID, p.ServiceSecret()
+		})
+		tok := token(t, p, f.url+"/mcp", testoidc.ScopeRead)
+		if strings.Count(tok, ".") == 2 {
+			t.Fatalf("the provider issued a JWT, not an opaque token")
+		}
+		cs := httpClient(t, f.url+"/mcp", map[string]string{"Authorization": "Bearer " + tok}, nil, "")
+		if names := toolNames(t, cs); len(withPrefix(names, "alpha__")) == 0 {
+			t.Fatalf("tools of an introspected token: %v", names)
+		}
+		form := url.Values{"token": {tok}, "token_type_hint": {"access_token"}}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, p.Endpoint("token/revocation"), strings.NewReader(form.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.SetBasicAuth(testoidc.ServiceClientID, p.ServiceSecret())
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("revoking: %v %v", resp, err)
+		}
+		resp.Body.Close()
+		// An introspection's answer is kept 30 s (docs/auth.md): the revoked token is
+		// refused once it is asked again.
+		waitRefused(t, f, tok, "not active", 90*time.Second)
+		f.checkNoLeak(t, h, p, "", tok)
+	})
+
+	t.Run("served until it expires", func(t *testing.T) {
+		t.Parallel()
+		p := testoidc.Start(t, testoidc.Options{AccessTokenTTL: 3 * time.Second})
+		h := startGateway(t, cfg, gateway.Options{Mode: policy.Off})
+		f := serveOAuth(t, h, p, nil)
+		tok := token(t, p, f.url+"/mcp", testoidc.ScopeRead)
+		if r := post(t, f.url+"/mcp", map[string]string{"Authorization": "Bearer " + tok}, strings.NewReader(initializeBody)); r.status != http.StatusOK {
+			t.Fatalf("a fresh token: %d %s", r.status, r.body)
+		}
+		// Past its expiry and the verifier's leeway (30 s at most), it is refused.
+		waitRefused(t, f, tok, "expired", 90*time.Second)
+		f.checkNoLeak(t, h, p, "", tok)
+	})
+}
+
+// waitRefused posts an initialize with tok until the front refuses it with 401
+// invalid_token, whose body must say why, within limit.
+func waitRefused(t *testing.T, f *oauthFront, tok, why string, limit time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		r := f.refused(t, "/mcp", tok)
+		if r.status == http.StatusUnauthorized {
+			if !strings.Contains(r.header.Get("WWW-Authenticate"), "invalid_token") || !strings.Contains(r.body, why) {
+				t.Errorf("refused: %q %s; want invalid_token saying %q", r.header.Get("WWW-Authenticate"), r.body, why)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the token was still served after %v: %d", limit, r.status)
+		}
+		time.Sleep(time.Second)
 	}
 }
