@@ -74,11 +74,15 @@ type Transport struct {
 	// sign in again, so the store is read before each request until the credential
 	// there is another.
 	stale bool
+	// readErr is why the store could not be read when the transport was made.
+	readErr error
 }
 
 // NewTransport returns the transport of srv, with its credential from store. base
 // sends the requests (nil means http.DefaultTransport), and the refreshes to the
-// issuer's token endpoint. Only a store that cannot be read is an error.
+// issuer's token endpoint. A store that cannot be read counts as no credential (a
+// server that asks for sign-in is told why); only a server URL that is not one is an
+// error.
 func NewTransport(ctx context.Context, srv Server, store Store, base http.RoundTripper) (*Transport, error) {
 	key, err := srv.key()
 	if err != nil {
@@ -92,7 +96,9 @@ func NewTransport(ctx context.Context, srv Server, store Store, base http.RoundT
 	switch {
 	case errors.Is(err, ErrNotSignedIn):
 	case err != nil:
-		return nil, err
+		// A store that cannot be read now (a database down) is no sign-in, for now:
+		// a server that needs none is still reached, and one that asks is told why.
+		t.readErr = err
 	case usable(c, key):
 		t.cred = c
 	}
@@ -153,6 +159,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp, err := t.base.RoundTrip(req)
 		if err == nil && resp.StatusCode == http.StatusUnauthorized && covers(t.key, req.URL.String()) && (t.srv.SignIn || bearerChallenge(resp)) {
 			drain(resp)
+			if t.readErr != nil {
+				return nil, needsSignIn(t.srv, "the server asks for it, and the credentials could not be read: %v", t.readErr)
+			}
 			return nil, needsSignIn(t.srv, "the server asks for it")
 		}
 		return resp, err

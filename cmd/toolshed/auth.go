@@ -51,7 +51,7 @@ func runAuth(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	store, where, done, err := openCredentials(ctx, *credentials, *credentialsDB)
+	store, where, done, err := openCredentials(ctx, *credentials, *credentialsDB, false, stderr)
 	if err != nil {
 		return err
 	}

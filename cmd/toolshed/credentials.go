@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
+	"fmt"
+	"io"
 
 	"github.com/toolshed/toolshed/oauth"
 	"github.com/toolshed/toolshed/oauth/sqlstore"
@@ -19,7 +22,10 @@ func addCredentialsDBFlag(fs *flag.FlagSet) *string {
 // openCredentials returns the store of serve's or auth's flags: the database
 // --credentials-db names, or else the file --credentials names (empty: the default
 // file). where names it for messages, without a password; done closes it.
-func openCredentials(ctx context.Context, file, db string) (store oauth.Store, where string, done func(), err error) {
+//
+// later (serve's) makes a PostgreSQL database that cannot be reached yet no error:
+// it is said on warn, and the store reaches it when it can (sqlstore.ErrUnreached).
+func openCredentials(ctx context.Context, file, db string, later bool, warn io.Writer) (store oauth.Store, where string, done func(), err error) {
 	if db == "" {
 		fs := &oauth.FileStore{Path: file}
 		if where, err = storePath(fs); err != nil {
@@ -30,8 +36,11 @@ func openCredentials(ctx context.Context, file, db string) (store oauth.Store, w
 	if file != "" {
 		return nil, "", nil, usageErr("--credentials FILE and --credentials-db DSN both name where credentials are: give one")
 	}
-	s, err := sqlstore.Open(ctx, db, sqlstore.Options{})
-	if err != nil {
+	s, err := sqlstore.Open(ctx, db, sqlstore.Options{ConnectLater: later})
+	switch {
+	case s != nil && errors.Is(err, sqlstore.ErrUnreached):
+		fmt.Fprintf(warn, "toolshed: credentials: %v; serving meanwhile: the servers that sign in wait for it, and it is tried again at each use\n", err)
+	case err != nil:
 		return nil, "", nil, err
 	}
 	return s, s.Where() + " (encrypted)", func() { s.Close() }, nil

@@ -90,7 +90,7 @@ func runServe(args []string, stdout, stderr io.Writer) error {
 	// supports, and are told so from the start.
 	opts := gateway.Options{NoPrefix: *noPrefix, MaxNameLen: *maxName, ContextWindow: *window, Log: stderr, WaitForClient: *httpAddr == ""}
 	if _, err := oauth.DefaultPath(); *credentials != "" || *credentialsDB != "" || err == nil {
-		store, _, done, err := openCredentials(context.Background(), *credentials, *credentialsDB)
+		store, _, done, err := openCredentials(context.Background(), *credentials, *credentialsDB, true, stderr)
 		if err != nil {
 			return err
 		}

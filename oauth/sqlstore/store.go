@@ -36,6 +36,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -87,6 +89,13 @@ const DefaultConnectTimeout = searchlog.DefaultConnectTimeout
 type Options struct {
 	// Keys seal and open the credentials; nil reads them with KeysFromEnv.
 	Keys *Keys
+	// ConnectLater makes Open of a PostgreSQL database that cannot be reached (down,
+	// unreachable, refusing the login) return a Store all the same, as the search
+	// log's ConnectLater does: every use tries to reach it (and create its table)
+	// again, and fails meanwhile with the reason, so that a gateway replica serves
+	// its other servers through an outage. A name that cannot be read, or a SQLite
+	// file that cannot be opened, still fails Open.
+	ConnectLater bool
 }
 
 // Store is an oauth.Store in a SQL database. Make one with Open; Close it.
@@ -95,7 +104,15 @@ type Store struct {
 	postgres bool
 	keys     *Keys
 	where    string
+
+	// ready is set once the table is known to be there (see reach).
+	ready   atomic.Bool
+	reachMu sync.Mutex
 }
+
+// ErrUnreached is wrapped by the errors of a Store opened with ConnectLater while its
+// database has not been reached.
+var ErrUnreached = errors.New("the credentials database has not been reached yet")
 
 var _ oauth.Store = (*Store)(nil)
 
@@ -103,7 +120,9 @@ var _ oauth.Store = (*Store)(nil)
 // sqlite:PATH or file:PATH, made with mode 0600 where missing) or PostgreSQL (a
 // postgres:// URL or a libpq keyword=value string), and creates its table where it
 // is missing. It fails, naming the variable and how to make a key, when there are
-// no keys: credentials are never stored unencrypted.
+// no keys: credentials are never stored unencrypted. With Options.ConnectLater, a
+// PostgreSQL database that cannot be reached yet returns the Store together with an
+// error wrapping ErrUnreached: the Store is usable, and reaches it when it can.
 func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	keys := opts.Keys
 	if keys == nil {
@@ -126,16 +145,37 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	} else {
 		s.where = redact.String(dsn)
 		s.postgres = true
-		s.db, err = openPostgres(ctx, dsn, s.where)
+		s.db, err = openPostgres(ctx, dsn, s.where, opts.ConnectLater)
 	}
 	if err != nil {
 		return nil, err
 	}
-	if err := s.create(ctx); err != nil {
+	if err := s.reach(ctx); err != nil {
+		if s.postgres && opts.ConnectLater {
+			return s, err // usable: every use tries again
+		}
 		s.db.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// reach creates the table where it is missing, once: until it has, each use of the
+// Store tries again (see Options.ConnectLater).
+func (s *Store) reach(ctx context.Context) error {
+	if s.ready.Load() {
+		return nil
+	}
+	s.reachMu.Lock()
+	defer s.reachMu.Unlock()
+	if s.ready.Load() {
+		return nil
+	}
+	if err := s.create(ctx); err != nil {
+		return fmt.Errorf("%w: %w", ErrUnreached, err)
+	}
+	s.ready.Store(true)
+	return nil
 }
 
 func openSQLite(ctx context.Context, path string) (*sql.DB, error) {
@@ -167,7 +207,7 @@ func openSQLite(ctx context.Context, path string) (*sql.DB, error) {
 	return db, nil
 }
 
-func openPostgres(ctx context.Context, dsn, where string) (*sql.DB, error) {
+func openPostgres(ctx context.Context, dsn, where string, later bool) (*sql.DB, error) {
 	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: %w: %s: %s", searchlog.ErrBadDSN, where, redact.Error(err))
@@ -180,6 +220,9 @@ func openPostgres(ctx context.Context, dsn, where string) (*sql.DB, error) {
 	// request to the issuer), so a few credentials refreshing at once each get one.
 	db.SetMaxOpenConns(8)
 	db.SetMaxIdleConns(2)
+	if later {
+		return db, nil // Open's reach says whether it answers
+	}
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlstore: cannot connect to %s: %w", where, redact.Wrap(err))
@@ -300,6 +343,9 @@ func (s *Store) dbErr(what string, err error) error {
 
 // Get implements oauth.Store.
 func (s *Store) Get(ctx context.Context, serverURL string) (*oauth.Credential, error) {
+	if err := s.reach(ctx); err != nil {
+		return nil, err
+	}
 	key, err := oauth.CanonicalKey(serverURL)
 	if err != nil {
 		return nil, err
@@ -318,6 +364,9 @@ func (s *Store) Get(ctx context.Context, serverURL string) (*oauth.Credential, e
 // saying what to do; a broken one (changed, or copied from another row) is left out,
 // as it is no credential.
 func (s *Store) List(ctx context.Context) ([]*oauth.Credential, error) {
+	if err := s.reach(ctx); err != nil {
+		return nil, err
+	}
 	rows, err := s.db.QueryContext(ctx, s.q(`SELECT key, key_id, ciphertext, version FROM `+table+` WHERE key NOT LIKE ? ORDER BY key`), registrationKey+"%")
 	if err != nil {
 		return nil, s.dbErr("listing the credentials", err)
@@ -354,6 +403,9 @@ func (s *Store) List(ctx context.Context) ([]*oauth.Credential, error) {
 // with a key not at hand fails Update, so that a replica with a wrong key does not
 // overwrite what the others read.
 func (s *Store) Update(ctx context.Context, serverURL string, fn func(*oauth.Credential) (*oauth.Credential, error)) error {
+	if err := s.reach(ctx); err != nil {
+		return err
+	}
 	key, err := oauth.CanonicalKey(serverURL)
 	if err != nil {
 		return err
@@ -415,6 +467,9 @@ var _ oauth.RegistrationStore = (*Store)(nil)
 // does not open (changed, or sealed with a key not at hand) counts as none: a new
 // registration replaces it.
 func (s *Store) Registration(ctx context.Context, issuer string) (*oauth.Registration, error) {
+	if err := s.reach(ctx); err != nil {
+		return nil, err
+	}
 	key := registrationKey + issuer
 	var keyID string
 	var sealed []byte
@@ -439,6 +494,9 @@ func (s *Store) Registration(ctx context.Context, issuer string) (*oauth.Registr
 
 // SetRegistration implements oauth.RegistrationStore.
 func (s *Store) SetRegistration(ctx context.Context, issuer string, r *oauth.Registration) error {
+	if err := s.reach(ctx); err != nil {
+		return err
+	}
 	if r != nil && r.Issuer != issuer {
 		return fmt.Errorf("sqlstore: a registration with %s stored under issuer %s", r.Issuer, issuer)
 	}
@@ -462,6 +520,9 @@ func (s *Store) SetRegistration(ctx context.Context, issuer string, r *oauth.Reg
 // previous key of a rotation), and returns how many it rewrote: after it, the
 // previous key can be dropped.
 func (s *Store) Rekey(ctx context.Context) (int, error) {
+	if err := s.reach(ctx); err != nil {
+		return 0, err
+	}
 	rows, err := s.db.QueryContext(ctx, s.q(`SELECT key FROM `+table+` WHERE key_id <> ?`), s.keys.ID())
 	if err != nil {
 		return 0, s.dbErr("listing the credentials", err)

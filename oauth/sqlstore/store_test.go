@@ -6,9 +6,13 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -255,5 +259,65 @@ func TestRegistrations(t *testing.T) {
 				t.Errorf("after forgetting: %+v, %v", r, err)
 			}
 		})
+	}
+}
+
+// TestConnectLater: with ConnectLater, a PostgreSQL database that cannot be reached at
+// Open gives a Store (and ErrUnreached) whose uses fail saying so, and which works
+// once the database answers, without being opened again; without it, Open fails.
+func TestConnectLater(t *testing.T) {
+	dsn := pgtest.Stores(t)[1].DSN(t)
+	u, err := url.Parse(dsn)
+	if err != nil || u.Host == "" {
+		t.Fatalf("a postgres URL was expected: %q", dsn)
+	}
+	target := u.Host
+	var open atomic.Bool
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if !open.Load() {
+				c.Close() // the database is down
+				continue
+			}
+			go func() {
+				defer c.Close()
+				d, err := net.Dial("tcp", target)
+				if err != nil {
+					return
+				}
+				defer d.Close()
+				go io.Copy(d, c)
+				io.Copy(c, d)
+			}()
+		}
+	}()
+	u.Host = ln.Addr().String()
+	via := u.String()
+	ctx := context.Background()
+	k := keys(t, newKey(t), "")
+	if s, err := Open(ctx, via, Options{Keys: k}); err == nil || s != nil {
+		t.Fatalf("Open of an unreachable database without ConnectLater: %v, %v", s, err)
+	}
+	s, err := Open(ctx, via, Options{Keys: k, ConnectLater: true})
+	if s == nil || !errors.Is(err, ErrUnreached) {
+		t.Fatalf("Open with ConnectLater: %v, %v", s, err)
+	}
+	defer s.Close()
+	if _, err := s.Get(ctx, "https://a.example/mcp"); !errors.Is(err, ErrUnreached) || errors.Is(err, oauth.ErrNotSignedIn) {
+		t.Errorf("Get while unreached: %v", err)
+	}
+	open.Store(true)
+	put(t, s, "https://a.example/mcp", cred("a", "https://a.example/mcp", "a1"))
+	if c, err := s.Get(ctx, "https://a.example/mcp"); err != nil || c.AccessToken != "access-token-a1" {
+		t.Errorf("once reached: %+v, %v", c, err)
 	}
 }
