@@ -58,9 +58,10 @@ type approvalAsked struct {
 	who    principal
 }
 
-// issue returns the requestState of a new approval question for a call of tool with
-// args by who. r.mu is held.
-func (a *approvals) issue(who principal, tool string, args []byte, now time.Time) string {
+// issue returns the requestState of a new question for a call of tool with args by
+// who: an approval (approvalStatePrefix) or a per-user sign-in (signInStatePrefix,
+// see usersignin.go), which share the table and its bounds. r.mu is held.
+func (a *approvals) issue(prefix string, who principal, tool string, args []byte, now time.Time) string {
 	if a.asked == nil {
 		a.asked, a.per = map[string]approvalAsked{}, map[principal]int{}
 	}
@@ -81,7 +82,7 @@ func (a *approvals) issue(who principal, tool string, args []byte, now time.Time
 		}
 	}
 	nonce := rand.Text()
-	state := approvalStatePrefix + nonce + "." + approvalMAC(nonce, who, tool, args)
+	state := prefix + nonce + "." + approvalMAC(prefix, nonce, who, tool, args)
 	a.asked[state] = approvalAsked{expiry: now.Add(pendingTimeout), who: who}
 	a.per[who]++
 	a.order = append(a.order, state)
@@ -103,28 +104,27 @@ func (a *approvals) forget(state string) {
 	}
 }
 
-// take reports whether state is an approval question asked for a call of tool with args
-// by who, unanswered and unexpired, and forgets it: it answers one retry only. r.mu is
-// held.
+// take reports whether state is a question asked for a call of tool with args by who,
+// unanswered and unexpired, and forgets it: it answers one retry only. r.mu is held.
 func (a *approvals) take(state string, who principal, tool string, args []byte, now time.Time) bool {
 	q, ok := a.asked[state]
 	if !ok {
 		return false
 	}
-	rest := strings.TrimPrefix(state, approvalStatePrefix)
+	kind, rest, _ := strings.Cut(state, ".")
 	nonce, mac, ok := strings.Cut(rest, ".")
-	if !ok || !hmac.Equal([]byte(mac), []byte(approvalMAC(nonce, who, tool, args))) {
+	if !ok || !hmac.Equal([]byte(mac), []byte(approvalMAC(kind+".", nonce, who, tool, args))) {
 		return false // not this call's: left for the call it is for
 	}
 	a.forget(state) // order keeps it until it comes first; asked is what counts
 	return now.Before(q.expiry)
 }
 
-// approvalMAC binds an approval question to the principal, the tool and the arguments
-// the user was shown.
-func approvalMAC(nonce string, who principal, tool string, args []byte) string {
+// approvalMAC binds a question of kind prefix to the principal, the tool and the
+// arguments the user was shown.
+func approvalMAC(prefix, nonce string, who principal, tool string, args []byte) string {
 	sum := sha256.Sum256(args)
-	return stateMAC("approval", nonce+"."+hex.EncodeToString(sum[:]), who, tool)
+	return stateMAC(prefix+"question", nonce+"."+hex.EncodeToString(sum[:]), who, tool)
 }
 
 // isApprovalState reports whether state is the requestState of an approval question
@@ -174,7 +174,7 @@ func (r *callRegistry) approval(ctx context.Context, spec callSpec) (*mcp.CallTo
 	}
 	args := string(redactArguments(spec.args, r.g.hooks.secrets))
 	r.mu.Lock()
-	state := r.approvals.issue(who, spec.tool.Qualified, spec.args, time.Now())
+	state := r.approvals.issue(approvalStatePrefix, who, spec.tool.Qualified, spec.args, time.Now())
 	r.mu.Unlock()
 	return &mcp.CallToolResult{RequestState: state, InputRequests: mcp.InputRequestMap{approvalInput: &mcp.ElicitParams{
 		Message: fmt.Sprintf("Allow the assistant to call %s (server %s) with these arguments?\n%s", spec.tool.Qualified, spec.tool.Server, args),

@@ -12,10 +12,10 @@ func TestApprovalsPerPrincipal(t *testing.T) {
 	var a approvals
 	now := time.Now()
 	alice, mallory := principal{profile: "a"}, principal{profile: "m"}
-	aliceState := a.issue(alice, "srv__write", []byte(`{}`), now)
+	aliceState := a.issue(approvalStatePrefix, alice, "srv__write", []byte(`{}`), now)
 	var flood []string
 	for range 5 * maxApprovalsPerPrincipal {
-		flood = append(flood, a.issue(mallory, "srv__write", []byte(`{}`), now))
+		flood = append(flood, a.issue(approvalStatePrefix, mallory, "srv__write", []byte(`{}`), now))
 	}
 	if got := a.per[mallory]; got != maxApprovalsPerPrincipal {
 		t.Fatalf("mallory has %d questions waiting, want %d", got, maxApprovalsPerPrincipal)
@@ -35,7 +35,7 @@ func TestApprovalsPerPrincipal(t *testing.T) {
 	}
 	// Expired questions leave the table, and their count, as the next is asked.
 	later := now.Add(pendingTimeout + time.Second)
-	a.issue(alice, "srv__write", []byte(`{}`), later)
+	a.issue(approvalStatePrefix, alice, "srv__write", []byte(`{}`), later)
 	if len(a.asked) != 1 || a.per[mallory] != 0 || a.per[alice] != 1 {
 		t.Errorf("after expiry: %d waiting, counts %v; want alice's one", len(a.asked), a.per)
 	}

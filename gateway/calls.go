@@ -164,7 +164,7 @@ func (r *callRegistry) run(ctx context.Context, spec callSpec) (*mcp.CallToolRes
 		r.g.rec.call(entry, spec.tool, res, time.Since(start))
 		return res, nil
 	}
-	if state := spec.req.Params.RequestState; state != "" && !isApprovalState(state) {
+	if state := spec.req.Params.RequestState; state != "" && !isApprovalState(state) && !isSignInState(state) {
 		return r.resume(ctx, spec, finish)
 	}
 	if !r.g.limits.allow(r.g.clients.rateKey(spec.req.Session)) {
@@ -184,7 +184,10 @@ func (r *callRegistry) run(ctx context.Context, spec callSpec) (*mcp.CallToolRes
 		return nil, err // before asking the user to approve a call that cannot run
 	}
 	if u := r.g.byName[spec.tool.Server]; u != nil {
-		if res, err, ok := r.needsSignIn(ctx, spec, u, finish); ok {
+		var res *mcp.CallToolResult
+		var err error
+		var ok bool
+		if spec, res, err, ok = r.needsSignIn(ctx, spec, u, finish); ok {
 			return res, err // before the approval: the call cannot run yet
 		}
 	}

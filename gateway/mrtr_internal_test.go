@@ -151,15 +151,15 @@ func TestApprovals(t *testing.T) {
 	var a approvals
 	who := principal{profile: "a", cred: credential{1}}
 	now := time.Now()
-	first := a.issue(who, "s__t", []byte(`{"x":1}`), now)
+	first := a.issue(approvalStatePrefix, who, "s__t", []byte(`{"x":1}`), now)
 	for i := 0; i < maxApprovals; i++ { // many principals: the bound of the whole table
-		a.issue(principal{profile: "a", cred: credential{2, byte(i), byte(i >> 8)}}, "s__t", []byte(`{}`), now)
+		a.issue(approvalStatePrefix, principal{profile: "a", cred: credential{2, byte(i), byte(i >> 8)}}, "s__t", []byte(`{}`), now)
 	}
 	if len(a.asked) != maxApprovals || a.take(first, who, "s__t", []byte(`{"x":1}`), now) {
 		t.Errorf("%d questions kept, the oldest among them: want %d, the oldest dropped", len(a.asked), maxApprovals)
 	}
 	for i := 0; i < 3*maxApprovals; i++ { // answered ones behind live ones
-		state := a.issue(who, "s__t", []byte(`{}`), now)
+		state := a.issue(approvalStatePrefix, who, "s__t", []byte(`{}`), now)
 		if i%2 == 0 && !a.take(state, who, "s__t", []byte(`{}`), now) {
 			t.Fatalf("question %d: its own answer refused", i)
 		}
@@ -167,7 +167,7 @@ func TestApprovals(t *testing.T) {
 	if len(a.asked) > maxApprovals || len(a.order) > 2*maxApprovals+1 {
 		t.Errorf("%d questions kept in %d slots, want at most %d", len(a.asked), len(a.order), maxApprovals)
 	}
-	state := a.issue(who, "s__t", []byte(`{}`), now)
+	state := a.issue(approvalStatePrefix, who, "s__t", []byte(`{}`), now)
 	for name, c := range map[string]struct {
 		who  principal
 		tool string
@@ -185,7 +185,7 @@ func TestApprovals(t *testing.T) {
 	if a.take(state, who, "s__t", []byte(`{}`), now.Add(pendingTimeout)) {
 		t.Error("an expired question's answer was taken")
 	}
-	state = a.issue(who, "s__t", []byte(`{}`), now)
+	state = a.issue(approvalStatePrefix, who, "s__t", []byte(`{}`), now)
 	if !a.take(state, who, "s__t", []byte(`{}`), now) || a.take(state, who, "s__t", []byte(`{}`), now) {
 		t.Error("want the answer taken once")
 	}

@@ -78,38 +78,113 @@ func (u *Upstream) usersTransport(shared http.RoundTripper) *oauth.Users {
 	return &oauth.Users{Server: u.oauthServer(), Store: u.g.opts.Credentials, Base: http.DefaultTransport, Shared: shared}
 }
 
-// needsSignIn answers a call of a per-user server by a user who has not signed in
-// to it: a URL-mode elicitation of toolshed's sign-in page for a client that can
-// open one, else a tool error that says where to go. ok is false when the user has
-// signed in (or needs not): the call goes on.
-func (r *callRegistry) needsSignIn(ctx context.Context, spec callSpec, u *Upstream, finish func(*mcp.CallToolResult, string) (*mcp.CallToolResult, error)) (res *mcp.CallToolResult, err error, ok bool) {
-	user := u.callUser(r.g.clients.principalOf(spec.req.Session))
+// signInStatePrefix starts the requestState of a per-user sign-in asked of a
+// 2026-07-28 client (see needsSignIn); it shares the approvals' table and checks.
+const signInStatePrefix = "signin."
+
+// signInInput is the input request id of that question.
+const signInInput = "toolshed-signin"
+
+// signInWait bounds how long the retry of a call whose user accepted to sign in
+// waits for that sign-in to end before it answers.
+const signInWait = 2 * time.Minute
+
+func isSignInState(state string) bool { return strings.HasPrefix(state, signInStatePrefix) }
+
+// needsSignIn answers a call of a per-user server by a user who has not signed in to
+// it: for a 2026-07-28 client that can open links, an input_required result asking it
+// to open toolshed's sign-in page (URL-mode elicitation riding the multi round-trip
+// flow, as that revision has it), whose retry waits for the sign-in and then lets the
+// call go on; for an older one, the URL-mode elicitation error -32042 of 2025-11-25;
+// for any other, a tool error that says where to go. ok is false when the call goes
+// on, with spec (the retry's sign-in answer taken out of it).
+func (r *callRegistry) needsSignIn(ctx context.Context, spec callSpec, u *Upstream, finish func(*mcp.CallToolResult, string) (*mcp.CallToolResult, error)) (_ callSpec, res *mcp.CallToolResult, err error, ok bool) {
+	who := r.g.clients.principalOf(spec.req.Session)
+	user := u.callUser(who)
+	retry := isSignInState(spec.req.Params.RequestState)
+	if retry {
+		// The answer to a sign-in question toolshed asked this call: taken out of the
+		// call, which may go on to its approval question.
+		r.mu.Lock()
+		asked := r.approvals.take(spec.req.Params.RequestState, who, spec.tool.Qualified, spec.args, time.Now())
+		r.mu.Unlock()
+		if !asked || user == "" {
+			res, err := refuseState(finish, fmt.Sprintf("the sign-in question this retry answers was not asked for this call, or was answered already, or more than %v ago; call %s again", pendingTimeout, spec.tool.Qualified))
+			return spec, res, err, true
+		}
+		answer, _ := spec.req.Params.InputResponses[signInInput].(*mcp.ElicitResult)
+		params := *spec.req.Params
+		params.RequestState, params.InputResponses = "", nil
+		for k, v := range spec.req.Params.InputResponses {
+			if k != signInInput {
+				if params.InputResponses == nil {
+					params.InputResponses = mcp.InputResponseMap{}
+				}
+				params.InputResponses[k] = v
+			}
+		}
+		req := *spec.req
+		req.Params = &params
+		spec.req = &req
+		if answer == nil || answer.Action != "accept" {
+			res, _ := finish(errorResult(PermissionDenied, "the user did not open the sign-in page of %s, so the call was not made; do not retry it without asking the user", u.cfg.Name), NeedsUserSignIn)
+			return spec, res, nil, true
+		}
+	}
 	if user == "" {
-		return nil, nil, false
+		return spec, nil, nil, false
 	}
 	users := u.users()
 	if users == nil || users.SignedIn(ctx, user) {
-		return nil, nil, false
+		return spec, nil, nil, false
 	}
 	hub, public := r.g.signIns()
 	if hub == nil {
 		res, _ := finish(errorResult(search.Unavailable, "%s needs each user to sign in with their own account, and this toolshed has no public URL for its sign-in page: its operator must serve it over HTTP with --public-url", u.cfg.Name), NeedsUserSignIn)
-		return res, nil, true
+		return spec, res, nil, true
 	}
 	p, err := hub.Begin(ctx, oauth.Server{Name: u.cfg.Name, URL: u.cfg.URL, Headers: u.cfg.Headers, SignIn: true, User: user})
 	if err != nil {
 		res, _ := finish(errorResult(search.Unavailable, "%s needs you to sign in with your own account, and the sign-in could not start: %v", u.cfg.Name, err), NeedsUserSignIn)
-		return res, nil, true
+		return spec, res, nil, true
 	}
 	link := public + "/signin/" + p.ID
-	msg := fmt.Sprintf("%s needs you to sign in with your own account before toolshed can call it for you. Open the link, confirm it is you, sign in, then call the tool again.", u.cfg.Name)
-	if canElicitURL(spec.req) {
+	if retry {
+		// The user agreed to open the page: the call waits for the sign-in.
+		wait, cancel := context.WithTimeout(ctx, signInWait)
+		select {
+		case <-p.Done():
+		case <-wait.Done():
+		}
+		cancel()
+		if users.SignedIn(ctx, user) {
+			return spec, nil, nil, false
+		}
+		res, _ := finish(errorResult(search.Unavailable, "%s: the sign-in at %s has not ended (%v); call the tool again once the page says you are signed in", u.cfg.Name, link, errOr(p.Err(), "still waiting")), NeedsUserSignIn)
+		return spec, res, nil, true
+	}
+	msg := fmt.Sprintf("%s needs you to sign in with your own account before toolshed can call it for you. Open the link, confirm it is you, and sign in.", u.cfg.Name)
+	switch {
+	case canElicitURL(spec.req) && speaksMRTR(spec.req):
+		r.mu.Lock()
+		state := r.approvals.issue(signInStatePrefix, who, spec.tool.Qualified, spec.args, time.Now())
+		r.mu.Unlock()
+		return spec, &mcp.CallToolResult{RequestState: state, InputRequests: mcp.InputRequestMap{signInInput: &mcp.ElicitParams{Mode: "url", URL: link, Message: msg}}}, nil, true
+	case canElicitURL(spec.req):
 		finish(errorResult(search.Unavailable, "%s", msg), NeedsUserSignIn)
-		return nil, mcp.URLElicitationRequiredError([]*mcp.ElicitParams{{Mode: "url", ElicitationID: p.ID, URL: link, Message: msg}}), true
+		return spec, nil, mcp.URLElicitationRequiredError([]*mcp.ElicitParams{{Mode: "url", ElicitationID: p.ID, URL: link, Message: msg + " Then call the tool again."}}), true
 	}
 	res, _ = finish(errorResult(search.Unavailable, "%s needs you to sign in with your own account before toolshed can call it for you, and your client cannot open links for you (it does not declare URL-mode elicitation). Open %s in a browser, confirm it is you, sign in, then call the tool again (the link is valid until %s).",
 		u.cfg.Name, link, p.Expires.UTC().Format(time.RFC3339)), NeedsUserSignIn)
-	return res, nil, true
+	return spec, res, nil, true
+}
+
+// errOr is err's text, or def for none.
+func errOr(err error, def string) string {
+	if err == nil {
+		return def
+	}
+	return err.Error()
 }
 
 // canElicitURL reports whether the caller of req declared URL-mode elicitation.

@@ -21,6 +21,7 @@ import (
 	"github.com/toolshed/toolshed/gateway"
 	"github.com/toolshed/toolshed/gateway/config"
 	"github.com/toolshed/toolshed/internal/testoidc"
+	"github.com/toolshed/toolshed/internal/testupstream"
 	"github.com/toolshed/toolshed/oauth"
 	"github.com/toolshed/toolshed/oauth/resource"
 	"github.com/toolshed/toolshed/policy"
@@ -42,12 +43,13 @@ var (
 	operator = testoidc.User{Name: "operator", Password: "operator-password"}
 	alice    = testoidc.User{Name: "alice", Password: "alice-password", Groups: []string{"engineering"}}
 	bob      = testoidc.User{Name: "bob", Password: "bob-password", Groups: []string{"engineering"}}
+	carol    = testoidc.User{Name: "carol", Password: "carol-password"}
 )
 
 // startPerUser starts the rig; front, when not nil, makes the HTTP front take OAuth
 // tokens of the same provider too (with the options it gets, edited).
 func startPerUser(t *testing.T, front func(p *testoidc.Provider, public string, o *gateway.HTTPOptions)) *perUserRig {
-	p := testoidc.Start(t, testoidc.Options{Users: []testoidc.User{operator, alice, bob}})
+	p := testoidc.Start(t, testoidc.Options{Users: []testoidc.User{operator, alice, bob, carol}})
 	upstream := testoidc.StartProtected(t, p, testoidc.ProtectedOptions{})
 	r := &perUserRig{p: p, path: filepath.Join(t.TempDir(), "credentials.json"),
 		browser: &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }, Timeout: 30 * time.Second}}
@@ -69,7 +71,7 @@ func startPerUser(t *testing.T, front func(p *testoidc.Provider, public string, 
 	}
 	cfg := &config.Config{
 		Servers:  []config.Server{testServer("alpha", "basic"), {Name: "protected", Type: config.HTTP, URL: upstream, OAuth: &config.SignIn{PerUser: true}}},
-		Profiles: map[string]config.Profile{"alice": {Token: "alice-token"}, "bob": {Token: "bob-token"}},
+		Profiles: map[string]config.Profile{"alice": {Token: "alice-token"}, "bob": {Token: "bob-token"}, "carol": {Token: "carol-token"}},
 	}
 	r.h = startGateway(t, cfg, gateway.Options{Mode: policy.Off, Credentials: r.store})
 	srv := httptest.NewUnstartedServer(nil)
@@ -370,4 +372,61 @@ func userToken(t *testing.T, ctx context.Context, p *testoidc.Provider, user tes
 		t.Fatal(err)
 	}
 	return tok.AccessToken
+}
+
+// TestPerUserSignInModern: a client of MCP 2026-07-28 (the TypeScript SDK v2 client)
+// is asked to sign in the way that revision has it, a URL-mode elicitation riding the
+// multi round-trip flow (input_required, never the -32042 error); it accepts, its retry
+// waits while the user signs in on toolshed's page, and then the call is made, as that
+// user.
+func TestPerUserSignInModern(t *testing.T) {
+	r := startPerUser(t, nil)
+	cs := testupstream.TS2MatrixClientEnv(t, map[string]string{"TS2_BEARER": "carol-token", "TS2_ELICIT_URL": "1"}, "auto", r.public+"/mcp")
+	if cs.Version != "2026-07-28" {
+		t.Fatalf("the TS v2 client negotiated %q", cs.Version)
+	}
+	type outcome struct {
+		raw json.RawMessage
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		raw, err := cs.CallTool(r.ctx, "protected__whoami", map[string]any{})
+		done <- outcome{raw, err}
+	}()
+	var link string
+	waitFor(t, "the client to be asked to open the sign-in page", func() bool {
+		if urls := cs.ElicitedURLs(); len(urls) > 0 {
+			link = urls[0]
+			return true
+		}
+		return false
+	})
+	if !strings.HasPrefix(link, r.public+"/signin/") {
+		t.Fatalf("the client was asked to open %q", link)
+	}
+	resp, err := r.browser.PostForm(link, url.Values{"token": {"carol-token"}})
+	if err != nil || resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("confirming: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	r.signInAt(t, resp.Header.Get("Location"), carol)
+	var out outcome
+	select {
+	case out = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("the call did not end within a minute of the sign-in")
+	}
+	var res struct {
+		IsError bool `json:"isError"`
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	if out.err != nil || json.Unmarshal(out.raw, &res) != nil || res.IsError || len(res.Content) == 0 || !strings.Contains(res.Content[0].Text, `"sub":"carol"`) {
+		t.Fatalf("the call after sign-in: %s, %v", out.raw, out.err)
+	}
+	if n := len(cs.ElicitedURLs()); n != 1 {
+		t.Errorf("the client was asked %d times", n)
+	}
 }

@@ -31,6 +31,7 @@ type TS2Session struct {
 	waiting  map[int]chan ts2Reply
 	changes  int
 	elicited []string
+	urls     []string // of the URL-mode elicitations accepted
 }
 
 type ts2Reply struct {
@@ -54,6 +55,13 @@ func (e *TS2Error) Error() string { return fmt.Sprintf("%s (code %v)", e.Message
 // has connected, and fails the test if it cannot within two minutes.
 func TS2MatrixClient(t testing.TB, mode string, target ...string) *TS2Session {
 	t.Helper()
+	return TS2MatrixClientEnv(t, nil, mode, target...)
+}
+
+// TS2MatrixClientEnv is TS2MatrixClient with env added to the client's environment
+// (TS2_BEARER, TS2_ELICIT_URL: see ts2/matrixclient.mjs).
+func TS2MatrixClientEnv(t testing.TB, env map[string]string, mode string, target ...string) *TS2Session {
+	t.Helper()
 	npmFile(t, "@modelcontextprotocol/client (TypeScript SDK v2)", "@modelcontextprotocol/client/package.json")
 	script := filepath.Join(Root(t), "internal", "testupstream", "ts2", "matrixclient.mjs")
 	args := []string{script, mode}
@@ -66,6 +74,9 @@ func TS2MatrixClient(t testing.TB, mode string, target ...string) *TS2Session {
 	// The SDK gives a stdio server it starts HOME and little else of its environment:
 	// a HOME of the test's own keeps a toolshed it starts off the user's search log.
 	cmd.Env = append(os.Environ(), "TS2_MODULES="+filepath.Join(DepsDir(t), "npm", "node_modules"), "HOME="+t.TempDir())
+	for k, v := range env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
 	stderr := &SyncBuffer{}
 	cmd.Stderr = stderr
 	stdin, err := cmd.StdinPipe()
@@ -119,6 +130,7 @@ func (c *TS2Session) read(line []byte, connected chan<- string) {
 		Event   string          `json:"event"`
 		Version string          `json:"version"`
 		Message string          `json:"message"`
+		URL     string          `json:"url"`
 		Result  json.RawMessage `json:"result"`
 		Error   *TS2Error       `json:"error"`
 	}
@@ -134,6 +146,9 @@ func (c *TS2Session) read(line []byte, connected chan<- string) {
 		c.changes++
 	case ev.Event == "elicitation":
 		c.elicited = append(c.elicited, ev.Message)
+		if ev.URL != "" {
+			c.urls = append(c.urls, ev.URL)
+		}
 	case ev.ID != nil:
 		if ch, ok := c.waiting[*ev.ID]; ok {
 			delete(c.waiting, *ev.ID)
@@ -214,4 +229,11 @@ func (c *TS2Session) Elicitations() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]string(nil), c.elicited...)
+}
+
+// ElicitedURLs returns the URLs of the URL-mode elicitations the client accepted.
+func (c *TS2Session) ElicitedURLs() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.urls...)
 }

@@ -8,9 +8,12 @@
 //
 // auto and legacy are the SDK's versionNegotiation modes; any other word pins that
 // version. The client declares elicitation (form) and answers it: accept {yes: true}
-// when the requested schema has a property "yes", else decline.
+// when the requested schema has a property "yes", else decline. With TS2_ELICIT_URL=1
+// it declares URL-mode elicitation too, and accepts each (the user agreed to open the
+// page, which the test then plays).
 //
-// Environment: TS2_MODULES, the node_modules directory the SDK is installed in.
+// Environment: TS2_MODULES, the node_modules directory the SDK is installed in;
+// TS2_BEARER, a bearer token sent with every HTTP request.
 //
 // Each line on stdin is one JSON command, each line on stdout one JSON event:
 //   {"id":N,"op":"list"}                            -> {"id":N,"result":{"tools":[...]}}
@@ -20,7 +23,7 @@
 // and, unasked: {"event":"connected","version":V} once connected (or
 // {"event":"failed","error":M}, then exit 1), {"event":"tools_list_changed"} for each
 // list change (legacy notification or subscriptions/listen alike), and
-// {"event":"elicitation","message":M} for each elicitation answered.
+// {"event":"elicitation","message":M[,"url":U]} for each elicitation answered.
 import readline from 'node:readline';
 import { createRequire } from 'node:module';
 
@@ -32,19 +35,20 @@ const emit = (o) => process.stdout.write(JSON.stringify(o) + '\n');
 const [mode, kind, ...rest] = process.argv.slice(2);
 const versionNegotiation = mode === 'auto' || mode === 'legacy' ? { mode } : { mode: { pin: mode } };
 const client = new Client({ name: 'toolshed-matrix-ts2', version: '2.4.0' }, {
-  capabilities: { elicitation: { form: {} } },
+  capabilities: { elicitation: process.env.TS2_ELICIT_URL === '1' ? { form: {}, url: {} } : { form: {} } },
   versionNegotiation,
   listChanged: { tools: { onChanged: () => emit({ event: 'tools_list_changed' }) } },
 });
 client.setRequestHandler('elicitation/create', async (r) => {
-  emit({ event: 'elicitation', message: r.params.message });
+  emit({ event: 'elicitation', message: r.params.message, ...(r.params.mode === 'url' ? { url: r.params.url } : {}) });
+  if (r.params.mode === 'url') return { action: 'accept' };
   if (r.params.requestedSchema?.properties?.yes) return { action: 'accept', content: { yes: true } };
   return { action: 'decline' };
 });
 
 const transport = kind === 'stdio'
   ? new StdioClientTransport({ command: rest[0], args: rest.slice(1), stderr: 'inherit' })
-  : new StreamableHTTPClientTransport(new URL(rest[0]));
+  : new StreamableHTTPClientTransport(new URL(rest[0]), process.env.TS2_BEARER ? { requestInit: { headers: { Authorization: `Bearer ${process.env.TS2_BEARER}` } } } : undefined);
 try {
   await client.connect(transport);
 } catch (e) {
