@@ -298,7 +298,7 @@ func (ps *profileServer) getPrompt(name string) mcp.PromptHandler {
 			return nil, err
 		}
 		defer ps.g.forwarding(p.up.cfg.Name, req.Session)()
-		ctx, cancel := p.up.withCallTimeout(ctx)
+		ctx, cancel := p.up.withCallTimeout(p.up.asUser(ctx, req.Session))
 		defer cancel()
 		return cs.GetPrompt(ctx, &mcp.GetPromptParams{Name: p.real, Arguments: req.Params.Arguments, Meta: withoutEnvelope(req.Params.Meta),
 			InputResponses: req.Params.InputResponses, RequestState: req.Params.RequestState})
@@ -314,7 +314,7 @@ func (ps *profileServer) readResource(u *Upstream) mcp.ResourceHandler {
 			return nil, err
 		}
 		defer ps.g.forwarding(u.cfg.Name, req.Session)()
-		ctx, cancel := u.withCallTimeout(ctx)
+		ctx, cancel := u.withCallTimeout(u.asUser(ctx, req.Session))
 		defer cancel()
 		return cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: req.Params.URI, Meta: withoutEnvelope(req.Params.Meta),
 			InputResponses: req.Params.InputResponses, RequestState: req.Params.RequestState})
@@ -558,7 +558,7 @@ func (ps *profileServer) complete(ctx context.Context, req *mcp.CompleteRequest)
 	}
 	params.Ref = &ref
 	defer ps.g.forwarding(u.cfg.Name, req.Session)()
-	ctx, cancel := u.withCallTimeout(ctx)
+	ctx, cancel := u.withCallTimeout(u.asUser(ctx, req.Session))
 	defer cancel()
 	return cs.Complete(ctx, &params)
 }

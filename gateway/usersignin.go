@@ -72,6 +72,16 @@ func (u *Upstream) callUser(p principal) string {
 	return u.g.userOf(p)
 }
 
+// asUser is ctx naming, for a per-user server, the user of session ss: its requests
+// for ss (prompts, resources, completions) are then signed with that user's own
+// credential, as its calls are.
+func (u *Upstream) asUser(ctx context.Context, ss *mcp.ServerSession) context.Context {
+	if user := u.callUser(u.g.clients.principalOf(ss)); user != "" {
+		return oauth.WithUser(ctx, user)
+	}
+	return ctx
+}
+
 // usersTransport wraps the gateway's own transport of a per-user server (shared)
 // into one that signs each user's requests with that user's credential.
 func (u *Upstream) usersTransport(shared http.RoundTripper) *oauth.Users {

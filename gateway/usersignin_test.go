@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -262,6 +263,10 @@ func TestPerUserSignIn(t *testing.T) {
 		t.Fatalf("bob's first call: %s", text)
 	}
 	bobLink := strings.Fields(text[i:])[0]
+	// Nor does he read the server's resources as anyone else.
+	if sub, err := readSubject(ctx, bobCS); err == nil || sub != "" {
+		t.Errorf("bob, not signed in, read the resource as %q", sub)
+	}
 	if resp := confirm(bobLink, "alice-token"); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("alice on bob's link: %d", resp.StatusCode)
 	}
@@ -276,6 +281,12 @@ func TestPerUserSignIn(t *testing.T) {
 	mainCS := httpClient(t, public+"/mcp", map[string]string{"Authorization": "Bearer main-secret"}, nil, "")
 	if got := r.subject(t, mainCS); got != "operator" {
 		t.Errorf("the main token's call reached the server as %q", got)
+	}
+	// Resources are read as the reader, like calls.
+	for cs, want := range map[*mcp.ClientSession]string{aliceCS: "alice", bobCS: "bob", mainCS: "operator"} {
+		if sub, err := readSubject(ctx, cs); err != nil || sub != want {
+			t.Errorf("the resource read for %s: %q, %v", want, sub, err)
+		}
 	}
 
 	// The store holds three credentials, the users' under digests, no token of
@@ -429,4 +440,20 @@ func TestPerUserSignInModern(t *testing.T) {
 	if n := len(cs.ElicitedURLs()); n != 1 {
 		t.Errorf("the client was asked %d times", n)
 	}
+}
+
+// readSubject reads the protected server's whoami://me resource as cs, and returns
+// the subject the server saw.
+func readSubject(ctx context.Context, cs *mcp.ClientSession) (string, error) {
+	res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "whoami://me"})
+	if err != nil {
+		return "", err
+	}
+	var who struct {
+		Sub string `json:"sub"`
+	}
+	if len(res.Contents) == 0 || json.Unmarshal([]byte(res.Contents[0].Text), &who) != nil {
+		return "", fmt.Errorf("not a subject: %+v", res.Contents)
+	}
+	return who.Sub, nil
 }

@@ -100,6 +100,10 @@ function newServer() {
   s.registerTool('admin_action', { description: 'Needs the scope mcp:write.' }, async (extra) => ({
     content: [{ type: 'text', text: `admin action done for ${extra.authInfo?.extra?.sub}` }],
   }));
+  // The caller's subject as a resource, for tests of what reads resources as whom.
+  s.registerResource('whoami', 'whoami://me', { mimeType: 'application/json' }, async (uri, extra) => ({
+    contents: [{ uri: uri.href, text: JSON.stringify({ sub: extra.authInfo?.extra?.sub }) }],
+  }));
   return s;
 }
 
