@@ -14,6 +14,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolshed/toolshed/oauth"
 )
 
 // What a call does with a task handle its upstream answered with (see tasks.go): hand
@@ -32,7 +34,7 @@ func (r *callRegistry) watchTask(c *call, u *Upstream, out outcome) outcome {
 	}
 	var st taskState
 	if json.Unmarshal(out.raw, &st) == nil && st.TaskID != "" {
-		task := upTask{u: u, l: u.currentLink(), id: st.TaskID}
+		task := upTask{u: u, l: u.currentLink(), id: st.TaskID, user: u.callUser(c.principal)}
 		out.unwatch = context.AfterFunc(c.upCtx, task.cancel)
 	}
 	return out
@@ -74,7 +76,7 @@ func (r *callRegistry) taskOutcome(ctx context.Context, c *call, out outcome) ou
 	if u == nil {
 		return outcome{err: fmt.Errorf("%w: the server %s is not configured any more", ErrUnavailable, c.server)}
 	}
-	task := upTask{u: u, l: u.currentLink(), id: st.TaskID}
+	task := upTask{u: u, l: u.currentLink(), id: st.TaskID, user: u.callUser(c.principal)}
 	if !task.l.followsTasks() {
 		return outcome{err: fmt.Errorf("%s answered with a task: %w", c.server, ErrTaskRequests)}
 	}
@@ -278,6 +280,9 @@ func (t upTask) request(ctx context.Context, method string, inputs map[string]js
 	defer l.busy.Add(-1)
 	ctx, cancel := context.WithTimeoutCause(ctx, u.callTimeout(), ErrTimeout)
 	defer cancel()
+	if t.user != "" {
+		ctx = oauth.WithUser(ctx, t.user)
+	}
 	if l.conn == nil {
 		return u.postTask(ctx, l, method, id, params)
 	}

@@ -76,6 +76,9 @@ type upTask struct {
 	u  *Upstream
 	l  *link
 	id string // the task's id on the upstream
+	// user is who started it, on a per-user server: its requests are signed with
+	// that user's credential, as the call was (see usersignin.go).
+	user string
 }
 
 // taskEntry is a task of an upstream, as one principal knows it.
