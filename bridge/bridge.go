@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -73,15 +74,17 @@ func DefinitionsStarting(plan *policy.Plan, starting []string) []Definition {
 				"with their required parameters. Call tool_describe for a match's full schema, then tool_call to run it.",
 				len(plan.Deferred), from),
 			InputSchema: json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{`+
-				`"query":{"type":"string","description":"What the tool should do, in a few words (or its name)"},`+
-				`"limit":{"type":"integer","minimum":1,"maximum":%d,"description":"Results to return (default %d)"}},`+
-				`"required":["query"]}`, plan.Config.MaxSearchLimit, plan.Config.SearchDefaultLimit)),
+				`"query":{"type":"string","description":"What the tool should do, in a few words (or its name; select:NAME,NAME gets named tools)"},`+
+				`"queries":{"type":"array","items":{"type":"string"},"maxItems":%d,"description":"More queries to run at once"},`+
+				`"limit":{"type":"integer","minimum":1,"maximum":%d,"description":"Results per query (default %d)"}},`+
+				`"required":["query"]}`, MaxQueries-1, plan.Config.MaxSearchLimit, plan.Config.SearchDefaultLimit)),
 		},
 		{
 			Name:        DescribeTool,
 			Description: "Get the full definition and input schema of a tool found by tool_search.",
-			InputSchema: json.RawMessage(`{"type":"object","properties":{` +
-				`"name":{"type":"string","description":"The tool's name as tool_search gave it"}},"required":["name"]}`),
+			InputSchema: json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{`+
+				`"name":{"type":"string","description":"The tool's name as tool_search gave it"},`+
+				`"names":{"type":"array","items":{"type":"string"},"maxItems":%d,"description":"More tool names"}},"required":["name"]}`, MaxDescribe-1)),
 		},
 		{
 			Name:        CallTool,
@@ -252,8 +255,10 @@ type Match struct {
 type SearchResult struct {
 	Matches []Match `json:"matches"`
 	// Searched is how many tools the search looked through.
-	Searched int    `json:"searched"`
-	Hint     string `json:"hint,omitempty"`
+	Searched int `json:"searched"`
+	// Confidence is LowConfidence when no match fits the query surely (see weak).
+	Confidence string `json:"confidence,omitempty"`
+	Hint       string `json:"hint,omitempty"`
 	// Unavailable are the servers whose tools could not be searched (Bridge.Unsearched),
 	// when the search found fewer tools than it asked for.
 	Unavailable []Unsearched `json:"unavailable,omitempty"`
@@ -271,51 +276,6 @@ func (b *Bridge) Handle(name string, args json.RawMessage) Result {
 		return ErrorResult(search.InvalidToolInput, "tool_call is answered by calling the real tool; this front did not route it")
 	}
 	return ErrorResult(search.InvalidToolInput, "%q is not a bridge tool", name)
-}
-
-// Search answers tool_search: {"query": string, "limit"?: integer}.
-func (b *Bridge) Search(args json.RawMessage) Result {
-	var in struct {
-		Query *string         `json:"query"`
-		Limit json.RawMessage `json:"limit"`
-	}
-	if r, ok := decodeArgs(SearchTool, args, &in); !ok {
-		return r
-	}
-	if in.Query == nil {
-		return ErrorResult(search.InvalidToolInput, "tool_search needs a \"query\": describe the tool you need in a few words, such as {\"query\": \"create github issue\"}")
-	}
-	limit, asked, err := parseLimit(in.Limit)
-	if err != nil {
-		return ErrorResult(search.InvalidToolInput, "tool_search: %v", err)
-	}
-	limit = b.Plan.Config.Limit(limit, asked)
-	if b.Index.Snapshot().Hash() != b.Plan.Snapshot.Hash() {
-		return ErrorResult(search.Unavailable, "tool_search cannot search now: its index is not of this session's catalog (a bug of toolshed's front, which must index the plan's own catalog); report it")
-	}
-	rank := b.Index.Search
-	if b.Rank != nil {
-		rank = b.Rank
-	}
-	found, err := rank(*in.Query, search.Options{Limit: limit, Allow: b.Plan.Searchable()})
-	if err != nil {
-		return errorFrom(err)
-	}
-	out := SearchResult{Matches: make([]Match, 0, len(found)), Searched: len(b.Plan.Deferred)}
-	for _, r := range found {
-		out.Matches = append(out.Matches, Match{Name: r.Tool.Qualified, Server: r.Tool.Server, Description: Snippet(r.Tool.Description, 200), Required: r.Tool.Required})
-	}
-	switch {
-	case len(out.Matches) < limit && len(b.Unsearched) > 0:
-		out.Unavailable = b.Unsearched
-		out.Hint = unsearchedText(b.Unsearched)
-		if len(out.Matches) == 0 {
-			out.Hint = "no tool matched; " + out.Hint + ". Search again then, or try other words for what the tool does"
-		}
-	case len(out.Matches) == 0:
-		out.Hint = "no tool matched; try other words for what the tool does, or fewer of them"
-	}
-	return jsonResult(out)
 }
 
 // parseLimit reads tool_search's limit: absent or null means not asked; a number or a
@@ -350,22 +310,56 @@ type Description struct {
 	Annotations  json.RawMessage `json:"annotations,omitempty"`
 }
 
-// Describe answers tool_describe: {"name": string}.
+// Describe answers tool_describe: {"name": string, "names"?: [string, ...]}. With
+// names, the tools named (name first, up to MaxDescribe in all) are answered as
+// {"tools": [...]} in that order; a name that is no tool fails the whole call, saying
+// which.
 func (b *Bridge) Describe(args json.RawMessage) Result {
 	var in struct {
-		Name *string `json:"name"`
+		Name  *string  `json:"name"`
+		Names []string `json:"names"`
 	}
 	if r, ok := decodeArgs(DescribeTool, args, &in); !ok {
 		return r
 	}
-	if in.Name == nil || strings.TrimSpace(*in.Name) == "" {
-		return ErrorResult(search.InvalidToolInput, "tool_describe needs a \"name\": a tool name as tool_search returned it, such as {\"name\": \"github__create_issue\"}")
+	var names []string
+	if in.Name != nil && strings.TrimSpace(*in.Name) != "" {
+		names = append(names, *in.Name)
 	}
-	t, r := b.lookup(*in.Name)
-	if t == nil {
-		return r
+	names = appendNew(names, in.Names)
+	switch {
+	case len(names) == 0:
+		return ErrorResult(search.InvalidToolInput, "tool_describe needs a \"name\": a tool name as tool_search returned it, such as {\"name\": \"github__create_issue\"} (more in \"names\")")
+	case len(names) > MaxDescribe:
+		return ErrorResult(search.InvalidToolInput, "tool_describe describes at most %d tools at once, got %d: describe the rest in another call", MaxDescribe, len(names))
+	case len(names) == 1:
+		t, r := b.lookup(names[0])
+		if t == nil {
+			return r
+		}
+		return jsonResult(Describe(t))
 	}
-	return jsonResult(Describe(t))
+	out := struct {
+		Tools []Description `json:"tools"`
+	}{Tools: make([]Description, 0, len(names))}
+	for _, n := range names {
+		t, r := b.lookup(n)
+		if t == nil {
+			return r
+		}
+		out.Tools = append(out.Tools, Describe(t))
+	}
+	return jsonResult(out)
+}
+
+// appendNew appends to list the strings of more it lacks, blank ones left out.
+func appendNew(list, more []string) []string {
+	for _, m := range more {
+		if strings.TrimSpace(m) != "" && !slices.Contains(list, m) {
+			list = append(list, m)
+		}
+	}
+	return list
 }
 
 // Describe returns t's description as tool_describe gives it.

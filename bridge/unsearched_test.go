@@ -36,7 +36,7 @@ func TestSearchNamesUnsearchedServers(t *testing.T) {
 			"no tool matched; 1 server needs sign-in: linear (run `toolshed auth login linear`); its tools cannot be searched until it is signed in. Search again then, or try other words for what the tool does"},
 		{"nothing found, one down and one needs sign-in", "zebra quantum xylophone", 0, []bridge.Unsearched{github, {Server: "linear", State: bridge.NeedsSignIn}},
 			"no tool matched; 1 server is down: github (restarting in 4s); 1 server needs sign-in: linear (run `toolshed auth login linear`); their tools cannot be searched until they are back. Search again then, or try other words for what the tool does"},
-		{"nothing found, every server up", "zebra quantum xylophone", 0, nil, "no tool matched; try other words for what the tool does, or fewer of them"},
+		{"nothing found, every server up", "zebra quantum xylophone", 0, nil, "no tool matched; try other words for what the tool does, or fewer of them. The servers searched, with their tool counts: github (7), jira (1), slack (1), weird (1)."},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			b := newTestBridge(t)

@@ -250,3 +250,32 @@ func TestSearchLearnsFromLog(t *testing.T) {
 		t.Error("the tool's own words no longer find it first")
 	}
 }
+
+// TestSearchLogSeveralQueries: a tool_search of several queries is recorded as one
+// search a query, each with its own results, and a call links to the query whose
+// results held the tool; a select: query is not a search and is not recorded.
+func TestSearchLogSeveralQueries(t *testing.T) {
+	ctx := context.Background()
+	log := openSearchLog(t, filepath.Join(t.TempDir(), "log.db"), searchlog.Options{})
+	h := startGateway(t, &config.Config{Servers: []config.Server{testServer("alpha", "basic")}}, gateway.Options{Mode: policy.On, SearchLog: log})
+	cs := h.client("", nil)
+	call(t, cs, "tool_search", map[string]any{"query": "echo some text back", "queries": []string{"add two numbers"}, "limit": 2})
+	call(t, cs, "tool_search", map[string]any{"query": "select:alpha__add"})
+	call(t, cs, "tool_call", map[string]any{"name": "alpha__add", "arguments": map[string]any{"a": 1, "b": 2}})
+	if err := log.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	searches, calls, err := log.Read(ctx, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(searches) != 2 || searches[0].Query != "echo some text back" || searches[1].Query != "add two numbers" {
+		t.Fatalf("searches %+v", searches)
+	}
+	if len(searches[1].Results) == 0 || searches[1].Results[0].Tool != "alpha__add" || searches[0].Session != searches[1].Session {
+		t.Errorf("the second query's record %+v", searches[1])
+	}
+	if len(calls) != 1 || calls[0].Query != "add two numbers" || calls[0].Rank != 1 {
+		t.Errorf("calls %+v; want the call linked to the query that found it", calls)
+	}
+}

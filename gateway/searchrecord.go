@@ -57,7 +57,9 @@ func newRecorder(log *searchlog.Log, m *metrics.Metrics, tag, subject func(*mcp.
 	return &recorder{log: log, m: m, tag: tag, subject: subject, sessions: map[string]*sessionSearches{}}
 }
 
-// search records a tool_search that returned res after latency.
+// search records a tool_search that returned res after latency: each of its queries
+// as a search of its own (a select: query, which names its tools rather than searches,
+// is left out of the log).
 func (r *recorder) search(ss *mcp.ServerSession, profile string, plan *policy.Plan, args json.RawMessage, res bridge.Result, latency time.Duration) {
 	r.m.Search(string(res.Code), latency)
 	if r.log == nil {
@@ -69,13 +71,31 @@ func (r *recorder) search(ss *mcp.ServerSession, profile string, plan *policy.Pl
 	if obj, err := bridge.DecodeArguments(args); err == nil {
 		_ = json.Unmarshal(obj, &in)
 	}
-	s := searchlog.Search{
+	base := searchlog.Search{
 		Time: time.Now().Add(-latency), Source: "gateway", Profile: profile, Session: r.tag(ss), Subject: r.subject(ss),
-		Query: in.Query, Mode: "bm25", Latency: latency, Error: string(res.Code),
+		Mode: "bm25", Latency: latency, Error: string(res.Code),
 		// What listing the tools the bridge hides would have cost.
 		CatalogTokens: plan.TotalTokens - plan.VisibleTokens,
 	}
-	if found, ok := res.Structured.(bridge.SearchResult); ok {
+	switch found := res.Structured.(type) {
+	case bridge.SearchResult:
+		r.searchOne(base, plan, in.Query, &found)
+	case bridge.MultiSearchResult:
+		for _, q := range found.Searches {
+			r.searchOne(base, plan, q.Query, &q.SearchResult)
+		}
+	default: // an error: the query as asked
+		r.searchOne(base, plan, in.Query, nil)
+	}
+}
+
+// searchOne records one query of a tool_search, and what it found (nil for none).
+func (r *recorder) searchOne(s searchlog.Search, plan *policy.Plan, query string, found *bridge.SearchResult) {
+	if bridge.IsSelect(query) {
+		return
+	}
+	s.Query = query
+	if found != nil {
 		tools := make([]string, len(found.Matches))
 		s.Results = make([]searchlog.Hit, len(found.Matches))
 		for i, m := range found.Matches {
@@ -85,7 +105,7 @@ func (r *recorder) search(ss *mcp.ServerSession, profile string, plan *policy.Pl
 				s.ResultTokens += plan.Snapshot.ToolTokens(t)
 			}
 		}
-		r.remember(s.Session, in.Query, tools)
+		r.remember(s.Session, query, tools)
 	}
 	r.log.Search(s)
 }
