@@ -52,12 +52,11 @@ func newProfileServer(g *Gateway, profile string) *profileServer {
 		UnsubscribeHandler:      ps.unsubscribe,
 		CompletionHandler:       ps.complete,
 		SetCacheable:            g.cacheable(profile),
-		Instructions: "toolshed aggregates several MCP servers. When tool_search is listed, more tools are available " +
-			"than are shown: search for the tool you need, read its schema with tool_describe, and run it with tool_call.",
+		Instructions:            toolshedInstructions, // and the servers' (see instructionsMiddleware)
 	})
 	// Held until the upstreams are up (sessionMiddleware) before the raw results are
 	// swapped in (tools.middleware).
-	ps.server.AddReceivingMiddleware(relatedStream, g.sessionMiddleware(profile), checkLogLevel, g.tasksCapability, ps.tools.middleware, ps.restartingMiddleware, ps.hiddenMiddleware)
+	ps.server.AddReceivingMiddleware(relatedStream, g.sessionMiddleware(profile), checkLogLevel, g.tasksCapability, ps.instructionsMiddleware, ps.tools.middleware, ps.restartingMiddleware, ps.hiddenMiddleware)
 	return ps
 }
 

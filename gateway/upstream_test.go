@@ -31,6 +31,9 @@ func TestMain(m *testing.M) {
 
 // upstreamCommand returns the command and environment that start this binary as a test
 // upstream with the given behaviour.
+// instructionsEnv, when set, is the instructions the test upstream gives at initialize.
+const instructionsEnv = "TOOLSHED_TEST_UPSTREAM_INSTRUCTIONS"
+
 func upstreamCommand(mode string) (string, []string, map[string]string) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -96,7 +99,7 @@ func serveTestUpstream(mode string) int {
 			return 3
 		}
 	}
-	opts := &mcp.ServerOptions{SupportedProtocolVersions: legacyVersions}
+	opts := &mcp.ServerOptions{SupportedProtocolVersions: legacyVersions, Instructions: os.Getenv(instructionsEnv)}
 	if os.Getenv(bothErasEnv) != "" {
 		opts.SupportedProtocolVersions = nil // the SDK's own: 2026-07-28 too
 	}
