@@ -57,7 +57,10 @@ func DefinitionsStarting(plan *policy.Plan, starting []string) []Definition {
 		}
 	}
 	from := nameServers(servers)
-	if from != "" {
+	switch {
+	case from != "" && plan.Config.ListingTokens > 0:
+		from = ", from " + fmt.Sprint(len(servers)) + " " + plural(len(servers), "server", "servers") + ": " + serverListing(plan.Deferred, plan.Config.ListingTokens)
+	case from != "":
 		from = " (servers: " + from + ")"
 	}
 	if len(starting) > 0 {

@@ -192,6 +192,13 @@ func TestDefinitionsTokenBudget(t *testing.T) {
 			if total <= 0 || total > 350 {
 				t.Errorf("Tokens(Definitions) = %d, want 1..350", total)
 			}
+			// With the default listing, the servers' part stays within its budget.
+			listed := policy.DefaultConfig()
+			listed.Enabled = policy.On
+			withListing := bridge.Tokens(bridge.Definitions(policy.Decide(tt.snap, policy.Input{Config: listed})))
+			if withListing > total+listed.ListingTokens+20 {
+				t.Errorf("with listing_tokens %d the definitions cost %d tokens, %d without", listed.ListingTokens, withListing, total)
+			}
 			sum := 0
 			for _, d := range defs {
 				sum += bridge.Tokens([]bridge.Definition{d})
@@ -225,8 +232,12 @@ func TestDefinitionsTokenBudget(t *testing.T) {
 	}
 }
 
+// TestDefinitionsBuiltinGolden: the definitions a user gets by default over the
+// built-in catalog (the defaults, tool search on).
 func TestDefinitionsBuiltinGolden(t *testing.T) {
-	plan := policy.Decide(builtinSnapshot(t), policy.Input{Config: policy.Config{Enabled: policy.On, ThresholdPct: 10, SearchDefaultLimit: 5, MaxSearchLimit: 20}})
+	cfg := policy.DefaultConfig()
+	cfg.Enabled = policy.On
+	plan := policy.Decide(builtinSnapshot(t), policy.Input{Config: cfg})
 	var out bytes.Buffer
 	enc := json.NewEncoder(&out)
 	enc.SetEscapeHTML(false)
@@ -279,5 +290,33 @@ func TestHandle(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestServerListing: tool_search's description names each server with its tool count
+// and its tools' own subject words (not verbs, not the server's name), the largest
+// servers first, within listing_tokens, then how many servers more; listing_tokens 0
+// names servers only.
+func TestServerListing(t *testing.T) {
+	doc := `{"servers": [
+	  {"name": "tracker", "tools": [{"name": "create_ticket"}, {"name": "close_ticket"}, {"name": "list_tickets"}, {"name": "get_ticket_comments"}, {"name": "add_comment"}]},
+	  {"name": "mail", "tools": [{"name": "send_email"}]},
+	  {"name": "maps", "tools": [{"name": "geocode_address"}, {"name": "get_directions"}]}
+	]}`
+	snap := catalogtest.Snapshot(t, doc)
+	for _, tc := range []struct {
+		budget int
+		want   string
+	}{
+		{200, "from 3 servers: tracker (5 tools: ticket, comment), maps (2 tools: address, directions, geocode), mail (1 tool: email)."},
+		{8, "from 3 servers: tracker (5 tools: ticket, comment) and 2 more."},
+		{0, "(servers: tracker, mail, maps)."},
+	} {
+		cfg := policy.DefaultConfig()
+		cfg.Enabled, cfg.ListingTokens = policy.On, tc.budget
+		desc := bridge.Definitions(policy.Decide(snap, policy.Input{Config: cfg}))[0].Description
+		if !strings.Contains(desc, tc.want) {
+			t.Errorf("listing_tokens %d: %q, want it to hold %q", tc.budget, desc, tc.want)
+		}
 	}
 }

@@ -40,7 +40,7 @@ func ExampleDefinitions() {
 	}
 	// Output:
 	// listed: github__search_code
-	// tool_search: Search 2 more tools that are not listed (servers: github, slack). Returns the best matches with their required parameters. Call tool_describe for a match's full schema, then tool_call to run it.
+	// tool_search: Search 2 more tools that are not listed, from 2 servers: github (1 tool: issue), slack (1 tool: message). Returns the best matches with their required parameters. Call tool_describe for a match's full schema, then tool_call to run it.
 	// tool_describe: Get the full definition and input schema of a tool found by tool_search.
 	// tool_call: Call a tool found by tool_search with arguments that match its input schema.
 }

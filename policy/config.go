@@ -51,6 +51,11 @@ type Config struct {
 	SearchDefaultLimit int
 	// MaxSearchLimit is the most results one tool_search may return (1 to 50).
 	MaxSearchLimit int
+	// ListingTokens is how many tokens of tool_search's description may name the
+	// servers behind it, each with its tool count and the words its tools' names use
+	// most (see bridge.Definitions): what a model does not know exists it does not
+	// search for. 0 names none (the count of tools and the first server names only).
+	ListingTokens int
 }
 
 // Defaults, as Hermes Agent ships them.
@@ -60,14 +65,19 @@ const (
 	DefaultMaxSearchLimit     = 20
 	// MaxSearchLimitCap is the highest max_search_limit a config may set.
 	MaxSearchLimitCap = 50
+	// DefaultListingTokens is the default listing_tokens, and MaxListingTokens the
+	// most a config may set.
+	DefaultListingTokens = 200
+	MaxListingTokens     = 2000
 	// UnknownWindowThreshold is the deferrable-token count at which Auto turns tool
 	// search on when the model's context window is not known: 10% of 200,000.
 	UnknownWindowThreshold = 20000
 )
 
-// DefaultConfig returns the defaults: auto, 10%, 5 results, at most 20.
+// DefaultConfig returns the defaults: auto, 10%, 5 results, at most 20, 200 tokens of
+// listing.
 func DefaultConfig() Config {
-	return Config{Enabled: Auto, ThresholdPct: DefaultThresholdPct, SearchDefaultLimit: DefaultSearchDefaultLimit, MaxSearchLimit: DefaultMaxSearchLimit}
+	return Config{Enabled: Auto, ThresholdPct: DefaultThresholdPct, SearchDefaultLimit: DefaultSearchDefaultLimit, MaxSearchLimit: DefaultMaxSearchLimit, ListingTokens: DefaultListingTokens}
 }
 
 // withDefaults fills in what c leaves unset: the zero Config is DefaultConfig, and in a
@@ -122,6 +132,7 @@ func (w Warning) String() string { return w.Key + ": " + w.Message }
 //	    threshold_pct: 10      # 0-100
 //	    search_default_limit: 5
 //	    max_search_limit: 20   # 1-50
+//	    listing_tokens: 200    # 0-2000
 //
 // The legacy form `tool_search: true` means {enabled: auto} and `false` means off, and
 // tool_search may also stand at the top level. Every value that is wrong falls back to
@@ -212,8 +223,14 @@ func ParseToolSearch(node *yaml.Node, key string) (Config, []Warning, error) {
 			} else {
 				warn(path, "%q is not a whole number from 1 to %d; using %d", v.Value, MaxSearchLimitCap, DefaultMaxSearchLimit)
 			}
+		case "listing_tokens":
+			if n, ok := intValue(v); ok && n >= 0 && n <= MaxListingTokens {
+				cfg.ListingTokens = n
+			} else {
+				warn(path, "%q is not a whole number from 0 to %d; using %d", v.Value, MaxListingTokens, DefaultListingTokens)
+			}
 		default:
-			warn(path, "unknown setting, ignored; tool_search takes enabled, threshold_pct, search_default_limit and max_search_limit")
+			warn(path, "unknown setting, ignored; tool_search takes enabled, threshold_pct, search_default_limit, max_search_limit and listing_tokens")
 		}
 	}
 	if cfg.SearchDefaultLimit > cfg.MaxSearchLimit {

@@ -18,9 +18,9 @@ func cfg(f func(*policy.Config)) policy.Config {
 }
 
 func TestDefaultConfig(t *testing.T) {
-	want := policy.Config{Enabled: policy.Auto, ThresholdPct: 10, SearchDefaultLimit: 5, MaxSearchLimit: 20}
+	want := policy.Config{Enabled: policy.Auto, ThresholdPct: 10, SearchDefaultLimit: 5, MaxSearchLimit: 20, ListingTokens: 200}
 	if got := policy.DefaultConfig(); got != want {
-		t.Fatalf("DefaultConfig() = %+v, want %+v (the Hermes defaults)", got, want)
+		t.Fatalf("DefaultConfig() = %+v, want %+v (the Hermes defaults, and 200 tokens of listing)", got, want)
 	}
 }
 
@@ -46,17 +46,17 @@ tools:
     search_default_limit: 7
     max_search_limit: 30
 `,
-			want: policy.Config{Enabled: policy.On, ThresholdPct: 25, SearchDefaultLimit: 7, MaxSearchLimit: 30},
+			want: policy.Config{Enabled: policy.On, ThresholdPct: 25, SearchDefaultLimit: 7, MaxSearchLimit: 30, ListingTokens: 200},
 		},
 		{
 			name: "top-level tool_search next to a tools key without it",
 			in:   "tools:\n  terminal: {timeout: 5}\ntool_search: off\n",
-			want: policy.Config{Enabled: policy.Off, ThresholdPct: 10, SearchDefaultLimit: 5, MaxSearchLimit: 20},
+			want: policy.Config{Enabled: policy.Off, ThresholdPct: 10, SearchDefaultLimit: 5, MaxSearchLimit: 20, ListingTokens: 200},
 		},
 		{
 			name: "top-level tool_search next to an empty tools key",
 			in:   "tools:\ntool_search: off\n",
-			want: policy.Config{Enabled: policy.Off, ThresholdPct: 10, SearchDefaultLimit: 5, MaxSearchLimit: 20},
+			want: policy.Config{Enabled: policy.Off, ThresholdPct: 10, SearchDefaultLimit: 5, MaxSearchLimit: 20, ListingTokens: 200},
 		},
 		{
 			name: "blank input with tabs is the defaults",
@@ -283,11 +283,16 @@ tools:
 		{name: "comments only", in: "# nothing here\n", want: cfg(nil)},
 		{name: "no tool_search anywhere", in: "model: claude\ntools:\n  terminal: true\n", want: cfg(nil)},
 
+		// The listing of tool_search's description.
+		{name: "listing_tokens", in: "tool_search: {listing_tokens: 80}\n", want: cfg(func(c *policy.Config) { c.ListingTokens = 80 })},
+		{name: "listing_tokens off", in: "tool_search: {listing_tokens: 0}\n", want: cfg(func(c *policy.Config) { c.ListingTokens = 0 })},
+		{name: "listing_tokens too many", in: "tool_search: {listing_tokens: 5000}\n", want: cfg(nil), warns: []warn{{"tool_search.listing_tokens", []string{"from 0 to 2000"}}}},
+
 		// JSON is YAML.
 		{
 			name: "JSON input",
 			in:   `{"tools": {"tool_search": {"enabled": "on", "threshold_pct": 5, "search_default_limit": 3, "max_search_limit": 10}}}`,
-			want: policy.Config{Enabled: policy.On, ThresholdPct: 5, SearchDefaultLimit: 3, MaxSearchLimit: 10},
+			want: policy.Config{Enabled: policy.On, ThresholdPct: 5, SearchDefaultLimit: 3, MaxSearchLimit: 10, ListingTokens: 200},
 		},
 		{
 			name: "JSON legacy form",
