@@ -388,7 +388,9 @@ func rebindAttack(t *testing.T, bin, config string, args ...string) map[string]a
 // resolving to 127.0.0.1, and returns its stderr.
 func startChromium(t *testing.T, ctx context.Context, bin, url string) *testupstream.SyncBuffer {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+	// --disable-dev-shm-usage: its shared memory in the test's TMPDIR (see ClientEnv),
+	// not /dev/shm, where a browser killed at the end of the test would leave it.
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-dev-shm-usage",
 		"--user-data-dir="+filepath.Join(t.TempDir(), "profile"),
 		"--host-resolver-rules=MAP evil.test 127.0.0.1",
 		"--remote-debugging-port=0", // keeps the browser open until the test ends it

@@ -62,7 +62,7 @@ func runChromium(t *testing.T, bin, file string, flags ...string) []byte {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	args := append([]string{
-		"--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+		"--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run", "--disable-dev-shm-usage", // shared memory in the test's TMPDIR, never left in /dev/shm
 		"--user-data-dir=" + filepath.Join(t.TempDir(), "profile"),
 	}, flags...)
 	cmd := exec.CommandContext(ctx, bin, append(args, "file://"+file)...)
