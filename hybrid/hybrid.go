@@ -35,6 +35,12 @@ const (
 	// r adds 1/(RRFK+r). 60 is the paper's value and the usual one; it keeps the first
 	// ranks of either list from drowning the other.
 	RRFK = 60
+	// DefaultConfident is Options.Confident's default: a word match scoring at least
+	// 0.3 of the best one's BM25F score is a confident one, which the vectors do not
+	// move. Measured with a real, weak model (Universal Sentence Encoder Lite) on the
+	// four dev sets, every share from 0.2 to 0.4 keeps hybrid at or above words alone
+	// on each (bench/README.md, "Hybrid search with a real model").
+	DefaultConfident = 0.3
 )
 
 // Options shape a Searcher.
@@ -43,6 +49,11 @@ type Options struct {
 	QueryTimeout time.Duration
 	// Depth is how many results of each ranking are fused; zero means DefaultDepth.
 	Depth int
+	// Confident is the share of the best word match's score at which a word match is
+	// confident (see Fuse); zero means DefaultConfident, and a negative value none is
+	// (plain reciprocal rank fusion, which lets a weak model push right word matches
+	// out of the first results).
+	Confident float64
 	// Logger receives the one warning when the endpoint fails, and the note when it
 	// answers again; nil means slog.Default().
 	Logger *slog.Logger
@@ -75,6 +86,9 @@ func New(ix *search.Index, vecs *embed.Vectors, client *embed.Client, opts Optio
 	}
 	if opts.Depth <= 0 {
 		opts.Depth = DefaultDepth
+	}
+	if opts.Confident == 0 {
+		opts.Confident = DefaultConfident
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -129,6 +143,40 @@ func (s *Searcher) SearchVector(query string, qv []float32, opts search.Options)
 	return s.search(query, opts, func() ([]float32, error) { return qv, nil })
 }
 
+// SearchVectors ranks tools for query by the cosine similarity of their vectors alone,
+// without words: what a measurement sets beside words and the fusion, to show whether
+// a model helps. It fails when the query cannot be embedded or s has no vectors.
+func (s *Searcher) SearchVectors(ctx context.Context, query string, opts search.Options) ([]search.Result, error) {
+	if s.vecs == nil || s.client == nil {
+		return nil, fmt.Errorf("%w: no vectors for this catalog", embed.ErrConfig)
+	}
+	qctx, cancel := context.WithTimeout(ctx, s.opts.QueryTimeout)
+	defer cancel()
+	qv, err := s.client.Query(qctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if len(qv) != s.vecs.Dim() {
+		return nil, fmt.Errorf("%w: the query's vector has %d dimensions, the tools' %d", embed.ErrBadResponse, len(qv), s.vecs.Dim())
+	}
+	limit := opts.Limit
+	if limit <= 0 {
+		limit = search.DefaultLimit
+	}
+	var allow func(int) bool
+	if opts.Allow != nil {
+		allow = opts.Allow.Has
+	}
+	var out []search.Result
+	for _, h := range s.vecs.TopK(qv, min(limit, search.MaxLimit), allow) {
+		if h.Score <= 0 {
+			break
+		}
+		out = append(out, search.Result{Tool: s.ix.Snapshot().Tool(h.Index), Score: float64(h.Score), Match: MatchVector})
+	}
+	return out, nil
+}
+
 // search is Search with the query's embedding from embedQuery.
 func (s *Searcher) search(query string, opts search.Options, embedQuery func() ([]float32, error)) ([]search.Result, error) {
 	limit := opts.Limit
@@ -163,7 +211,7 @@ func (s *Searcher) search(query string, opts search.Options, embedQuery func() (
 			break
 		}
 	}
-	return Fuse(s.ix.Snapshot(), lexical, hits, limit, s.opts.Depth), nil
+	return Fuse(s.ix.Snapshot(), lexical, hits, FuseOptions{Limit: limit, Depth: s.opts.Depth, Confident: s.opts.Confident}), nil
 }
 
 func cut(r []search.Result, n int) []search.Result {
@@ -201,47 +249,91 @@ func (s *Searcher) note(err error) {
 	}
 }
 
+// FuseOptions shape Fuse: Limit results at most, from the first Depth of each ranking,
+// word matches scoring at least Confident times the best one's kept first (none when
+// Confident is zero or less).
+type FuseOptions struct {
+	Limit, Depth int
+	Confident    float64
+}
+
 // Fuse merges a search.Index.Search ranking with a cosine ranking of snap's tools. The
-// exact and named matches that lead lexical stay first, in order; every other tool is
-// scored 1/(RRFK+rank) for its rank in each of the first depth results of either list,
-// summed, ties going to the better lexical rank. A fused result's Score is its RRF
-// score and its Match says which lists found it: search's kind for words alone,
+// exact and named matches that lead lexical stay first, in order; then the confident
+// word matches, those whose score is at least Confident times the best word match's, in
+// their order; then every other tool of the first Depth results of either list, scored
+// 1/(RRFK+rank) for its rank in each list without the tools already placed, summed,
+// ties going to the better lexical rank.
+//
+// Why not reciprocal rank fusion of the whole lists: it gives both rankings equal
+// votes and ignores how sure each is, so a mediocre model's ranking pushes word matches
+// that fit the query well out of the first five, which is how hybrid search lost to
+// words alone with a real model. A word match far below the best one (a query whose
+// words the catalog does not use, or uses everywhere) is where the model may know what
+// the words do not, and there its ranking gets an equal vote.
+//
+// A fused result's Score is its BM25F score for a confident word match, else its RRF
+// score; its Match says which lists found it: search's kind for words alone,
 // MatchVector for vectors alone, MatchHybrid for both.
-func Fuse(snap *catalog.Snapshot, lexical []search.Result, hits []embed.Hit, limit, depth int) []search.Result {
+func Fuse(snap *catalog.Snapshot, lexical []search.Result, hits []embed.Hit, o FuseOptions) []search.Result {
+	limit, depth := o.Limit, o.Depth
 	var out []search.Result
+	placed := map[*catalog.Tool]bool{}
+	inVectors := map[*catalog.Tool]bool{}
+	for i, h := range hits {
+		if i >= depth {
+			break
+		}
+		inVectors[snap.Tool(h.Index)] = true
+	}
+	var rest []search.Result
+	best := -1.0
+	for _, r := range lexical {
+		switch {
+		case r.Match == search.MatchExact || r.Match == search.MatchNamed:
+			out = append(out, r)
+			placed[r.Tool] = true
+			continue
+		case best < 0:
+			best = r.Score
+		}
+		if o.Confident > 0 && len(rest) == 0 && r.Score >= o.Confident*best && len(out) < limit {
+			if inVectors[r.Tool] {
+				r.Match = MatchHybrid
+			}
+			out = append(out, r)
+			placed[r.Tool] = true
+			continue
+		}
+		rest = append(rest, r)
+	}
 	type entry struct {
-		tool    *catalog.Tool
-		score   float64
-		lexRank int // 1-based, 0 when absent
-		match   string
+		tool  *catalog.Tool
+		score float64
+		match string
 	}
 	byTool := map[*catalog.Tool]*entry{}
 	var order []*entry
-	pinned := map[*catalog.Tool]bool{}
 	rank := 0
-	for _, r := range lexical {
-		if r.Match == search.MatchExact || r.Match == search.MatchNamed {
-			out = append(out, r)
-			pinned[r.Tool] = true
-			continue
-		}
+	for _, r := range rest {
 		rank++
 		if rank > depth {
 			break
 		}
-		e := &entry{tool: r.Tool, score: 1 / float64(RRFK+rank), lexRank: rank, match: r.Match}
+		e := &entry{tool: r.Tool, score: 1 / float64(RRFK+rank), match: r.Match}
 		byTool[r.Tool] = e
 		order = append(order, e)
 	}
+	rank = 0
 	for i, h := range hits {
 		if i >= depth {
 			break
 		}
 		t := snap.Tool(h.Index)
-		if pinned[t] {
+		if placed[t] {
 			continue
 		}
-		add := 1 / float64(RRFK+i+1)
+		rank++
+		add := 1 / float64(RRFK+rank)
 		if e := byTool[t]; e != nil {
 			e.score += add
 			e.match = MatchHybrid

@@ -220,20 +220,64 @@ func TestFuse(t *testing.T) {
 	tool := func(i int) *catalog.Tool { return snap.Tool(i) }
 	lexical := []search.Result{
 		{Tool: tool(4), Match: search.MatchNamed},
-		{Tool: tool(0), Match: search.MatchBM25},
-		{Tool: tool(1), Match: search.MatchBM25},
-		{Tool: tool(2), Match: search.MatchBM25},
+		{Tool: tool(0), Match: search.MatchBM25, Score: 10},
+		{Tool: tool(1), Match: search.MatchBM25, Score: 9},
+		{Tool: tool(2), Match: search.MatchBM25, Score: 8},
 	}
 	hits := []embed.Hit{{Index: 2}, {Index: 3}, {Index: 4}, {Index: 1}}
-	got := hybrid.Fuse(snap, lexical, hits, 10, 50)
-	// tool 2: 1/63 + 1/61; tool 1: 1/62 + 1/64; tool 0: 1/61; tool 3: 1/62.
+	got := hybrid.Fuse(snap, lexical, hits, hybrid.FuseOptions{Limit: 10, Depth: 50})
+	// Without confident matches, plain RRF (tool 4, pinned, out of the vectors' ranks):
+	// tool 2: 1/63 + 1/61; tool 1: 1/62 + 1/63; tool 0: 1/61; tool 3: 1/62.
 	want := []string{tool(4).Qualified + "/named", tool(2).Qualified + "/hybrid", tool(1).Qualified + "/hybrid",
 		tool(0).Qualified + "/bm25", tool(3).Qualified + "/vector"}
 	if strings.Join(names(got), " ") != strings.Join(want, " ") {
 		t.Fatalf("got  %v\nwant %v", names(got), want)
 	}
-	if got := hybrid.Fuse(snap, lexical, hits, 2, 50); len(got) != 2 {
+	if got := hybrid.Fuse(snap, lexical, hits, hybrid.FuseOptions{Limit: 2, Depth: 50}); len(got) != 2 {
 		t.Errorf("limit 2 gave %d", len(got))
+	}
+}
+
+// TestFuseConfident: word matches scoring at least Confident times the best one stay
+// first in their order, whatever the vectors say; the others are fused with the
+// vectors' ranking by RRF, ranks counted without the tools already placed.
+func TestFuseConfident(t *testing.T) {
+	snap := catalogtest.Snapshot(t, doc)
+	tool := func(i int) *catalog.Tool { return snap.Tool(i) }
+	lexical := []search.Result{
+		{Tool: tool(0), Match: search.MatchBM25, Score: 10},
+		{Tool: tool(1), Match: search.MatchBM25, Score: 4},   // confident at 0.3, not at 0.5
+		{Tool: tool(2), Match: search.MatchBM25, Score: 2.9}, // below 0.3 of 10
+	}
+	hits := []embed.Hit{{Index: 2}, {Index: 3}, {Index: 1}}
+	for _, tc := range []struct {
+		confident float64
+		want      string
+	}{
+		// Tools 0 and 1 confident (1 found by the vectors too); then tool 2, words'
+		// rank 1 and vectors' rank 1 without the placed tools, before tool 3.
+		{0.3, "0/bm25 1/hybrid 2/hybrid 3/vector"},
+		// Tool 0 alone confident; tool 2 (1/62 + 1/61) before tool 1 (1/61 + 1/63).
+		{0.5, "0/bm25 2/hybrid 1/hybrid 3/vector"},
+		// None: plain RRF, where both lists' votes put tools 2 and 1 before tool 0,
+		// the best word match by far.
+		{-1, "2/hybrid 1/hybrid 0/bm25 3/vector"},
+	} {
+		got := hybrid.Fuse(snap, lexical, hits, hybrid.FuseOptions{Limit: 10, Depth: 50, Confident: tc.confident})
+		var short []string
+		for _, r := range got {
+			for i := range 5 {
+				if r.Tool == tool(i) {
+					short = append(short, fmt.Sprintf("%d/%s", i, r.Match))
+				}
+			}
+		}
+		if strings.Join(short, " ") != tc.want {
+			t.Errorf("confident %g: %v, want %s", tc.confident, short, tc.want)
+		}
+	}
+	if got := hybrid.Fuse(snap, lexical, hits, hybrid.FuseOptions{Limit: 1, Depth: 50, Confident: 0.3}); len(got) != 1 || got[0].Score != 10 {
+		t.Errorf("limit 1: %v; want the best word match with its BM25F score", names(got))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -119,6 +120,22 @@ func TestEvalEmbed(t *testing.T) {
 	host := strings.TrimPrefix(srv.URL, "http://")
 	if code != 0 || !strings.Contains(out, "hybrid: BM25F fused with test-embed at "+host+" (5 tools embedded, 0 from the cache)\n") || !strings.Contains(out, "recall@5") {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	// Words and vectors alone are measured beside the fusion, and the verdict said.
+	if !regexp.MustCompile(`side by side +words +vectors +hybrid\n +recall@5 +[0-9.]+ +[0-9.]+ +[0-9.]+\n`).MatchString(out) ||
+		!regexp.MustCompile(`the model (helps|hurts|changes nothing) here`).MatchString(out) {
+		t.Errorf("no side-by-side figures:\n%s", out)
+	}
+	code, out, _ = runArgs("eval", "--catalog", "testdata/small.json", "--queries", "testdata/small-queries.jsonl", "--embed-url", srv.URL+"/v1/embeddings", "--embed-model", embedtest.Model, "--json")
+	var sides struct {
+		SideBySide *struct {
+			Words, Vectors, Hybrid struct {
+				Recall5 *float64 `json:"recall@5"`
+			}
+		} `json:"side_by_side"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &sides) != nil || sides.SideBySide == nil || sides.SideBySide.Vectors.Recall5 == nil || sides.SideBySide.Words.Recall5 == nil {
+		t.Errorf("--json has no side_by_side: %s", out)
 	}
 	// --json says the run was hybrid, with what, and how many queries fell back to
 	// words: here every one, the endpoint failing after the tools came from the cache.

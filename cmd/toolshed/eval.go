@@ -88,14 +88,20 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if !*misses {
 		r.Misses = nil
 	}
+	var sides *sideBySide
 	if hs != nil {
 		mode.Fallbacks = hs.Fallbacks()
+		// Words alone and vectors alone beside the fusion, so a user sees whether the
+		// model helps on this catalog.
+		words, vectors := eval.Run(qs, snap.Len(), build, evalsearch.Search(ix)), eval.Run(qs, snap.Len(), build, evalsearch.Vectors(hs))
+		sides = &sideBySide{Words: figuresOf(words), Vectors: figuresOf(vectors), Hybrid: figuresOf(r), VectorErrors: vectors.Errors}
 	}
 	if *asJSON {
 		return writeJSON(stdout, struct {
 			eval.Report
-			Search evalMode `json:"search"`
-		}{r, mode})
+			Search     evalMode    `json:"search"`
+			SideBySide *sideBySide `json:"side_by_side,omitempty"`
+		}{r, mode, sides})
 	}
 	fmt.Fprintf(stdout, "%d queries over %d tools (index built in %.1f ms)\n", r.Queries, r.Tools, r.BuildMS)
 	fmt.Fprintln(stdout, mode.String(r.Queries))
@@ -106,10 +112,51 @@ func runEval(args []string, stdout, stderr io.Writer) error {
 	if r.Errors > 0 {
 		fmt.Fprintf(stdout, "  errors     %d queries failed and scored 0\n", r.Errors)
 	}
+	if sides != nil {
+		sides.print(stdout)
+	}
 	if *misses {
 		printMisses(stdout, r)
 	}
 	return nil
+}
+
+// figures are the headline figures of one ranking.
+type figures struct {
+	Recall5 float64 `json:"recall@5"`
+	NDCG5   float64 `json:"nDCG@5"`
+	MRR     float64 `json:"MRR"`
+}
+
+func figuresOf(r eval.Report) figures { return figures{r.Recall5, r.NDCG5, r.MRR} }
+
+// sideBySide is an eval of hybrid search with its two parts measured alone.
+type sideBySide struct {
+	Words, Vectors, Hybrid figures
+	// VectorErrors counts the queries the vectors alone could not rank (the query's
+	// embedding failed): they scored 0 there.
+	VectorErrors int `json:"vector_errors"`
+}
+
+func (s *sideBySide) print(w io.Writer) {
+	fmt.Fprintf(w, "\n  side by side   words  vectors  hybrid\n")
+	row := func(name string, f func(figures) float64) {
+		fmt.Fprintf(w, "  %-12s  %5.3f  %7.3f  %6.3f\n", name, f(s.Words), f(s.Vectors), f(s.Hybrid))
+	}
+	row("recall@5", func(f figures) float64 { return f.Recall5 })
+	row("nDCG@5", func(f figures) float64 { return f.NDCG5 })
+	row("MRR", func(f figures) float64 { return f.MRR })
+	switch d := s.Hybrid.Recall5 - s.Words.Recall5; {
+	case d > 0.0005:
+		fmt.Fprintf(w, "  the model helps here: hybrid %+.1f points of recall@5 over words alone\n", 100*d)
+	case d < -0.0005:
+		fmt.Fprintf(w, "  the model hurts here: hybrid %+.1f points of recall@5 against words alone; search without it\n", 100*d)
+	default:
+		fmt.Fprintf(w, "  the model changes nothing here in recall@5\n")
+	}
+	if s.VectorErrors > 0 {
+		fmt.Fprintf(w, "  (%d queries could not be embedded for the vectors alone, and scored 0 there)\n", s.VectorErrors)
+	}
 }
 
 // runLearned prints eval.RunLearned's figures (see evalsearch.Learned).

@@ -39,6 +39,19 @@ func Hybrid(hs *hybrid.Searcher) eval.SearchFunc {
 	}
 }
 
+// Vectors is the ranking of hs's vectors alone, for comparison with words and their
+// fusion (see hybrid.Searcher.SearchVectors).
+func Vectors(hs *hybrid.Searcher) eval.SearchFunc {
+	return func(q string) ([]*catalog.Tool, error) {
+		found, err := hs.SearchVectors(context.Background(), search.Shorten(q, search.MaxQueryLen), search.Options{Limit: eval.Depth})
+		tools := make([]*catalog.Tool, len(found))
+		for i, f := range found {
+			tools[i] = f.Tool
+		}
+		return tools, err
+	}
+}
+
 // Learned is eval.RunLearned's search over ix: with a log, ix.WithEvidence of it,
 // each query of the log becoming one successful call, at now, of every tool of its
 // relevant name; without one, ix itself.
