@@ -30,7 +30,18 @@ type Vectors struct {
 	words int       // uint64 words of sign bits a vector
 	q     []int8    // n*dim: each unit vector divided by scale
 	scale []float32 // a vector's largest |component| / 127
-	sign  []uint64  // n*words: bit j set when component j > 0
+	sign  []uint64  // n*words: bit j set when component j is above the catalog's mean
+	// mean is the catalog's mean vector, which the sign bits are taken around: a model
+	// whose vectors are all positive, or crowd in a narrow cone (most do, to some
+	// degree), gives nearly the same raw signs to every vector, and the sign-bit stage
+	// would then keep candidates all but at random. Centred, the signs say on which
+	// side of the catalog's average a vector lies in each dimension, which they differ
+	// in whatever the model's bias.
+	mean []float32
+	// bias is each vector's dot product with mean, and dev its distance from it: the
+	// exact part of a query's similarity to the vector that centring leaves out of the
+	// signs (see nearestSigns).
+	bias, dev []float32
 }
 
 // Hit is one vector found: its position and cosine similarity.
@@ -87,17 +98,43 @@ func newVectors(rows []quantized) *Vectors {
 	v.q = make([]int8, 0, v.n*v.dim)
 	v.scale = make([]float32, v.n)
 	v.sign = make([]uint64, v.n*v.words)
+	v.mean = make([]float32, v.dim)
+	sum := make([]float64, v.dim)
 	for i, r := range rows {
 		v.q = append(v.q, r.q...)
 		v.scale[i] = r.scale
-		signBits(r.q, v.sign[i*v.words:(i+1)*v.words])
+		for j, x := range r.q {
+			sum[j] += float64(x) * float64(r.scale)
+		}
+	}
+	for j := range sum {
+		v.mean[j] = float32(sum[j] / float64(v.n))
+	}
+	v.bias, v.dev = make([]float32, v.n), make([]float32, v.n)
+	for i, r := range rows {
+		signBits(r.q, r.scale, v.mean, v.sign[i*v.words:(i+1)*v.words])
+		v.bias[i], v.dev[i] = centred(r, v.mean)
 	}
 	return v
 }
 
-func signBits(q []int8, out []uint64) {
+// centred returns r's dot product with mean and its distance from it.
+func centred(r quantized, mean []float32) (bias, dev float32) {
+	var b, d float64
+	for j, x := range r.q {
+		f := float64(x) * float64(r.scale)
+		b += f * float64(mean[j])
+		e := f - float64(mean[j])
+		d += e * e
+	}
+	return float32(b), float32(math.Sqrt(d))
+}
+
+// signBits sets bit j of out when component j of the vector q (times scale) is above
+// mean's.
+func signBits(q []int8, scale float32, mean []float32, out []uint64) {
 	for j, x := range q {
-		if x > 0 {
+		if float32(x)*scale > mean[j] {
 			out[j/64] |= 1 << (j % 64)
 		}
 	}
@@ -126,13 +163,15 @@ func FromFloats(rows [][]float32) (*Vectors, error) {
 // again. A row out of range is an error, and v is not changed.
 func (v *Vectors) Rows(rows []int) (*Vectors, error) {
 	out := &Vectors{dim: v.dim, n: len(rows), words: v.words, q: make([]int8, 0, len(rows)*v.dim),
-		scale: make([]float32, 0, len(rows)), sign: make([]uint64, 0, len(rows)*v.words)}
+		scale: make([]float32, 0, len(rows)), sign: make([]uint64, 0, len(rows)*v.words), mean: v.mean,
+		bias: make([]float32, 0, len(rows)), dev: make([]float32, 0, len(rows))}
 	for _, r := range rows {
 		if r < 0 || r >= v.n {
 			return nil, fmt.Errorf("embed: row %d of %d vectors", r, v.n)
 		}
 		out.q = append(out.q, v.q[r*v.dim:(r+1)*v.dim]...)
 		out.scale = append(out.scale, v.scale[r])
+		out.bias, out.dev = append(out.bias, v.bias[r]), append(out.dev, v.dev[r])
 		out.sign = append(out.sign, v.sign[r*v.words:(r+1)*v.words]...)
 	}
 	return out, nil
@@ -145,7 +184,7 @@ func (v *Vectors) Len() int { return v.n }
 func (v *Vectors) Dim() int { return v.dim }
 
 // Bytes is the memory the vectors hold.
-func (v *Vectors) Bytes() int { return len(v.q) + 4*len(v.scale) + 8*len(v.sign) }
+func (v *Vectors) Bytes() int { return len(v.q) + 4*len(v.scale) + 8*len(v.sign) + 4*len(v.mean) }
 
 // TopK returns the k vectors most similar to query, best first, among those allow
 // accepts (nil accepts all). A query of the wrong dimension or of zero length finds
@@ -160,7 +199,7 @@ func (v *Vectors) TopK(query []float32, k int, allow func(int) bool) []Hit {
 	}
 	var cands []int32
 	if c := max(Candidates, 8*k); v.n*v.dim > exactWork && v.n > c {
-		cands = v.nearestSigns(qq.q, c, allow)
+		cands = v.nearestSigns(qq, c, allow)
 	} else {
 		cands = make([]int32, 0, v.n)
 		for i := range v.n {
@@ -187,16 +226,29 @@ func (v *Vectors) TopK(query []float32, k int, allow func(int) bool) []Hit {
 	return hits[:min(k, len(hits))]
 }
 
-// nearestSigns returns the (about) c allowed vectors whose sign bits differ least from
-// q's: a counting sort over distances 0..dim, so the cost is one pass.
-func (v *Vectors) nearestSigns(q []int8, c int, allow func(int) bool) []int32 {
+// nearestSigns returns the (about) c allowed vectors most likely to be nearest q. A
+// vector's similarity to q splits into its dot product with the catalog's mean, which
+// is known (bias), and the dot product of the two's departures from the mean, which the
+// signs estimate: the share h of the dimensions in which they lie on different sides
+// of the mean gives cos(πh) of the angle between the departures, as with random
+// hyperplanes (SimHash), times their lengths. Without the first part, a model whose
+// vectors crowd around one direction would have its neighbours found by the departures
+// alone, which say little there.
+func (v *Vectors) nearestSigns(q quantized, c int, allow func(int) bool) []int32 {
 	qs := make([]uint64, v.words)
-	signBits(q, qs)
-	dist := make([]uint16, v.n)
-	count := make([]int, v.dim+2)
+	signBits(q.q, q.scale, v.mean, qs)
+	_, qdev := centred(q, v.mean)
+	cosOf := make([]float32, v.dim+1)
+	for d := range cosOf {
+		cosOf[d] = qdev * float32(math.Cos(math.Pi*float64(d)/float64(v.dim)))
+	}
+	type scored struct {
+		est float32
+		i   int32
+	}
+	all := make([]scored, 0, v.n)
 	for i := range v.n {
 		if allow != nil && !allow(i) {
-			dist[i] = uint16(v.dim + 1)
 			continue
 		}
 		row := v.sign[i*v.words : (i+1)*v.words]
@@ -204,19 +256,45 @@ func (v *Vectors) nearestSigns(q []int8, c int, allow func(int) bool) []int32 {
 		for w, x := range row {
 			d += bits.OnesCount64(x ^ qs[w])
 		}
-		dist[i] = uint16(d)
-		count[d]++
+		all = append(all, scored{v.bias[i] + v.dev[i]*cosOf[d], int32(i)})
 	}
-	limit, total := 0, 0
-	for ; limit <= v.dim && total < c; limit++ {
-		total += count[limit]
-	}
-	out := make([]int32, 0, total)
-	for i, d := range dist {
-		if int(d) < limit {
-			out = append(out, int32(i))
+	if len(all) > c {
+		// The c best estimates, in no order (the exact scores order them): a
+		// selection, linear, where sorting every estimate took longer than the rest of
+		// the search.
+		lo, hi := 0, len(all)-1
+		for lo < hi {
+			pivot := all[(lo+hi)/2].est
+			i, j := lo, hi
+			for i <= j {
+				for all[i].est > pivot {
+					i++
+				}
+				for all[j].est < pivot {
+					j--
+				}
+				if i <= j {
+					all[i], all[j] = all[j], all[i]
+					i++
+					j--
+				}
+			}
+			switch {
+			case c-1 <= j:
+				hi = j
+			case c-1 >= i:
+				lo = i
+			default:
+				lo = hi
+			}
 		}
+		all = all[:c]
 	}
+	out := make([]int32, len(all))
+	for k, s := range all {
+		out[k] = s.i
+	}
+	slices.Sort(out) // rescored in catalog order, as before
 	return out
 }
 
