@@ -2,6 +2,7 @@ package embed
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -186,7 +187,12 @@ func Build(ctx context.Context, c *Client, texts []string, opts BuildOptions) (*
 }
 
 // embedAll embeds texts[todo] in batches, at most c.opts.Concurrency at once, putting
-// each vector in cache by its hash. It stops at the first error.
+// each vector in cache by its hash. A batch the endpoint does not answer within the
+// request timeout is split in two and each half sent again, down to single texts, and
+// the batches after it are sent at the size that worked: a slow endpoint (a small
+// machine running the model on its CPU) gets batches it can answer in time rather than
+// failing the build. It stops at the first other error, or a single text that times
+// out.
 func embedAll(ctx context.Context, c *Client, texts []string, todo []int, hashes []textHash, cache map[textHash]quantized, stats *BuildStats, progress func(done, total int)) error {
 	if len(todo) == 0 {
 		return nil
@@ -197,10 +203,50 @@ func embedAll(ctx context.Context, c *Client, texts []string, todo []int, hashes
 		mu       sync.Mutex
 		firstErr error
 		wg       sync.WaitGroup
+		size     = c.opts.BatchSize // shrinks when a batch times out
 	)
+	var send func(batch []int) error
+	send = func(batch []int) error {
+		in := make([]string, len(batch))
+		for i, p := range batch {
+			in[i] = texts[p]
+		}
+		vecs, err := c.Documents(ctx, in)
+		if errors.Is(err, ErrTimeout) && len(batch) > 1 && ctx.Err() == nil {
+			half := len(batch) / 2
+			mu.Lock()
+			size = min(size, half)
+			mu.Unlock()
+			if err := send(batch[:half]); err != nil {
+				return err
+			}
+			return send(batch[half:])
+		}
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for i, p := range batch {
+			q, ok := quantize(vecs[i])
+			if !ok {
+				continue // decode rejects zero vectors; unreachable
+			}
+			cache[hashes[p]] = q
+		}
+		stats.Embedded += len(batch)
+		if progress != nil {
+			progress(stats.Embedded, len(todo))
+		}
+		return nil
+	}
 	sem := make(chan struct{}, c.opts.Concurrency)
-	for start := 0; start < len(todo); start += c.opts.BatchSize {
-		batch := todo[start:min(start+c.opts.BatchSize, len(todo))]
+	for start := 0; start < len(todo); {
+		mu.Lock()
+		n := size
+		mu.Unlock()
+		batch := todo[start:min(start+n, len(todo))]
+		start += len(batch)
 		select {
 		case sem <- struct{}{}:
 		case <-ctx.Done():
@@ -212,30 +258,13 @@ func embedAll(ctx context.Context, c *Client, texts []string, todo []int, hashes
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			in := make([]string, len(batch))
-			for i, p := range batch {
-				in[i] = texts[p]
-			}
-			vecs, err := c.Documents(ctx, in)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
+			if err := send(batch); err != nil {
+				mu.Lock()
 				if firstErr == nil {
 					firstErr = err
 					cancel()
 				}
-				return
-			}
-			for i, p := range batch {
-				q, ok := quantize(vecs[i])
-				if !ok {
-					continue // decode rejects zero vectors; unreachable
-				}
-				cache[hashes[p]] = q
-			}
-			stats.Embedded += len(batch)
-			if progress != nil {
-				progress(stats.Embedded, len(todo))
+				mu.Unlock()
 			}
 		}()
 	}

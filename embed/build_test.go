@@ -154,3 +154,27 @@ func TestBuildDamagedCacheIsRecomputed(t *testing.T) {
 		t.Fatalf("err %v stats %+v warnings %v", err, st, warnings)
 	}
 }
+
+// TestBuildSlowEndpoint: an endpoint that takes longer than the request timeout for a
+// full batch (a model on a small machine's CPU) gets smaller batches, split until it
+// answers in time, and the batches after go at the size that worked; the build
+// succeeds with every vector. A single text that still times out fails it.
+func TestBuildSlowEndpoint(t *testing.T) {
+	srv := embedtest.Start()
+	defer srv.Close()
+	srv.SetMode(embedtest.SlowPerText, 40*time.Millisecond) // 16 texts: 640 ms, over the timeout
+	c := newClient(t, embed.Options{URL: srv.URL + "/v1/embeddings", Model: embedtest.Model, BatchSize: 16, Concurrency: 1, Timeout: 300 * time.Millisecond})
+	v, st, err := embed.Build(context.Background(), c, texts(40), embed.BuildOptions{CacheDir: "-"})
+	if err != nil || v.Len() != 40 || st.Embedded != 40 {
+		t.Fatalf("build: %v, %d vectors, %+v", err, v.Len(), st)
+	}
+	reqs := srv.Requests()
+	last := len(reqs[len(reqs)-1].Input)
+	if len(reqs[0].Input) != 16 || last > 4 {
+		t.Errorf("batch sizes: first %d, last %d; want the first full and the last at most 4 (300 ms / 40 ms a text)", len(reqs[0].Input), last)
+	}
+	srv.SetMode(embedtest.SlowPerText, 400*time.Millisecond)
+	if _, _, err := embed.Build(context.Background(), c, []string{"a lone slow text"}, embed.BuildOptions{CacheDir: "-"}); !errors.Is(err, embed.ErrTimeout) {
+		t.Errorf("a single text over the timeout: %v", err)
+	}
+}

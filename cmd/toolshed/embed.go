@@ -23,7 +23,7 @@ import (
 type embedFlags struct {
 	url, model, queryPrefix, docPrefix *string
 	dimensions                         *int
-	queryTimeout                       *time.Duration
+	queryTimeout, timeout              *time.Duration
 	// apiKeyEnv names the variable the key is read from (the config's api_key_env);
 	// empty means embed.APIKeyEnv.
 	apiKeyEnv string
@@ -53,7 +53,7 @@ func (f *embedFlags) withConfig(fs *flag.FlagSet, e config.Embed) {
 }
 
 // embedSynopsis names the embedding flags in a command's usage line.
-const embedSynopsis = "[--embed-url URL --embed-model NAME] [--embed-dimensions N] [--embed-query-prefix TEXT] [--embed-document-prefix TEXT] [--embed-query-timeout DURATION]"
+const embedSynopsis = "[--embed-url URL --embed-model NAME] [--embed-dimensions N] [--embed-query-prefix TEXT] [--embed-document-prefix TEXT] [--embed-query-timeout DURATION] [--embed-timeout DURATION]"
 
 // addEmbedFlags adds the flags; queryTimeout is the default wait for a query's
 // embedding: short for a server, whose searches must not stall, and long for a person's
@@ -67,6 +67,7 @@ func addEmbedFlags(fs *flag.FlagSet, queryTimeout time.Duration) *embedFlags {
 		queryPrefix:  fs.String("embed-query-prefix", "", "`TEXT` put before each query (nomic: \"search_query: \", e5: \"query: \")"),
 		docPrefix:    fs.String("embed-document-prefix", "", "`TEXT` put before each tool's text (nomic: \"search_document: \", e5: \"passage: \")"),
 		queryTimeout: fs.Duration("embed-query-timeout", queryTimeout, "wait at most `DURATION` for a query's embedding, then answer with words alone"),
+		timeout:      fs.Duration("embed-timeout", embed.DefaultTimeout, "wait at most `DURATION` for one batch of tools' embeddings; a batch that takes longer is split and sent again, down to single tools"),
 	}
 }
 
@@ -156,8 +157,11 @@ func (f *embedFlags) client() (*embed.Client, error) {
 	if f.apiKeyEnv != "" {
 		key = os.Getenv(f.apiKeyEnv)
 	}
+	if *f.timeout <= 0 {
+		return nil, usageErr("--embed-timeout must be a positive duration such as 2m, got %v", *f.timeout)
+	}
 	c, err := embed.New(embed.Options{URL: *f.url, Model: *f.model, Dimensions: *f.dimensions,
-		QueryPrefix: *f.queryPrefix, DocumentPrefix: *f.docPrefix, APIKey: key})
+		QueryPrefix: *f.queryPrefix, DocumentPrefix: *f.docPrefix, APIKey: key, Timeout: *f.timeout})
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}

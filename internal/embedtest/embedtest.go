@@ -69,6 +69,7 @@ type Mode int
 const (
 	Normal  Mode = iota
 	Slow         // waits Delay before answering
+	SlowPerText  // waits Delay for each text of the request before answering, as a model on a CPU does
 	Garbage      // answers 200 with a body that is not embeddings
 	Error        // answers 500
 )
@@ -171,6 +172,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, ollama bool) {
 	s.requests = append(s.requests, Request{Path: r.URL.Path, Authorization: r.Header.Get("Authorization"),
 		Model: body.Model, Input: input, Dimensions: body.Dimensions, Raw: string(raw)})
 	s.mu.Unlock()
+	if mode == SlowPerText {
+		mode, delay = Slow, delay*time.Duration(len(input))
+	}
 	switch mode {
 	case Slow:
 		select {
