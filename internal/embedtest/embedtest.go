@@ -67,11 +67,11 @@ func Vector(text string, dim int) []float64 {
 type Mode int
 
 const (
-	Normal  Mode = iota
-	Slow         // waits Delay before answering
-	SlowPerText  // waits Delay for each text of the request before answering, as a model on a CPU does
-	Garbage      // answers 200 with a body that is not embeddings
-	Error        // answers 500
+	Normal      Mode = iota
+	Slow             // waits Delay before answering
+	SlowPerText      // waits Delay for each text of the request before answering, as a model on a CPU does
+	Garbage          // answers 200 with a body that is not embeddings
+	Error            // answers 500
 )
 
 // Server is a running embeddings server.
