@@ -18,7 +18,7 @@ func TestInstructions(t *testing.T) {
 	alpha.Env[instructionsEnv] = "Use alpha__add for sums."
 	beta := testServer("beta", "basic")
 	beta.Env[instructionsEnv] = strings.Repeat("é", 3000) // 6,000 bytes
-	gamma := testServer("gamma", "basic")                   // no instructions
+	gamma := testServer("gamma", "basic")                 // no instructions
 	cfg := &config.Config{Servers: []config.Server{alpha, beta, gamma},
 		Profiles: map[string]config.Profile{"onlygamma": {Scope: policy.Scope{Servers: []string{"gamma"}}}}}
 	h := startGateway(t, cfg, gateway.Options{Mode: policy.On})
