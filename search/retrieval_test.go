@@ -47,16 +47,16 @@ func TestRetrievalRegression(t *testing.T) {
 
 // TestLearnedReplay replays half of each benchmark set's queries as a search log (see
 // eval.RunLearned) and fails if the learned field costs any set more than half a point
-// of recall@5, or if it no longer brings its gain where requests recur over the same
-// tools (bfcl, apibench).
+// of recall@5, or if it no longer brings its gain (livemcpbench, and where requests recur
+// over the same tools: bfcl, apibench).
 func TestLearnedReplay(t *testing.T) {
 	tests := []struct {
 		set     string
 		minGain float64
 	}{
-		{"livemcpbench", -0.005},
-		{"bfcl", 0.03},
-		{"apibench", 0.20},
+		{"livemcpbench", 0.01},
+		{"bfcl", 0.01},
+		{"apibench", 0.10},
 		{"restbench", -0.005},
 	}
 	for _, tc := range tests {

@@ -4,6 +4,7 @@ package evalsearch
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/toolshed/toolshed/catalog"
@@ -52,6 +53,10 @@ func Vectors(hs *hybrid.Searcher) eval.SearchFunc {
 	}
 }
 
+// LearnSeen is how many results of a logged search the replay takes its model to have
+// seen: tool_search's default limit.
+var LearnSeen = 5
+
 // Learned is eval.RunLearned's search over ix: with a log, ix.WithEvidence of it,
 // each query of the log becoming one successful call, at now, of every tool of its
 // relevant name; without one, ix itself.
@@ -63,7 +68,11 @@ func Learned(ix *search.Index, now time.Time) func(log []eval.Query) eval.Search
 	return func(log []eval.Query) eval.SearchFunc {
 		var ev []search.Evidence
 		for _, q := range log {
+			found, _ := ix.Search(search.Shorten(q.Query, search.MaxQueryLen), search.Options{Limit: LearnSeen})
 			for _, tool := range byName[q.Relevant[0]] {
+				if !slices.ContainsFunc(found, func(r search.Result) bool { return r.Tool.Qualified == tool }) {
+					continue // the search did not find it: no call of it follows from this query
+				}
 				ev = append(ev, search.Evidence{Tool: tool, Query: q.Query, Count: 1, Last: now})
 			}
 		}
