@@ -19,11 +19,7 @@ import (
 func Search(ix *search.Index) eval.SearchFunc {
 	return func(q string) ([]*catalog.Tool, error) {
 		found, err := ix.Search(search.Shorten(q, search.MaxQueryLen), search.Options{Limit: eval.Depth})
-		tools := make([]*catalog.Tool, len(found))
-		for i, f := range found {
-			tools[i] = f.Tool
-		}
-		return tools, err
+		return toolsOf(found), err
 	}
 }
 
@@ -32,11 +28,7 @@ func Search(ix *search.Index) eval.SearchFunc {
 func Hybrid(hs *hybrid.Searcher) eval.SearchFunc {
 	return func(q string) ([]*catalog.Tool, error) {
 		found, err := hs.Search(context.Background(), search.Shorten(q, search.MaxQueryLen), search.Options{Limit: eval.Depth})
-		tools := make([]*catalog.Tool, len(found))
-		for i, f := range found {
-			tools[i] = f.Tool
-		}
-		return tools, err
+		return toolsOf(found), err
 	}
 }
 
@@ -45,11 +37,7 @@ func Hybrid(hs *hybrid.Searcher) eval.SearchFunc {
 func Vectors(hs *hybrid.Searcher) eval.SearchFunc {
 	return func(q string) ([]*catalog.Tool, error) {
 		found, err := hs.SearchVectors(context.Background(), search.Shorten(q, search.MaxQueryLen), search.Options{Limit: eval.Depth})
-		tools := make([]*catalog.Tool, len(found))
-		for i, f := range found {
-			tools[i] = f.Tool
-		}
-		return tools, err
+		return toolsOf(found), err
 	}
 }
 
@@ -78,4 +66,13 @@ func Learned(ix *search.Index, now time.Time) func(log []eval.Query) eval.Search
 		}
 		return Search(ix.WithEvidence(ev, now))
 	}
+}
+
+// toolsOf is the tools of found, in order.
+func toolsOf(found []search.Result) []*catalog.Tool {
+	tools := make([]*catalog.Tool, len(found))
+	for i, f := range found {
+		tools[i] = f.Tool
+	}
+	return tools
 }
