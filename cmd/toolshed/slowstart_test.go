@@ -40,7 +40,7 @@ func TestServeInspectorSlowStart(t *testing.T) {
 			desc, _ = m["description"].(string)
 		}
 	}
-	if !strings.Contains(desc, "(servers: everything, memory)") || strings.Contains(desc, "starting") {
+	if !strings.Contains(desc, "from 2 servers: everything (14 tools") || !strings.Contains(desc, "memory (9 tools") || strings.Contains(desc, "starting") {
 		t.Errorf("the Inspector's first tools/list describes tool_search as %q, want it to search everything and memory", desc)
 	}
 }
@@ -107,7 +107,7 @@ func TestServeTellsClientOfLateServer(t *testing.T) {
 				select {
 				case <-changed:
 					desc := description()
-					up = strings.Contains(desc, "(servers: memory)") && !strings.Contains(desc, "starting")
+					up = strings.Contains(desc, "from 1 server: memory (") && !strings.Contains(desc, "starting")
 				case <-deadline:
 					t.Fatalf("no notifications/tools/list_changed with memory's tools; tool_search is described as %q\n%s", description(), stderr)
 				}
