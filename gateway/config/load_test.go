@@ -269,7 +269,7 @@ func TestLoadToolshedYAML(t *testing.T) {
 				},
 			},
 		},
-		ToolSearch:    policy.Config{Enabled: policy.Auto, ThresholdPct: 5, SearchDefaultLimit: 8, MaxSearchLimit: 30},
+		ToolSearch:    policy.Config{Enabled: policy.Auto, ThresholdPct: 5, SearchDefaultLimit: 8, MaxSearchLimit: 30, ListingTokens: 200},
 		ContextWindow: 1_000_000,
 		Profiles: map[string]Profile{
 			"ops":      {Scope: policy.Scope{Servers: []string{"grafana", "sentry"}, Tools: []string{"github__list_*"}}, Token: "ops-secret"},
@@ -1040,11 +1040,11 @@ func TestToolSearch(t *testing.T) {
 	}{
 		{"absent", "hooks: {}\n", policy.DefaultConfig()},
 		{"full", "tools:\n  tool_search: {enabled: on, threshold_pct: 15, search_default_limit: 3, max_search_limit: 10}\n",
-			policy.Config{Enabled: policy.On, ThresholdPct: 15, SearchDefaultLimit: 3, MaxSearchLimit: 10}},
+			policy.Config{Enabled: policy.On, ThresholdPct: 15, SearchDefaultLimit: 3, MaxSearchLimit: 10, ListingTokens: 200}},
 		{"legacy true", "tools: {tool_search: true}\n", policy.DefaultConfig()},
-		{"legacy false", "tools: {tool_search: false}\n", policy.Config{Enabled: policy.Off, ThresholdPct: 10, SearchDefaultLimit: 5, MaxSearchLimit: 20}},
-		{"top level", "tool_search: {enabled: off}\n", policy.Config{Enabled: policy.Off, ThresholdPct: 10, SearchDefaultLimit: 5, MaxSearchLimit: 20}},
-		{"json", `{"tools": {"tool_search": {"enabled": "on", "threshold_pct": 0}}}`, policy.Config{Enabled: policy.On, ThresholdPct: 0, SearchDefaultLimit: 5, MaxSearchLimit: 20}},
+		{"legacy false", "tools: {tool_search: false}\n", policy.Config{Enabled: policy.Off, ThresholdPct: 10, SearchDefaultLimit: 5, MaxSearchLimit: 20, ListingTokens: 200}},
+		{"top level", "tool_search: {enabled: off}\n", policy.Config{Enabled: policy.Off, ThresholdPct: 10, SearchDefaultLimit: 5, MaxSearchLimit: 20, ListingTokens: 200}},
+		{"json", `{"tools": {"tool_search": {"enabled": "on", "threshold_pct": 0}}}`, policy.Config{Enabled: policy.On, ThresholdPct: 0, SearchDefaultLimit: 5, MaxSearchLimit: 20, ListingTokens: 200}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
