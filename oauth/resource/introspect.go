@@ -16,13 +16,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 )
 
-// Bounds of the introspection cache: an MCP client sends its token with every request,
-// and asking the issuer each time would make it the gateway's bottleneck. A token
-// revoked at the issuer is still accepted for up to introspectionTTL.
-const (
-	introspectionTTL     = 30 * time.Second
-	introspectionEntries = 4096
-)
+// introspectionEntries bounds the introspection cache: an MCP client sends its token
+// with every request, and asking the issuer each time would make it the gateway's
+// bottleneck (see Options.IntrospectionCacheTTL).
+const introspectionEntries = 4096
 
 // introspector checks opaque tokens at the issuer's introspection endpoint (RFC 7662).
 type introspector struct {
@@ -57,7 +54,7 @@ func (in *introspector) introspect(ctx context.Context, endpoint, token string) 
 	if err != nil {
 		return nil, err
 	}
-	until := now.Add(introspectionTTL)
+	until := now.Add(in.v.opts.IntrospectionCacheTTL)
 	if !info.Expiration.IsZero() && info.Expiration.Before(until) {
 		until = info.Expiration
 	}

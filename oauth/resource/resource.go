@@ -52,10 +52,12 @@ var (
 
 // Defaults of Options.
 const (
-	DefaultLeeway          = 30 * time.Second
-	DefaultMinRefresh      = time.Minute
-	DefaultRefreshInterval = time.Hour
-	DefaultHTTPTimeout     = 10 * time.Second
+	DefaultLeeway = 30 * time.Second
+	// DefaultIntrospectionCacheTTL is Options.IntrospectionCacheTTL's default.
+	DefaultIntrospectionCacheTTL = 30 * time.Second
+	DefaultMinRefresh            = time.Minute
+	DefaultRefreshInterval       = time.Hour
+	DefaultHTTPTimeout           = 10 * time.Second
 )
 
 // DefaultAlgorithms are the signature algorithms accepted when Options.Algorithms is
@@ -94,6 +96,10 @@ type Options struct {
 	// is not a JWT is refused.
 	IntrospectionClientID     string
 	IntrospectionClientSecret string
+	// IntrospectionCacheTTL is how long an introspection's answer is kept: a token
+	// revoked at the issuer is still accepted for up to this long. 0 means
+	// DefaultIntrospectionCacheTTL.
+	IntrospectionCacheTTL time.Duration
 	// HTTPClient reaches the issuer; nil means a client with DefaultHTTPTimeout.
 	HTTPClient *http.Client
 	// Logf receives what goes wrong with the issuer (never a token); nil discards it.
@@ -146,6 +152,9 @@ func New(opts Options) (*Verifier, error) {
 		if s == "" || strings.ContainsAny(s, " \t\"\\") {
 			return nil, fmt.Errorf("%w: scope %q is not a scope token (no spaces, quotes or backslashes)", ErrOptions, s)
 		}
+	}
+	if opts.IntrospectionCacheTTL <= 0 {
+		opts.IntrospectionCacheTTL = DefaultIntrospectionCacheTTL
 	}
 	if opts.Leeway <= 0 {
 		opts.Leeway = DefaultLeeway
