@@ -5,7 +5,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolshed/toolshed/internal/testoidc"
 	"github.com/toolshed/toolshed/oauth"
@@ -56,5 +58,43 @@ func TestHubBounds(t *testing.T) {
 	}
 	if _, ok := hub.Lookup(first.ID); ok {
 		t.Error("a sign-in that ended can still be looked up")
+	}
+}
+
+// TestUsersEndedSignIn: a user's requests go out with their own credential only; once
+// its refresh is refused (the sign-in has ended), the user counts as not signed in, so
+// that the gateway asks them to sign in again rather than fail every call.
+func TestUsersEndedSignIn(t *testing.T) {
+	ctx := ctxFor(t)
+	p, srv, store := setup(t, testoidc.Options{})
+	mine := srv
+	mine.User = "u1"
+	login(t, ctx, p, mine, store, oauth.LoginOptions{})
+	users := &oauth.Users{Server: srv, Store: store, Shared: http.DefaultTransport}
+	post := func(user string) (*http.Response, error) {
+		req, _ := http.NewRequestWithContext(oauth.WithUser(ctx, user), http.MethodPost, srv.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		return users.RoundTrip(req)
+	}
+	if !users.SignedIn(ctx, "u1") || users.SignedIn(ctx, "u2") {
+		t.Fatalf("signed in: u1 %v, u2 %v", users.SignedIn(ctx, "u1"), users.SignedIn(ctx, "u2"))
+	}
+	if _, err := post("u2"); !errors.Is(err, oauth.ErrNotSignedIn) {
+		t.Errorf("a request of a user without a credential: %v", err)
+	}
+	key, _ := oauth.Key(srv.URL, "u1")
+	if err := store.Update(ctx, key, func(c *oauth.Credential) (*oauth.Credential, error) {
+		c.Expiry, c.RefreshToken = time.Now().Add(-time.Minute), "a-refresh-token-the-issuer-never-issued"
+		return c, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	users = &oauth.Users{Server: srv, Store: store, Shared: http.DefaultTransport} // a fresh process
+	if _, err := post("u1"); !errors.Is(err, oauth.ErrNotSignedIn) {
+		t.Fatalf("a request with a refused refresh: %v", err)
+	}
+	if users.SignedIn(ctx, "u1") {
+		t.Error("a user whose sign-in ended still counts as signed in")
 	}
 }

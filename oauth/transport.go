@@ -117,6 +117,15 @@ func (t *Transport) SignedIn() bool {
 	return t.cred != nil
 }
 
+// Usable reports whether t's credential can still sign a request: signed in, and not
+// ended (a refused refresh, an expired token without a refresh token), after which
+// only a new sign-in helps.
+func (t *Transport) Usable() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return usable(t.cred, t.key)
+}
+
 // Ready reports whether store holds a credential srv's requests can be signed with:
 // one to try again with after a *SignInError.
 func Ready(ctx context.Context, srv Server, store Store) bool {

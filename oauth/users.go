@@ -51,7 +51,7 @@ func (u *Users) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !t.SignedIn() {
+	if !t.Usable() {
 		if req.Body != nil {
 			req.Body.Close()
 		}
@@ -62,19 +62,22 @@ func (u *Users) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.RoundTrip(req)
 }
 
-// SignedIn reports whether user has a credential for the server.
+// SignedIn reports whether user has a credential for the server that can still sign
+// requests: one whose sign-in ended (its refresh refused) counts as none, so that the
+// user is asked to sign in again.
 func (u *Users) SignedIn(ctx context.Context, user string) bool {
 	t, err := u.transport(ctx, user)
-	return err == nil && t.SignedIn()
+	return err == nil && t.Usable()
 }
 
 // transport returns user's transport: the one kept, or one made from the store when
-// there is none or the one kept has no credential (the user may have signed in since).
+// there is none or the one kept has no usable credential (the user may have signed in
+// since).
 func (u *Users) transport(ctx context.Context, user string) (*Transport, error) {
 	u.mu.Lock()
 	t := u.m[user]
 	u.mu.Unlock()
-	if t != nil && t.SignedIn() {
+	if t != nil && t.Usable() {
 		return t, nil
 	}
 	srv := u.Server
@@ -88,7 +91,7 @@ func (u *Users) transport(ctx context.Context, user string) (*Transport, error) 
 	if u.m == nil {
 		u.m = map[string]*Transport{}
 	}
-	if old := u.m[user]; old != nil && old.SignedIn() {
+	if old := u.m[user]; old != nil && old.Usable() {
 		return old, nil // another request made it meanwhile
 	}
 	if len(u.m) >= maxUserTransports {
