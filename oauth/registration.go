@@ -9,8 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -71,29 +69,13 @@ func (s *FileStore) SetRegistration(ctx context.Context, issuer string, r *Regis
 	if r != nil && r.Issuer != issuer {
 		return fmt.Errorf("oauth: a registration with %s stored under issuer %s", r.Issuer, issuer)
 	}
-	p, err := s.path()
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return fmt.Errorf("oauth: creating the credentials directory: %w", err)
-	}
-	unlock, err := lockFile(ctx, p+".lock")
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	f, err := s.read()
-	if err != nil {
-		return err
-	}
-	f.Registrations = slices.DeleteFunc(f.Registrations, func(o *Registration) bool { return o.Issuer == issuer })
-	if r != nil {
-		f.Registrations = append(f.Registrations, r)
-	}
-	return s.write(f)
+	return s.modify(ctx, func(f *fileContent) (bool, error) {
+		f.Registrations = slices.DeleteFunc(f.Registrations, func(o *Registration) bool { return o.Issuer == issuer })
+		if r != nil {
+			f.Registrations = append(f.Registrations, r)
+		}
+		return true, nil
+	})
 }
 
 // fits reports whether r can be used for a sign-in with the redirect URI redirect

@@ -269,6 +269,40 @@ func (s *FileStore) Update(ctx context.Context, serverURL string, fn func(*Crede
 	if err != nil {
 		return err
 	}
+	return s.modify(ctx, func(f *fileContent) (bool, error) {
+		creds := f.Credentials
+		i := slices.IndexFunc(creds, func(c *Credential) bool { return c.URL == key })
+		var old *Credential
+		if i >= 0 {
+			cp := *creds[i]
+			old = &cp
+		}
+		c, err := fn(old)
+		if err != nil {
+			return false, err
+		}
+		switch {
+		case c == nil && i < 0:
+			return false, nil
+		case c == nil:
+			creds = slices.Delete(creds, i, i+1)
+		default:
+			c.URL = key
+			if i >= 0 {
+				creds[i] = c
+			} else {
+				creds = append(creds, c)
+			}
+		}
+		f.Credentials = creds
+		return true, nil
+	})
+}
+
+// modify reads the file, lets change alter it, and writes it back when change says it
+// changed it: all under the process's mutex and the file's advisory lock, so that
+// processes sharing the file take turns. An error from change leaves the file as it was.
+func (s *FileStore) modify(ctx context.Context, change func(*fileContent) (bool, error)) error {
 	p, err := s.path()
 	if err != nil {
 		return err
@@ -287,30 +321,9 @@ func (s *FileStore) Update(ctx context.Context, serverURL string, fn func(*Crede
 	if err != nil {
 		return err
 	}
-	creds := f.Credentials
-	i := slices.IndexFunc(creds, func(c *Credential) bool { return c.URL == key })
-	var old *Credential
-	if i >= 0 {
-		cp := *creds[i]
-		old = &cp
-	}
-	c, err := fn(old)
-	if err != nil {
+	changed, err := change(f)
+	if err != nil || !changed {
 		return err
 	}
-	switch {
-	case c == nil && i < 0:
-		return nil
-	case c == nil:
-		creds = slices.Delete(creds, i, i+1)
-	default:
-		c.URL = key
-		if i >= 0 {
-			creds[i] = c
-		} else {
-			creds = append(creds, c)
-		}
-	}
-	f.Credentials = creds
 	return s.write(f)
 }
