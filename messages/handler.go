@@ -128,6 +128,7 @@ func (p *Proxy) readRequest(w http.ResponseWriter, r *http.Request) (req *Reques
 		return nil, release
 	}
 	req.RawQuery = r.URL.RawQuery
+	req.client = clientOf(r.Header.Get("x-api-key"), r.Header.Get("Authorization"))
 	return req, release
 }
 

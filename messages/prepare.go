@@ -31,6 +31,8 @@ type toolSet struct {
 	deferred map[string]*Tool // deferred custom tools by name
 	names    map[string]*Tool // every tool by name
 	catalog  *toolIndex       // search index over the deferred tools; nil when none or no search tool
+
+	clientSearch *Tool // the client's own search tool (Claude Code's ToolSearch), or nil
 }
 
 // searchTool returns the search tool called name, or nil.
@@ -58,6 +60,9 @@ func (p *Proxy) prepare(req *Request) (*prepared, *APIError) {
 		}
 	}
 	pr := &prepared{req: req, toolSet: ts}
+	if ts.clientSearch != nil && !p.NoClientSearch {
+		req.Messages = p.client.restore(req.client, req.Messages)
+	}
 	for i, m := range req.Messages {
 		switch m.Role {
 		case "user", "assistant", "system":
@@ -134,6 +139,9 @@ func newToolSet(tools []Tool, raw []byte) (*toolSet, *APIError) {
 			ts.deferred[t.Name] = t
 		} else {
 			nonDeferred++
+		}
+		if isClientSearch(t) {
+			ts.clientSearch = t
 		}
 	}
 	if len(ts.deferred) > 0 && nonDeferred == 0 {

@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/embed"
 )
 
@@ -65,7 +66,17 @@ type Proxy struct {
 	// kept. Zero means DefaultToolCacheBytes.
 	ToolCacheBytes int64
 
+	// ClientTools holds the definitions of the tools a client defers behind its own
+	// search (Claude Code's ToolSearch, which names them mcp__SERVER__TOOL and since
+	// 2.1.332 sends only their names): the catalog of the same MCP servers. With it, or
+	// with the definitions a request carries, the Proxy answers that search with
+	// toolshed's ranking (see clientsearch.go). Nil means only what requests carry.
+	ClientTools *catalog.Snapshot
+	// NoClientSearch leaves a client's own search tool to the client.
+	NoClientSearch bool
+
 	toolSets toolSetCache
+	client   clientState
 	embed    embedState
 	stop     stopState
 }
@@ -107,6 +118,8 @@ type turn struct {
 	loaded   map[string]bool
 	content  []Block
 	searches int
+
+	clientSearches int // calls of the client's search answered with toolshed's ranking
 }
 
 func (p *Proxy) newTurn(ctx context.Context, pr *prepared) *turn {
@@ -133,9 +146,10 @@ func (t *turn) request() *Request {
 type useKind int
 
 const (
-	clientUse   useKind = iota // a tool the client runs: passed on
-	searchUse                  // a call of a search tool: toolshed runs it
-	unloadedUse                // a deferred tool the model named before loading it
+	clientUse       useKind = iota // a tool the client runs: passed on
+	searchUse                      // a call of a search tool: toolshed runs it
+	unloadedUse                    // a deferred tool the model named before loading it
+	clientSearchUse                // a call of the client's own search: passed on, answered with toolshed's ranking
 )
 
 func (t *turn) kind(b Block) useKind {
@@ -144,6 +158,9 @@ func (t *turn) kind(b Block) useKind {
 	}
 	if t.pr.searchTool(b.Name) != nil {
 		return searchUse
+	}
+	if t.pr.clientSearch != nil && b.Name == t.pr.clientSearch.Name && !t.p.NoClientSearch {
+		return clientSearchUse
 	}
 	// Only a server search tool can load a tool here; with the client's own search
 	// (Claude Code's ToolSearch) the call goes to the client, whose tool it is.
@@ -213,9 +230,12 @@ func (t *turn) absorb(blocks []Block, stop *string) bool {
 	searched, client := false, false
 	for _, b := range blocks {
 		switch k := t.kind(b); k {
-		case clientUse:
+		case clientUse, clientSearchUse:
 			if b.Type == "tool_use" {
 				client = true
+			}
+			if k == clientSearchUse {
+				b = t.answerClientSearch(b)
 			}
 			t.content = append(t.content, b)
 		default:

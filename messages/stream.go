@@ -82,7 +82,7 @@ func (s *streamer) blockStart(e streamEvent) error {
 	}
 	sb := &streamBlock{start: e.ContentBlock, model: b, kind: s.kind(b)}
 	s.blocks[e.Index] = sb
-	if sb.kind == clientUse {
+	if sb.kind == clientUse || sb.kind == clientSearchUse {
 		if b.Type == "tool_use" {
 			s.client = true
 		}
@@ -125,8 +125,8 @@ func (s *streamer) blockDelta(e streamEvent) error {
 	case "citations_delta":
 		sb.citations = append(sb.citations, d.Citation)
 	}
-	if sb.kind == unloadedUse {
-		return nil // its input is the exact-name search, sent at its stop
+	if sb.kind == unloadedUse || sb.kind == clientSearchUse {
+		return nil // its input is sent whole at its stop: the exact-name search, or toolshed's answer
 	}
 	return s.emitIndexed("content_block_delta", sb.out, "delta", e.Delta)
 }
@@ -179,14 +179,21 @@ func (s *streamer) blockStop(e streamEvent) error {
 		return fmt.Errorf("the upstream stopped content block %d, which it never started", e.Index)
 	}
 	model := sb.finish()
+	if sb.kind == clientSearchUse {
+		b := s.answerClientSearch(model)
+		if err := s.emitIndexed("content_block_delta", sb.out, "delta", inputDelta(orEmptyObject(b.Input))); err != nil {
+			return err
+		}
+		s.content[sb.out] = b
+		return s.emitIndexed("content_block_stop", sb.out, "", nil)
+	}
 	if sb.use == nil {
 		s.content[sb.out] = model
 		return s.emitIndexed("content_block_stop", sb.out, "", nil)
 	}
 	use := *sb.use
 	if sb.kind == unloadedUse {
-		d, _ := json.Marshal(map[string]string{"type": "input_json_delta", "partial_json": string(use.Input)})
-		if err := s.emitIndexed("content_block_delta", sb.out, "delta", d); err != nil {
+		if err := s.emitIndexed("content_block_delta", sb.out, "delta", inputDelta(use.Input)); err != nil {
 			return err
 		}
 	} else {
@@ -204,6 +211,16 @@ func (s *streamer) blockStop(e streamEvent) error {
 		return err
 	}
 	return s.emitIndexed("content_block_stop", out, "", nil)
+}
+
+// inputDelta is an input_json_delta carrying a whole input, its members in the API's
+// order.
+func inputDelta(input json.RawMessage) json.RawMessage {
+	d, _ := json.Marshal(struct {
+		Type        string `json:"type"`
+		PartialJSON string `json:"partial_json"`
+	}{"input_json_delta", string(input)})
+	return d
 }
 
 // emitIndexed emits a content block event with the client's index, its members in the

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/gateway"
 	"github.com/toolshed/toolshed/hybrid"
 	"github.com/toolshed/toolshed/internal/redact"
@@ -29,8 +31,12 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 	toolCache := fs.Int64("tool-cache-mib", messages.DefaultToolCacheBytes>>20, "keep the tools lists clients send validated and indexed within `N` MiB (an estimate of their memory), the oldest dropped first; a list larger than that is indexed for each request")
 	drain := fs.Duration("drain-timeout", gateway.DefaultDrainTimeout, "after SIGINT or SIGTERM, stop accepting and let requests in flight finish for up to `DURATION`, then answer those still running 529 overloaded_error (a second signal stops at once)")
 	emb := addEmbedFlags(fs, hybrid.DefaultQueryTimeout)
+	var catalogs listFlag
+	fs.Var(&catalogs, "catalog", "rank the client's own tool search (Claude Code's ToolSearch) with the definitions in catalog `FILE`: the tools of the MCP servers the client has (repeatable)")
+	configFile := fs.String("config", "", "rank the client's own tool search with the tools of the servers in config `FILE` (the client's own MCP config, e.g. .mcp.json): they are started once, listed and stopped")
+	clientSearch := fs.String("client-search", "on", "`MODE` of the client's own tool search (Claude Code's ToolSearch): on answers it with toolshed's ranking when toolshed has the definitions of its deferred tools (--config, --catalog, or the request's), off leaves it to the client")
 	fs.Usage = func() {
-		printUsage(stdout, fs, "[--listen ADDR] [--upstream-url URL] [--upstream-kind KIND] [--model NAME] [--max-iterations N] [--max-answer-mib N] [--tool-cache-mib N] [--drain-timeout DURATION] "+
+		printUsage(stdout, fs, "[--listen ADDR] [--upstream-url URL] [--upstream-kind KIND] [--model NAME] [--catalog FILE]... [--config FILE] [--client-search MODE] [--max-iterations N] [--max-answer-mib N] [--tool-cache-mib N] [--drain-timeout DURATION] "+
 			doorSynopsis+" "+embedSynopsis,
 			"Serves POST /v1/messages and /v1/messages/count_tokens with Anthropic's tool search (defer_loading, tool_search_tool_regex/bm25, tool_reference; or the client's own search, as Claude Code's ToolSearch) for any model. "+
 				"The upstream key comes from the environment: ANTHROPIC_API_KEY, or OPENAI_API_KEY for openai. It is never logged, and replaces the client's key.")
@@ -64,15 +70,42 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 	default:
 		return usageErr("--upstream-kind must be anthropic or openai, got %q", *kind)
 	}
+	if *clientSearch != "on" && *clientSearch != "off" {
+		return usageErr("--client-search must be on or off, got %q", *clientSearch)
+	}
+	if len(catalogs) > 0 && *configFile != "" {
+		return usageErr("--catalog and --config both give the client's tools; use one")
+	}
 	if _, err := emb.on(); err != nil {
 		return err
+	}
+	var clientTools *catalog.Snapshot
+	switch {
+	case *clientSearch == "off":
+	case len(catalogs) > 0:
+		snap, err := loadCatalog(catalogs, stderr)
+		if err != nil {
+			return err
+		}
+		clientTools = snap
+	case *configFile != "":
+		cfg, err := loadServersConfig(*configFile, stderr)
+		if err != nil {
+			return err
+		}
+		snap, err := configCatalog(context.Background(), cfg, *configFile, "ranked by toolshed", stderr)
+		if err != nil {
+			return err
+		}
+		clientTools = snap
 	}
 	ln, err := listen("--listen", *listenFlag, *token != "", stderr)
 	if err != nil {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
-	p := &messages.Proxy{Upstream: up, MaxIterations: *maxIter, ToolCacheBytes: *toolCache << 20, Logger: logger, ClientKey: *token, AllowOrigins: doors.origins, AllowHosts: doors.hosts}
+	p := &messages.Proxy{Upstream: up, MaxIterations: *maxIter, ToolCacheBytes: *toolCache << 20, Logger: logger, ClientKey: *token, AllowOrigins: doors.origins, AllowHosts: doors.hosts,
+		ClientTools: clientTools, NoClientSearch: *clientSearch == "off"}
 	if err := emb.proxy(p, stderr); err != nil {
 		return err
 	}

@@ -1,0 +1,486 @@
+package messages
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"hash/maphash"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/search"
+)
+
+// Claude Code (2.1.3xx) keeps its MCP tools out of the prompt and finds them with its
+// own client-side search tool, ToolSearch: the model calls it with a few words, Claude
+// Code ranks the deferred tools by keyword points (no stemming, its own built-in tools
+// competing for the slots), answers with tool_reference blocks, and from then on sends
+// the tools found and runs them when called. toolshed ranks far better on the same
+// queries, so the Proxy answers that search with its own ranking, without taking it
+// away from Claude Code: when the model calls ToolSearch with words, the call is passed
+// on as Claude Code's exact selection, query "select:A,B,C" naming toolshed's best
+// tools, and Claude Code loads exactly those with its own machinery (marks them found,
+// sends their definitions on the next turns, runs them). The model keeps seeing its own
+// words: the next requests carry the call as the model made it (see clientCalls).
+//
+// Since 2.1.332 Claude Code names its deferred tools in a system message instead of
+// sending their definitions, so the Proxy ranks with the definitions of ClientTools (a
+// catalog of the same MCP servers), and with those a request does carry (deferred tools
+// with defer_loading, as earlier versions sent them all). When some deferred MCP tool is
+// known by name alone, toolshed's ranking would know less than Claude Code's, so the
+// search is left to Claude Code.
+
+// clientSearchName is the name of Claude Code's search tool.
+const clientSearchName = "ToolSearch"
+
+// placeholderName is the deferred tool Claude Code sends to keep deferred loading on;
+// it is never a tool to find.
+const placeholderName = "DeferredToolPlaceholder"
+
+// builtinServer is the server the client's own deferred tools (Claude Code's WebFetch,
+// CronCreate, ...) are indexed under: by their names alone, the only thing of them a
+// request shows.
+const builtinServer = "builtin"
+
+// isClientSearch reports whether t is Claude Code's ToolSearch: a custom tool of that
+// name, not deferred, whose input has a "query".
+func isClientSearch(t *Tool) bool {
+	if t.Name != clientSearchName || !t.IsCustom() || t.DeferLoading {
+		return false
+	}
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	json.Unmarshal(t.InputSchema, &s)
+	_, ok := s.Properties["query"]
+	return ok
+}
+
+// ccName is the name Claude Code gives tool of server: mcp__SERVER__TOOL, each part
+// with every character outside [A-Za-z0-9_-] replaced by '_'.
+func ccName(server, tool string) string {
+	return "mcp__" + ccPart(server) + "__" + ccPart(tool)
+}
+
+func ccPart(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	return string(b)
+}
+
+// shortenedRow is a row of Claude Code's shortened deferred-tools list: all the tools of
+// one server, "mcp__claude_ai_Slack__* (42)".
+var shortenedRow = regexp.MustCompile(`^(mcp__[A-Za-z0-9_-]+?__)\* \(\d+\)$`)
+
+// announced returns the deferred tools Claude Code's system messages name, in the
+// conversation's order: each "deferred tools are (now) available via ToolSearch" list
+// adds names (or, shortened, whole servers as name prefixes), each "no longer
+// available" list takes them away.
+func announced(msgs []Message) (names map[string]bool, prefixes []string) {
+	names = map[string]bool{}
+	for _, m := range msgs {
+		if m.Role == "assistant" {
+			continue
+		}
+		for _, b := range m.Content {
+			if b.Type != "text" || !strings.Contains(b.Text, "available") {
+				continue
+			}
+			for part := range strings.SplitSeq(b.Text, "\n\n") {
+				add := strings.Contains(part, "deferred tools are") && strings.Contains(part, "available via "+clientSearchName)
+				remove := strings.Contains(part, "no longer available")
+				if !add && !remove {
+					continue
+				}
+				for line := range strings.SplitSeq(part, "\n") {
+					line = strings.TrimSpace(line)
+					switch row := shortenedRow.FindStringSubmatch(line); {
+					case row != nil && add:
+						prefixes = append(prefixes, row[1])
+					case !validToolName(line):
+					case add:
+						names[line] = true
+					default:
+						delete(names, line)
+					}
+				}
+			}
+		}
+	}
+	return names, prefixes
+}
+
+// clientIndex is the search index of one client's deferred tools, with the name Claude
+// Code gives each.
+type clientIndex struct {
+	snap   *catalog.Snapshot
+	index  *search.Index
+	byName map[*catalog.Tool]string // the client's name of each indexed tool
+}
+
+// named returns the tools of allow (every tool when nil) whose client name has word in
+// it, ignoring case.
+func (ix *clientIndex) named(allow *catalog.Set, word string) *catalog.Set {
+	out := catalog.NewSet(ix.snap)
+	for _, t := range ix.snap.Tools() {
+		if (allow == nil || allow.Has(t.Index)) && strings.Contains(strings.ToLower(ix.byName[t]), word) {
+			out.Add(t.Index)
+		}
+	}
+	return out
+}
+
+// clientIndexes keeps the indexes of recent deferred-tool lists: a conversation sends
+// the same list every turn. The list is small (a few hundred tools index in
+// milliseconds), so a few entries are enough.
+type clientIndexes struct {
+	mu      sync.Mutex
+	entries map[uint64]*clientIndex
+	order   []uint64
+}
+
+const maxClientIndexes = 16
+
+// clientCandidates gathers the request's deferred tools with what is known of each: the
+// definitions of ClientTools, else those the request carries; Claude Code's own tools
+// by name.
+// It returns nil when a deferred MCP tool has no definition anywhere, with its name.
+func (p *Proxy) clientCandidates(pr *prepared) (sources []catalog.Source, clientName map[string]string, key uint64, unknown string) {
+	names, prefixes := announced(pr.req.Messages)
+	for name := range pr.deferred {
+		if name != placeholderName {
+			names[name] = true
+		}
+	}
+	known := p.clientTools()
+	for _, prefix := range prefixes {
+		prefix = foldName(prefix)
+		for folded, t := range known {
+			if strings.HasPrefix(folded, prefix) {
+				names[ccName(t.Server, t.Name)] = true
+			}
+		}
+	}
+	sorted := slices.Sorted(func(yield func(string) bool) {
+		for n := range names {
+			if !yield(n) {
+				return
+			}
+		}
+	})
+	var h maphash.Hash
+	h.SetSeed(keySeeds[0])
+	bySource := map[string]int{}
+	clientName = map[string]string{} // by server and tool name, "\x00" between
+	put := func(server, tool, name string, raw json.RawMessage) {
+		clientName[server+"\x00"+tool] = name
+		i, ok := bySource[server]
+		if !ok {
+			i = len(sources)
+			bySource[server] = i
+			sources = append(sources, catalog.Source{Server: server, Origin: "the client's deferred tools"})
+		}
+		sources[i].Tools = append(sources[i].Tools, raw)
+		h.Write(raw)
+		h.WriteByte(0)
+	}
+	for _, name := range sorted {
+		h.WriteString(name)
+		// The catalog's definition first: the same for every turn, so the index is
+		// built once for the conversation, as the tools found start to come with it.
+		if t, ok := known[foldName(name)]; ok {
+			put(t.Server, t.Name, name, t.Raw)
+			continue
+		}
+		if t, ok := pr.deferred[name]; ok {
+			server, tool := splitCCName(name)
+			desc, _ := json.Marshal(t.Description)
+			tn, _ := json.Marshal(tool)
+			put(server, tool, name, json.RawMessage(`{"name":`+string(tn)+`,"description":`+string(desc)+`,"inputSchema":`+string(t.InputSchema)+`}`))
+			continue
+		}
+		if strings.HasPrefix(name, "mcp__") {
+			return nil, nil, 0, name
+		}
+		tn, _ := json.Marshal(name)
+		put(builtinServer, name, name, json.RawMessage(`{"name":`+string(tn)+`,"inputSchema":{"type":"object"}}`))
+	}
+	return sources, clientName, h.Sum64(), ""
+}
+
+// splitCCName splits mcp__SERVER__TOOL at the first "__" after the prefix; a name of
+// another shape is the tool of no server.
+func splitCCName(name string) (server, tool string) {
+	rest, ok := strings.CutPrefix(name, "mcp__")
+	if !ok {
+		return builtinServer, name
+	}
+	if s, t, ok := strings.Cut(rest, "__"); ok && s != "" && t != "" {
+		return s, t
+	}
+	return builtinServer, name
+}
+
+// clientTools maps Claude Code's name of each ClientTools tool, folded (see foldName),
+// to it.
+func (p *Proxy) clientTools() map[string]*catalog.Tool {
+	p.client.once.Do(func() {
+		p.client.known = map[string]*catalog.Tool{}
+		if p.ClientTools == nil {
+			return
+		}
+		for _, t := range p.ClientTools.Tools() {
+			if k := foldName(ccName(t.Server, t.Name)); p.client.known[k] == nil {
+				p.client.known[k] = t
+			}
+		}
+	})
+	return p.client.known
+}
+
+// foldName folds a client's tool name for matching with a catalog's: a catalog's
+// server names have '-' where the client's have '_' ("Ant Design Components" is
+// Ant-Design-Components to toolshed, Ant_Design_Components to Claude Code).
+func foldName(name string) string { return strings.ReplaceAll(name, "-", "_") }
+
+// clientIndex returns the index of the request's deferred tools, or nil (with the name
+// of a deferred MCP tool whose definition is unknown, when that is why).
+func (p *Proxy) clientIndex(pr *prepared) (*clientIndex, string) {
+	sources, clientName, key, unknown := p.clientCandidates(pr)
+	if unknown != "" || len(sources) == 0 {
+		return nil, unknown
+	}
+	c := &p.client.indexes
+	c.mu.Lock()
+	ix := c.entries[key]
+	c.mu.Unlock()
+	if ix != nil {
+		return ix, ""
+	}
+	snap, _ := catalog.Build(sources)
+	ix = &clientIndex{snap: snap, index: search.NewIndex(snap), byName: make(map[*catalog.Tool]string, snap.Len())}
+	for _, t := range snap.Tools() {
+		name, ok := clientName[t.Server+"\x00"+t.Name]
+		if !ok {
+			name = ccName(t.Server, t.Name)
+		}
+		ix.byName[t] = name
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = map[uint64]*clientIndex{}
+	}
+	if _, ok := c.entries[key]; !ok {
+		if len(c.order) >= maxClientIndexes {
+			delete(c.entries, c.order[0])
+			c.order = c.order[1:]
+		}
+		c.entries[key] = ix
+		c.order = append(c.order, key)
+	}
+	return ix, ""
+}
+
+// clientSearchInput is toolshed's answer to the model's call of Claude Code's
+// ToolSearch: the input naming the tools to load, and true; or false to leave the
+// call as the model made it (a "select:", no deferred tools, a tool toolshed cannot
+// rank, no match).
+func (t *turn) clientSearchInput(input json.RawMessage) (json.RawMessage, bool) {
+	if t.p.NoClientSearch || t.pr.clientSearch == nil {
+		return nil, false
+	}
+	var in struct {
+		Query      *string          `json:"query"`
+		MaxResults *json.RawMessage `json:"max_results"`
+	}
+	if json.Unmarshal(orEmptyObject(input), &in) != nil || in.Query == nil {
+		return nil, false
+	}
+	query := strings.TrimSpace(*in.Query)
+	if query == "" || strings.HasPrefix(query, "select:") {
+		return nil, false
+	}
+	// Claude Code's search takes any length (it reads the first 32 words); toolshed's
+	// reads the words that fit its limit, as eval does.
+	query = search.Shorten(query, search.MaxQueryLen)
+	limit := search.DefaultLimit
+	if in.MaxResults != nil {
+		var n float64
+		if json.Unmarshal(*in.MaxResults, &n) != nil || n != float64(int(n)) || n < 1 {
+			return nil, false // Claude Code says what is wrong with it
+		}
+		limit = min(int(n), 50)
+	}
+	ix, unknown := t.p.clientIndex(t.pr)
+	if ix == nil {
+		if unknown != "" {
+			t.p.client.warnOnce(t.p.logger(), unknown)
+		}
+		return nil, false
+	}
+	// "+word" (Claude Code's syntax) keeps the tools whose name has word in it.
+	var words []string
+	var allow *catalog.Set
+	for w := range strings.FieldsSeq(query) {
+		req, ok := strings.CutPrefix(w, "+")
+		if !ok || req == "" {
+			words = append(words, w)
+			continue
+		}
+		words = append(words, req)
+		allow = ix.named(allow, strings.ToLower(req))
+	}
+	found, err := ix.index.Search(strings.Join(words, " "), search.Options{Limit: limit, Allow: allow})
+	if err != nil || len(found) == 0 {
+		return nil, false
+	}
+	names := make([]string, len(found))
+	for i, r := range found {
+		names[i] = ix.byName[r.Tool]
+	}
+	q, _ := json.Marshal("select:" + strings.Join(names, ","))
+	out := append([]byte(`{"query":`), q...)
+	if in.MaxResults != nil {
+		out = append(append(out, `,"max_results":`...), *in.MaxResults...)
+	}
+	t.clientSearches++
+	return append(out, '}'), true
+}
+
+// clientState is what the Proxy keeps for clients' own searches.
+type clientState struct {
+	once    sync.Once
+	known   map[string]*catalog.Tool // ClientTools by Claude Code's name
+	indexes clientIndexes
+
+	mu     sync.Mutex
+	warned map[string]bool             // unknown tools already logged
+	calls  map[callKey]json.RawMessage // rewritten calls: the model's own input
+	order  []callKey
+}
+
+// callKey names one rewritten call: the client that made it and the call's id. The
+// client is part of it so that a request naming another client's call id never gets
+// that client's query back.
+type callKey struct {
+	client [16]byte
+	id     string
+}
+
+// maxClientCalls bounds the rewritten calls remembered: a conversation reaches this
+// many ToolSearch calls rarely, and an older one forgotten only shows the model its
+// call as the selection it became.
+const maxClientCalls = 8192
+
+// maxWarned bounds the names of unknown tools logged, so a client inventing names
+// cannot grow the set.
+const maxWarned = 256
+
+func (c *clientState) warnOnce(log interface{ Warn(string, ...any) }, name string) {
+	c.mu.Lock()
+	seen := c.warned[name]
+	if !seen && len(c.warned) < maxWarned {
+		if c.warned == nil {
+			c.warned = map[string]bool{}
+		}
+		c.warned[name] = true
+	}
+	c.mu.Unlock()
+	if !seen {
+		log.Warn("the client's tool search is left to it: toolshed has no definition of its deferred tool, so cannot rank better than it; "+
+			"give toolshed proxy the same servers (--config) or their catalog (--catalog)", "tool", name)
+	}
+}
+
+// remember keeps the model's own input of a call that was rewritten.
+func (c *clientState) remember(client [16]byte, id string, input json.RawMessage) {
+	if id == "" {
+		return
+	}
+	k := callKey{client, id}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.calls == nil {
+		c.calls = map[callKey]json.RawMessage{}
+	}
+	if _, ok := c.calls[k]; ok {
+		return
+	}
+	if len(c.order) >= maxClientCalls {
+		delete(c.calls, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.calls[k] = bytes.Clone(input)
+	c.order = append(c.order, k)
+}
+
+// restore returns msgs with each ToolSearch call that was rewritten for this client
+// carrying the model's own input again, so the model reads its own words; msgs itself
+// when there is none.
+func (c *clientState) restore(client [16]byte, msgs []Message) []Message {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.calls) == 0 {
+		return msgs
+	}
+	var out []Message
+	for i, m := range msgs {
+		if m.Role != "assistant" {
+			continue
+		}
+		var content []Block
+		for j, b := range m.Content {
+			orig, ok := c.calls[callKey{client, b.ID}]
+			if b.Type != "tool_use" || b.Name != clientSearchName || !ok {
+				continue
+			}
+			if content == nil {
+				content = slices.Clone(m.Content)
+			}
+			content[j].Input = orig
+			if len(b.Raw) > 0 {
+				content[j].Raw = withMember(b.Raw, "input", orig)
+			}
+		}
+		if content == nil {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(msgs)
+		}
+		out[i] = Message{Role: m.Role, Content: content}
+	}
+	if out == nil {
+		return msgs
+	}
+	return out
+}
+
+// clientOf identifies the client of an HTTP request by its credentials, hashed.
+func clientOf(apiKey, authorization string) [16]byte {
+	sum := sha256.Sum256([]byte(apiKey + "\x00" + authorization))
+	return [16]byte(sum[:16])
+}
+
+// answerClientSearch returns the model's call b of the client's search with
+// toolshed's answer as its input (see clientSearchInput), remembering the model's own.
+func (t *turn) answerClientSearch(b Block) Block {
+	in, ok := t.clientSearchInput(b.Input)
+	if !ok {
+		return b
+	}
+	t.p.client.remember(t.pr.req.client, b.ID, orEmptyObject(b.Input))
+	b.Input = in
+	if len(b.Raw) > 0 {
+		b.Raw = withMember(b.Raw, "input", in)
+	}
+	return b
+}

@@ -1,0 +1,51 @@
+package messages
+
+import (
+	"slices"
+	"testing"
+)
+
+// Claude Code's announcements of deferred tools, in its words: a list, a shortened list
+// whose rows stand for whole servers, and a list of tools taken away.
+func TestAnnounced(t *testing.T) {
+	text := func(role, s string) Message { return Message{Role: role, Content: []Block{TextBlock(s)}} }
+	msgs := []Message{
+		text("user", "Find a tool.\n\nmcp__not__announced"),
+		text("system", "# Environment\n - Platform: linux\n\nThe following deferred tools are now available via ToolSearch. Their schemas are NOT loaded. Use ToolSearch with query \"select:<name>[,<name>...]\" to load tool schemas before calling them:\nWebFetch\nmcp__github__create_issue\nmcp__github__list_issues\n\nToday's date is 2026-12-07."),
+		text("assistant", "The following deferred tools are now available via ToolSearch:\nmcp__said__by_model"),
+		text("user", "<system-reminder>\nThe following deferred tools are available via ToolSearch. Their schemas are NOT loaded. This list is shortened to save room: a row such as mcp__claude_ai_Slack__* (42) stands for 42 tools of that server. The tools are:\nmcp__claude_ai_Slack__* (42)\nmcp__linear__get_issue\n</system-reminder>"),
+		text("system", "The following tools are no longer available. Do not call them:\nmcp__github__list_issues"),
+	}
+	names, prefixes := announced(msgs)
+	got := slices.Sorted(func(yield func(string) bool) {
+		for n := range names {
+			yield(n)
+		}
+	})
+	if want := []string{"WebFetch", "mcp__github__create_issue", "mcp__linear__get_issue"}; !slices.Equal(got, want) {
+		t.Errorf("announced names %v, want %v", got, want)
+	}
+	if want := []string{"mcp__claude_ai_Slack__"}; !slices.Equal(prefixes, want) {
+		t.Errorf("announced servers %v, want %v", prefixes, want)
+	}
+}
+
+// FuzzAnnounced checks that any text is read without a panic, and that what it gives
+// are tool names and server prefixes.
+func FuzzAnnounced(f *testing.F) {
+	f.Add("The following deferred tools are now available via ToolSearch:\nWebFetch\nmcp__a__b")
+	f.Add("deferred tools are available via ToolSearch\nmcp__x__* (3)\n\nno longer available\nmcp__a__b")
+	f.Fuzz(func(t *testing.T, s string) {
+		names, prefixes := announced([]Message{{Role: "system", Content: []Block{TextBlock(s)}}})
+		for n := range names {
+			if !validToolName(n) {
+				t.Errorf("announced %q, which is no tool name", n)
+			}
+		}
+		for _, p := range prefixes {
+			if !validToolName(p) {
+				t.Errorf("announced the server prefix %q", p)
+			}
+		}
+	})
+}
