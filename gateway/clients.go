@@ -157,11 +157,14 @@ type clients struct {
 	// change what upstreams are told, and one session per request would make
 	// upstreams reconnect at every change.
 	stateless map[*mcp.ServerSession]sessionOwner
+	// ownerKeys maps the tag of a stateless POST's session to who sent it, as the
+	// search log's calls are tied to searches by (see linkKeyOf).
+	ownerKeys map[string]string
 }
 
 func newClients(waitForClient bool) *clients {
 	c := &clients{sessions: map[*mcp.ServerSession]clientSupport{}, profiles: map[*mcp.ServerSession]string{}, tags: map[*mcp.ServerSession]string{}, listed: map[*mcp.ServerSession]bool{}, ids: map[string]*mcp.ServerSession{}, creds: map[string]credential{}, known: make(chan struct{}),
-		forwards: map[string]map[*mcp.ServerSession]int{}, elicitations: map[[2]string]*mcp.ServerSession{}, stateless: map[*mcp.ServerSession]sessionOwner{}, patience: map[*mcp.ServerSession]time.Time{}}
+		forwards: map[string]map[*mcp.ServerSession]int{}, elicitations: map[[2]string]*mcp.ServerSession{}, stateless: map[*mcp.ServerSession]sessionOwner{}, ownerKeys: map[string]string{}, patience: map[*mcp.ServerSession]time.Time{}}
 	if !waitForClient {
 		c.isKnown = true
 		close(c.known)
@@ -220,7 +223,9 @@ func (c *clients) setStateless(ss *mcp.ServerSession, owner sessionOwner) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.stateless[ss] = owner
-	c.tags[ss] = newSessionTag(ss)
+	tag := newSessionTag(ss)
+	c.tags[ss] = tag
+	c.ownerKeys[tag] = owner.linkKey()
 }
 
 // endStateless forgets a stateless HTTP POST's session once it ended.
@@ -228,7 +233,21 @@ func (c *clients) endStateless(ss *mcp.ServerSession) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.stateless, ss)
+	delete(c.ownerKeys, c.tags[ss])
 	delete(c.tags, ss)
+}
+
+// linkKeyOf is what the session tagged tag ties its calls to searches by (see
+// recorder.linkKey): the tag itself, or for a stateless POST's session, which ends with
+// its request, who sent it, so that a call in one POST is tied to the search of an
+// earlier one.
+func (c *clients) linkKeyOf(tag string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if k, ok := c.ownerKeys[tag]; ok {
+		return k
+	}
+	return tag
 }
 
 // rateKey is what the calls of ss are rate-limited as (see rateLimits): the session,

@@ -297,7 +297,8 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g := &Gateway{cfg: cfg, opts: opts, byName: map[string]*Upstream{}, servers: map[string]*profileServer{}, changes: make(chan struct{}, 1), early: map[string]bool{}}
 	g.cache.Size = indexesKept + profileIndexesKept*len(cfg.Profiles)
 	g.calls = newCallRegistry(g)
-	g.rec = newRecorder(opts.SearchLog, opts.Metrics, func(ss *mcp.ServerSession) string { return g.clients.tagOf(ss) }, g.subjectOf)
+	g.rec = newRecorder(opts.SearchLog, opts.Metrics, func(ss *mcp.ServerSession) string { return g.clients.tagOf(ss) }, g.subjectOf,
+		func(tag string) string { return g.clients.linkKeyOf(tag) })
 	g.learn = newLearner(opts.SearchLog, opts.NoLearning, opts.LearnInterval, 1+len(cfg.Profiles), g.logf)
 	if opts.Embed != nil {
 		g.vectors = newVectors(g, opts.Embed)

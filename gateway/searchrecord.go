@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"encoding/json"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -13,14 +12,13 @@ import (
 	"github.com/toolshed/toolshed/policy"
 	"github.com/toolshed/toolshed/search"
 	"github.com/toolshed/toolshed/searchlog"
+	"github.com/toolshed/toolshed/searchlog/recent"
 )
 
-// Bounds of what the recorder remembers of each session's searches, to tell at which
-// rank a search had returned a tool the session then calls.
-const (
-	recentSearches  = 8    // a session's latest searches kept
-	sessionsTracked = 4096 // sessions remembered, the oldest forgotten first
-)
+// statelessLinkWindow is how long a search of a stateless client (its token's and
+// profile's, since it has no session) ties the calls after it to it: one token may hold
+// several conversations, so only a call shortly after a search is counted as its.
+const statelessLinkWindow = 5 * time.Minute
 
 // recorder feeds the search log (Options.SearchLog): every tool_search, and every call
 // of a real tool with the rank and query at which the session's recent searches had
@@ -38,23 +36,17 @@ type recorder struct {
 	// (Gateway.subjectOf): hashed or "" as the config's oauth.subjects says.
 	subject func(*mcp.ServerSession) string
 
-	mu       sync.Mutex
-	sessions map[string]*sessionSearches
-	order    []string // session keys, oldest first, for forgetting
+	// links ties calls to the searches that found them, by linkKey (see package recent).
+	links recent.Searches
+	// linkKey is what a session's searches and calls are tied by: its tag, or for a
+	// stateless POST's session (which ends with its request), who sent it.
+	linkKey func(tag string) string
 }
 
-// sessionSearches are one session's latest searches, newest last.
-type sessionSearches struct {
-	recent []recentSearch
-}
-
-type recentSearch struct {
-	query string
-	tools []string // best first
-}
-
-func newRecorder(log *searchlog.Log, m *metrics.Metrics, tag, subject func(*mcp.ServerSession) string) *recorder {
-	return &recorder{log: log, m: m, tag: tag, subject: subject, sessions: map[string]*sessionSearches{}}
+func newRecorder(log *searchlog.Log, m *metrics.Metrics, tag, subject func(*mcp.ServerSession) string, linkKey func(string) string) *recorder {
+	r := &recorder{log: log, m: m, tag: tag, subject: subject, linkKey: linkKey}
+	r.links.Window, r.links.Windowed = statelessLinkWindow, isOwnerKey
+	return r
 }
 
 // search records a tool_search that returned res after latency: each of its queries
@@ -105,60 +97,9 @@ func (r *recorder) searchOne(s searchlog.Search, plan *policy.Plan, query string
 				s.ResultTokens += plan.Snapshot.ToolTokens(t)
 			}
 		}
-		r.remember(s.Session, query, tools)
+		r.links.Remember(r.linkKey(s.Session), query, tools)
 	}
 	r.log.Search(s)
-}
-
-// remember keeps a session's search, forgetting its oldest beyond recentSearches and the
-// oldest session beyond sessionsTracked.
-func (r *recorder) remember(session, query string, tools []string) {
-	if session == "" || len(tools) == 0 {
-		return
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ss := r.sessions[session]
-	if ss == nil {
-		ss = &sessionSearches{}
-		r.sessions[session] = ss
-		r.order = append(r.order, session)
-		for len(r.order) > sessionsTracked {
-			delete(r.sessions, r.order[0])
-			r.order = r.order[1:]
-		}
-	}
-	if len(ss.recent) == recentSearches {
-		copy(ss.recent, ss.recent[1:])
-		ss.recent = ss.recent[:recentSearches-1]
-	}
-	ss.recent = append(ss.recent, recentSearch{query, tools})
-}
-
-// found returns the best rank at which the session's recent searches returned tool,
-// and the query of the newest of them that did (0 and "" when none did).
-func (r *recorder) found(session, tool string) (rank int, query string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ss := r.sessions[session]
-	if ss == nil {
-		return 0, ""
-	}
-	for i := len(ss.recent) - 1; i >= 0; i-- {
-		for j, t := range ss.recent[i].tools {
-			if t != tool {
-				continue
-			}
-			if rank == 0 {
-				query = ss.recent[i].query
-			}
-			if rank == 0 || j+1 < rank {
-				rank = j + 1
-			}
-			break
-		}
-	}
-	return rank, query
 }
 
 // describe counts a tool_describe that answered res after d (the search log does not
@@ -193,7 +134,7 @@ func (r *recorder) call(a activity, tool *catalog.Tool, res *mcp.CallToolResult,
 	if r.log == nil {
 		return
 	}
-	rank, query := r.found(a.Session, tool.Qualified)
+	rank, query := r.links.Found(r.linkKey(a.Session), tool.Qualified)
 	r.log.Call(searchlog.Call{
 		Time: a.Time, Source: "gateway", Profile: a.Profile, Session: a.Session, Subject: a.Subject,
 		Tool: tool.Qualified, Server: tool.Server, Outcome: callOutcome(a.Outcome),
@@ -220,7 +161,7 @@ func (r *recorder) refused(ss *mcp.ServerSession, profile string, plan *policy.P
 	if t, err := plan.Lookup(name); err == nil {
 		c.Tool, c.Server = t.Qualified, t.Server
 	}
-	c.Rank, c.Query = r.found(c.Session, c.Tool)
+	c.Rank, c.Query = r.links.Found(r.linkKey(c.Session), c.Tool)
 	r.log.Call(c)
 }
 

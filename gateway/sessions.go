@@ -3,7 +3,9 @@ package gateway
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 )
@@ -37,6 +39,22 @@ type sessionOwner struct {
 	cred    credential
 	profile string
 }
+
+// ownerKeyPrefix starts the link keys of stateless clients (see sessionOwner.linkKey).
+const ownerKeyPrefix = "owner:"
+
+// linkKey names the owner of stateless requests for tying their calls to their searches:
+// a hash of the credential and the profile, never the credential.
+func (o sessionOwner) linkKey() string {
+	h := sha256.New()
+	h.Write(o.cred[:])
+	h.Write([]byte(o.profile))
+	return ownerKeyPrefix + hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// isOwnerKey reports a link key of stateless requests, whose searches tie calls only
+// within statelessLinkWindow.
+func isOwnerKey(key string) bool { return strings.HasPrefix(key, ownerKeyPrefix) }
 
 // slots counts what is open per credential and in total, against caps of its own (0:
 // no cap): the sessions of a Streamable HTTP handler, and its listens. Its user holds
