@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/search"
@@ -338,13 +339,17 @@ func (t *turn) clientSearchInput(input json.RawMessage) (json.RawMessage, bool) 
 		words = append(words, req)
 		allow = ix.named(allow, strings.ToLower(req))
 	}
+	start := time.Now()
 	found, err := ix.index.Search(strings.Join(words, " "), search.Options{Limit: limit, Allow: allow})
-	if err != nil || len(found) == 0 {
-		return nil, false
-	}
 	names := make([]string, len(found))
 	for i, r := range found {
 		names[i] = ix.byName[r.Tool]
+	}
+	if err == nil {
+		t.logSearch("bm25", *in.Query, names, "", time.Since(start))
+	}
+	if err != nil || len(found) == 0 {
+		return nil, false
 	}
 	q, _ := json.Marshal("select:" + strings.Join(names, ","))
 	out := append([]byte(`{"query":`), q...)

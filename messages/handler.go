@@ -129,6 +129,7 @@ func (p *Proxy) readRequest(w http.ResponseWriter, r *http.Request) (req *Reques
 	}
 	req.RawQuery = r.URL.RawQuery
 	req.client = clientOf(r.Header.Get("x-api-key"), r.Header.Get("Authorization"))
+	req.session = sessionOf(req.client, r.Header.Get("X-Claude-Code-Session-Id"))
 	return req, release
 }
 

@@ -63,6 +63,9 @@ func (p *Proxy) prepare(req *Request) (*prepared, *APIError) {
 	if ts.clientSearch != nil && !p.NoClientSearch {
 		req.Messages = p.client.restore(req.client, req.Messages)
 	}
+	if !req.countTokens {
+		p.callsAnswered(req)
+	}
 	for i, m := range req.Messages {
 		switch m.Role {
 		case "user", "assistant", "system":

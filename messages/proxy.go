@@ -75,8 +75,18 @@ type Proxy struct {
 	// NoClientSearch leaves a client's own search tool to the client.
 	NoClientSearch bool
 
+	// SearchLog, when set, records the proxy's searches (its search tools' and its
+	// answers to the client's own, Source "proxy") and each call of a deferred tool
+	// the model then makes, with the outcome the client's next request reports, tied
+	// to the search that found it as the gateway ties them (package recent). A
+	// conversation is named by a hash of the client's key and of the session it names
+	// (Claude Code's X-Claude-Code-Session-Id); tools by their qualified names
+	// (server__tool), as the gateway names the same tools.
+	SearchLog SearchRecorder
+
 	toolSets toolSetCache
 	client   clientState
+	records  logState
 	embed    embedState
 	stop     stopState
 }
@@ -209,7 +219,10 @@ func (t *turn) result(b, use Block, k useKind) Block {
 	if k == unloadedUse {
 		content, names = refs([]string{b.Name}), []string{b.Name}
 	} else {
-		content, names = t.runSearch(t.pr.searchTool(b.Name), b.Input)
+		start := time.Now()
+		tool := t.pr.searchTool(b.Name)
+		content, names = t.runSearch(tool, b.Input)
+		t.logServerSearch(tool, b.Input, content, names, time.Since(start))
 	}
 	t.searches++
 	for _, n := range names {
@@ -236,6 +249,8 @@ func (t *turn) absorb(blocks []Block, stop *string) bool {
 			}
 			if k == clientSearchUse {
 				b = t.answerClientSearch(b)
+			} else {
+				t.callMade(b)
 			}
 			t.content = append(t.content, b)
 		default:

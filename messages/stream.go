@@ -188,6 +188,7 @@ func (s *streamer) blockStop(e streamEvent) error {
 		return s.emitIndexed("content_block_stop", sb.out, "", nil)
 	}
 	if sb.use == nil {
+		s.callMade(model)
 		s.content[sb.out] = model
 		return s.emitIndexed("content_block_stop", sb.out, "", nil)
 	}

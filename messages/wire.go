@@ -36,8 +36,10 @@ type Request struct {
 	// countTokens marks a request decoded from a count_tokens body, whose members are
 	// all count_tokens members: an Anthropic upstream sends every one of them.
 	countTokens bool
-	// client identifies who sent the request (see clientOf).
-	client [16]byte
+	// client identifies who sent the request (see clientOf), and session names its
+	// conversation in the search log (see sessionOf).
+	client  [16]byte
+	session string
 
 	// toolsRaw is the tools array as received, when the Proxy decoded the request;
 	// toolSet is its validated form, when the Proxy had seen these tools before.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/gateway"
+	"github.com/toolshed/toolshed/gateway/config"
 	"github.com/toolshed/toolshed/hybrid"
 	"github.com/toolshed/toolshed/internal/redact"
 	"github.com/toolshed/toolshed/messages"
@@ -34,9 +35,13 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 	var catalogs listFlag
 	fs.Var(&catalogs, "catalog", "rank the client's own tool search (Claude Code's ToolSearch) with the definitions in catalog `FILE`: the tools of the MCP servers the client has (repeatable)")
 	configFile := fs.String("config", "", "rank the client's own tool search with the tools of the servers in config `FILE` (the client's own MCP config, e.g. .mcp.json): they are started once, listed and stopped")
+	logFlags := searchLogFlags{
+		db:      fs.String("db", "", "record searches and the calls they led to in `DSN`: a SQLite file, a postgres:// URL, or off (default: $XDG_DATA_HOME/toolshed/searchlog.db, which toolshed serve and stats share)"),
+		queries: fs.String("log-queries", "", "`MODE` of keeping each query in the search log: plain (the text), hash (its SHA-256) or off (default plain)"),
+	}
 	clientSearch := fs.String("client-search", "on", "`MODE` of the client's own tool search (Claude Code's ToolSearch): on answers it with toolshed's ranking when toolshed has the definitions of its deferred tools (--config, --catalog, or the request's), off leaves it to the client")
 	fs.Usage = func() {
-		printUsage(stdout, fs, "[--listen ADDR] [--upstream-url URL] [--upstream-kind KIND] [--model NAME] [--catalog FILE]... [--config FILE] [--client-search MODE] [--max-iterations N] [--max-answer-mib N] [--tool-cache-mib N] [--drain-timeout DURATION] "+
+		printUsage(stdout, fs, "[--listen ADDR] [--upstream-url URL] [--upstream-kind KIND] [--model NAME] [--catalog FILE]... [--config FILE] [--client-search MODE] [--db DSN] [--log-queries MODE] [--max-iterations N] [--max-answer-mib N] [--tool-cache-mib N] [--drain-timeout DURATION] "+
 			doorSynopsis+" "+embedSynopsis,
 			"Serves POST /v1/messages and /v1/messages/count_tokens with Anthropic's tool search (defer_loading, tool_search_tool_regex/bm25, tool_reference; or the client's own search, as Claude Code's ToolSearch) for any model. "+
 				"The upstream key comes from the environment: ANTHROPIC_API_KEY, or OPENAI_API_KEY for openai. It is never logged, and replaces the client's key.")
@@ -69,6 +74,9 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 		up = &messages.OpenAI{BaseURL: *upstreamURL, APIKey: os.Getenv(keyVar), Model: *model, MaxAnswerBytes: *maxAnswer << 20}
 	default:
 		return usageErr("--upstream-kind must be anthropic or openai, got %q", *kind)
+	}
+	if err := logFlags.check(); err != nil {
+		return err
 	}
 	if *clientSearch != "on" && *clientSearch != "off" {
 		return usageErr("--client-search must be on or off, got %q", *clientSearch)
@@ -103,9 +111,18 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	searchLog, err := openServeLog(config.SearchLog{}, logFlags, stderr)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer closeSearchLog(searchLog, stderr)
 	logger := slog.New(slog.NewTextHandler(stderr, nil))
 	p := &messages.Proxy{Upstream: up, MaxIterations: *maxIter, ToolCacheBytes: *toolCache << 20, Logger: logger, ClientKey: *token, AllowOrigins: doors.origins, AllowHosts: doors.hosts,
 		ClientTools: clientTools, NoClientSearch: *clientSearch == "off"}
+	if searchLog != nil {
+		p.SearchLog = searchLog
+	}
 	if err := emb.proxy(p, stderr); err != nil {
 		return err
 	}
