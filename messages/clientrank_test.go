@@ -147,7 +147,7 @@ func TestClientSearchCases(t *testing.T) {
 		{name: "no-match", input: `{"query":"zzqx"}`, catalog: true},
 		{name: "bad-max-results", input: `{"query":"echo","max_results":"five"}`, catalog: true},
 		{name: "off", input: `{"query":"echo the string back"}`, catalog: true, off: true},
-		{name: "no-definitions", input: `{"query":"echo the string back"}`, warn: "tool=mcp__everything__echo"},
+		{name: "no-definitions", input: `{"query":"echo the string back"}`, warn: "first=mcp__everything__echo"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -199,5 +199,33 @@ func TestClientSearchServerNames(t *testing.T) {
 	want := `{"query":"select:mcp__Ant_Design_Components__get_component-changelog,mcp__Ant_Design_Components__list-components"}`
 	if got := toolUseInput(t, msg); !sameJSON(got, want) {
 		t.Errorf("the client got ToolSearch input %s, want %s", got, want)
+	}
+}
+
+// TestClientSearchFewUnknown checks that a few deferred MCP tools toolshed has no
+// definition of (a server lists some tools to some clients only) are ranked by their
+// names, with the rest ranked in full, and the log says which.
+func TestClientSearchFewUnknown(t *testing.T) {
+	var tools, names []string
+	for i := range 10 {
+		tools = append(tools, fmt.Sprintf(`{"name":"tool%d","description":"Does thing number %d","inputSchema":{"type":"object"}}`, i, i))
+		names = append(names, fmt.Sprintf("mcp__many__tool%d", i))
+	}
+	sources, _ := catalog.Parse([]byte(`{"servers":[{"name":"many","tools":[`+strings.Join(tools, ",")+`]}]}`), "test", "")
+	snap, _ := catalog.Build(sources)
+	announce := `{"role":"system","content":"The following deferred tools are now available via ToolSearch:\n` + strings.Join(names, `\n`) + `\nmcp__many__get-roots-list"}`
+	h := newHarness(t, searchCall(`{"query":"list the roots","max_results":1}`))
+	var log strings.Builder
+	h.proxy.Logger = slog.New(slog.NewTextHandler(&log, nil))
+	h.proxy.ClientTools = snap
+	msg, err := h.sendRaw(t, false, ccBody(false, ccTools2, ccAsk, announce))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := toolUseInput(t, msg), `{"query":"select:mcp__many__get-roots-list","max_results":1}`; !sameJSON(got, want) {
+		t.Errorf("the client got ToolSearch input %s, want %s", got, want)
+	}
+	if !strings.Contains(log.String(), "ranks them by their names") || !strings.Contains(log.String(), "first=mcp__many__get-roots-list") {
+		t.Errorf("the log does not say which tool is ranked by name:\n%s", log.String())
 	}
 }

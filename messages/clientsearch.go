@@ -150,10 +150,13 @@ type clientIndexes struct {
 const maxClientIndexes = 16
 
 // clientCandidates gathers the request's deferred tools with what is known of each: the
-// definitions of ClientTools, else those the request carries; Claude Code's own tools
-// by name.
-// It returns nil when a deferred MCP tool has no definition anywhere, with its name.
-func (p *Proxy) clientCandidates(pr *prepared) (sources []catalog.Source, clientName map[string]string, key uint64, unknown string) {
+// definitions of ClientTools, else those the request carries; Claude Code's own tools,
+// and MCP tools known nowhere, by name. A server may offer a tool to one client and not
+// another (the reference "everything" server lists get-roots-list only to clients with
+// roots), so a few MCP tools known by name alone are ranked so; when more than
+// maxUnknownShare of them are, toolshed would know less than Claude Code, and
+// clientCandidates returns no sources. unknown lists the MCP tools known by name alone.
+func (p *Proxy) clientCandidates(pr *prepared) (sources []catalog.Source, clientName map[string]string, key uint64, unknown []string) {
 	names, prefixes := announced(pr.req.Messages)
 	for name := range pr.deferred {
 		if name != placeholderName {
@@ -192,8 +195,12 @@ func (p *Proxy) clientCandidates(pr *prepared) (sources []catalog.Source, client
 		h.Write(raw)
 		h.WriteByte(0)
 	}
+	mcp := 0 // the deferred MCP tools
 	for _, name := range sorted {
 		h.WriteString(name)
+		if strings.HasPrefix(name, "mcp__") {
+			mcp++
+		}
 		// The catalog's definition first: the same for every turn, so the index is
 		// built once for the conversation, as the tools found start to come with it.
 		if t, ok := known[foldName(name)]; ok {
@@ -207,14 +214,23 @@ func (p *Proxy) clientCandidates(pr *prepared) (sources []catalog.Source, client
 			put(server, tool, name, json.RawMessage(`{"name":`+string(tn)+`,"description":`+string(desc)+`,"inputSchema":`+string(t.InputSchema)+`}`))
 			continue
 		}
+		server, tool := splitCCName(name)
 		if strings.HasPrefix(name, "mcp__") {
-			return nil, nil, 0, name
+			unknown = append(unknown, name)
 		}
-		tn, _ := json.Marshal(name)
-		put(builtinServer, name, name, json.RawMessage(`{"name":`+string(tn)+`,"inputSchema":{"type":"object"}}`))
+		tn, _ := json.Marshal(tool)
+		put(server, tool, name, json.RawMessage(`{"name":`+string(tn)+`,"inputSchema":{"type":"object"}}`))
 	}
-	return sources, clientName, h.Sum64(), ""
+	if float64(len(unknown)) > maxUnknownShare*float64(mcp) {
+		return nil, nil, 0, unknown
+	}
+	return sources, clientName, h.Sum64(), unknown
 }
+
+// maxUnknownShare is the largest share of a client's deferred MCP tools that may be
+// known by name alone for toolshed to rank them: past it, the search is left to the
+// client, whose own search reads every description.
+const maxUnknownShare = 0.1
 
 // splitCCName splits mcp__SERVER__TOOL at the first "__" after the prefix; a name of
 // another shape is the tool of no server.
@@ -251,11 +267,11 @@ func (p *Proxy) clientTools() map[string]*catalog.Tool {
 // Ant-Design-Components to toolshed, Ant_Design_Components to Claude Code).
 func foldName(name string) string { return strings.ReplaceAll(name, "-", "_") }
 
-// clientIndex returns the index of the request's deferred tools, or nil (with the name
-// of a deferred MCP tool whose definition is unknown, when that is why).
-func (p *Proxy) clientIndex(pr *prepared) (*clientIndex, string) {
+// clientIndex returns the index of the request's deferred tools, or nil; and the
+// deferred MCP tools whose definitions are unknown.
+func (p *Proxy) clientIndex(pr *prepared) (*clientIndex, []string) {
 	sources, clientName, key, unknown := p.clientCandidates(pr)
-	if unknown != "" || len(sources) == 0 {
+	if len(sources) == 0 {
 		return nil, unknown
 	}
 	c := &p.client.indexes
@@ -263,7 +279,7 @@ func (p *Proxy) clientIndex(pr *prepared) (*clientIndex, string) {
 	ix := c.entries[key]
 	c.mu.Unlock()
 	if ix != nil {
-		return ix, ""
+		return ix, unknown
 	}
 	snap, _ := catalog.Build(sources)
 	ix = &clientIndex{snap: snap, index: search.NewIndex(snap), byName: make(map[*catalog.Tool]string, snap.Len())}
@@ -287,7 +303,7 @@ func (p *Proxy) clientIndex(pr *prepared) (*clientIndex, string) {
 		c.entries[key] = ix
 		c.order = append(c.order, key)
 	}
-	return ix, ""
+	return ix, unknown
 }
 
 // clientSearchInput is toolshed's answer to the model's call of Claude Code's
@@ -321,10 +337,10 @@ func (t *turn) clientSearchInput(input json.RawMessage) (json.RawMessage, bool) 
 		limit = min(int(n), 50)
 	}
 	ix, unknown := t.p.clientIndex(t.pr)
+	if len(unknown) > 0 {
+		t.p.client.warnOnce(t.p.logger(), unknown, ix != nil)
+	}
 	if ix == nil {
-		if unknown != "" {
-			t.p.client.warnOnce(t.p.logger(), unknown)
-		}
 		return nil, false
 	}
 	// "+word" (Claude Code's syntax) keeps the tools whose name has word in it.
@@ -367,7 +383,7 @@ type clientState struct {
 	indexes clientIndexes
 
 	mu     sync.Mutex
-	warned map[string]bool             // unknown tools already logged
+	warned map[string]bool             // lists of unknown tools already logged
 	calls  map[callKey]json.RawMessage // rewritten calls: the model's own input
 	order  []callKey
 }
@@ -385,24 +401,35 @@ type callKey struct {
 // call as the selection it became.
 const maxClientCalls = 8192
 
-// maxWarned bounds the names of unknown tools logged, so a client inventing names
+// maxWarned bounds the lists of unknown tools logged, so a client inventing names
 // cannot grow the set.
 const maxWarned = 256
 
-func (c *clientState) warnOnce(log interface{ Warn(string, ...any) }, name string) {
+// warnOnce says, once for each list of them, which of the client's deferred tools
+// toolshed has no definition of, and whether it ranked them by name (ranked) or left the
+// search to the client.
+func (c *clientState) warnOnce(log interface{ Warn(string, ...any) }, unknown []string, ranked bool) {
+	key := strings.Join(unknown, ",")
 	c.mu.Lock()
-	seen := c.warned[name]
+	seen := c.warned[key]
 	if !seen && len(c.warned) < maxWarned {
 		if c.warned == nil {
 			c.warned = map[string]bool{}
 		}
-		c.warned[name] = true
+		c.warned[key] = true
 	}
 	c.mu.Unlock()
-	if !seen {
-		log.Warn("the client's tool search is left to it: toolshed has no definition of its deferred tool, so cannot rank better than it; "+
-			"give toolshed proxy the same servers (--config) or their catalog (--catalog)", "tool", name)
+	if seen {
+		return
 	}
+	shown := unknown[:min(len(unknown), 5)]
+	if ranked {
+		log.Warn("toolshed has no definition of some of the client's deferred tools and ranks them by their names; "+
+			"give toolshed proxy the client's servers (--config) or their catalog (--catalog)", "tools", len(unknown), "first", strings.Join(shown, ","))
+		return
+	}
+	log.Warn("the client's tool search is left to it: toolshed has no definition of its deferred tools, so cannot rank better than it; "+
+		"give toolshed proxy the client's servers (--config) or their catalog (--catalog)", "tools", len(unknown), "first", strings.Join(shown, ","))
 }
 
 // remember keeps the model's own input of a call that was rewritten.
