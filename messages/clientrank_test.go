@@ -229,3 +229,34 @@ func TestClientSearchFewUnknown(t *testing.T) {
 		t.Errorf("the log does not say which tool is ranked by name:\n%s", log.String())
 	}
 }
+
+// TestClientSearchLearned checks that with no catalog the proxy ranks with the
+// definitions the client's own earlier requests carried (Claude Code with
+// ENABLE_TOOL_SEARCH=auto counts every tool in full with count_tokens first), and only
+// for that client: another key's search is left to it.
+func TestClientSearchLearned(t *testing.T) {
+	full := `[` + ccRead + `,` + ccToolSearch + `,` +
+		`{"name":"mcp__memory__create_entities","description":"Create multiple new entities in the knowledge graph","input_schema":{"type":"object","properties":{}}},` +
+		`{"name":"mcp__memory__read_graph","description":"Read the entire knowledge graph","input_schema":{"type":"object","properties":{}}},` +
+		`{"name":"mcp__everything__echo","description":"Echoes back the input string","input_schema":{"type":"object","properties":{"message":{"type":"string"}}}}]`
+	h := newHarness(t, searchCall(`{"query":"echo the string back"}`), searchCall(`{"query":"echo the string back"}`))
+	count := []byte(`{"model":"claude-opus-5-5","messages":[{"role":"user","content":"foo"}],"tools":` + full + `}`)
+	if _, err := h.client.Messages.CountTokens(t.Context(), anthropic.MessageCountTokensParams{}, option.WithRequestBody("application/json", count)); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := h.sendRaw(t, false, ccBody(false, ccTools2, ccAsk, ccAnnounce))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := toolUseInput(t, msg), `{"query":"select:mcp__everything__echo"}`; !sameJSON(got, want) {
+		t.Errorf("the client got ToolSearch input %s, want %s", got, want)
+	}
+	other, err := h.client.Messages.New(t.Context(), anthropic.MessageNewParams{}, option.WithAPIKey("another-client"),
+		option.WithRequestBody("application/json", ccBody(false, ccTools2, ccAsk, ccAnnounce)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := toolUseInput(t, other), `{"query":"echo the string back"}`; !sameJSON(got, want) {
+		t.Errorf("another client got ToolSearch input %s, want the call as the model made it: the definitions were the first client's", got)
+	}
+}

@@ -150,7 +150,8 @@ type clientIndexes struct {
 const maxClientIndexes = 16
 
 // clientCandidates gathers the request's deferred tools with what is known of each: the
-// definitions of ClientTools, else those the request carries; Claude Code's own tools,
+// definitions of ClientTools, else those the request carries, else those the client's
+// earlier requests carried (see learnedDefs); Claude Code's own tools,
 // and MCP tools known nowhere, by name. A server may offer a tool to one client and not
 // another (the reference "everything" server lists get-roots-list only to clients with
 // roots), so a few MCP tools known by name alone are ranked so; when more than
@@ -207,14 +208,15 @@ func (p *Proxy) clientCandidates(pr *prepared) (sources []catalog.Source, client
 			put(t.Server, t.Name, name, t.Raw)
 			continue
 		}
+		server, tool := splitCCName(name)
 		if t, ok := pr.deferred[name]; ok {
-			server, tool := splitCCName(name)
-			desc, _ := json.Marshal(t.Description)
-			tn, _ := json.Marshal(tool)
-			put(server, tool, name, json.RawMessage(`{"name":`+string(tn)+`,"description":`+string(desc)+`,"inputSchema":`+string(t.InputSchema)+`}`))
+			put(server, tool, name, mcpDefinition(tool, t.Description, t.InputSchema))
 			continue
 		}
-		server, tool := splitCCName(name)
+		if def, ok := p.client.learned.lookup(pr.req.client, name); ok {
+			put(server, tool, name, def)
+			continue
+		}
 		if strings.HasPrefix(name, "mcp__") {
 			unknown = append(unknown, name)
 		}
@@ -381,6 +383,7 @@ type clientState struct {
 	once    sync.Once
 	known   map[string]*catalog.Tool // ClientTools by Claude Code's name
 	indexes clientIndexes
+	learned learnedDefs // the definitions clients' own requests carried
 
 	mu     sync.Mutex
 	warned map[string]bool             // lists of unknown tools already logged

@@ -1,7 +1,10 @@
 package messages
 
 import (
+	"encoding/json"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -48,4 +51,31 @@ func FuzzAnnounced(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The definitions learned from clients' requests are bounded in bytes: the clients
+// shown longest ago are forgotten first, never the one just read.
+func TestLearnedDefsBounded(t *testing.T) {
+	l := learnedDefs{limit: 10_000}
+	desc := strings.Repeat("x", 900)
+	for c := range 50 {
+		var tools []Tool
+		for i := range 5 {
+			tools = append(tools, Tool{Name: fmt.Sprintf("mcp__s%d__t%d", c, i), Description: desc, InputSchema: json.RawMessage(`{"type":"object"}`)})
+		}
+		ts := &toolSet{tools: tools, key: [2]uint64{uint64(c), 1}}
+		l.learn([16]byte{byte(c)}, ts)
+		if l.bytes > l.limit+5*1000 {
+			t.Fatalf("after client %d: %d bytes kept, over the bound %d and one client's", c, l.bytes, l.limit)
+		}
+		if _, ok := l.lookup([16]byte{byte(c)}, fmt.Sprintf("mcp__s%d__t0", c)); !ok {
+			t.Fatalf("client %d's definitions, just read, are not kept", c)
+		}
+	}
+	if _, ok := l.lookup([16]byte{0}, "mcp__s0__t0"); ok {
+		t.Errorf("the oldest client's definitions are still kept")
+	}
+	if _, ok := l.lookup([16]byte{1}, "mcp__s0__t0"); ok {
+		t.Errorf("a client's lookup found another client's definition")
+	}
 }

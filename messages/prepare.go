@@ -32,7 +32,8 @@ type toolSet struct {
 	names    map[string]*Tool // every tool by name
 	catalog  *toolIndex       // search index over the deferred tools; nil when none or no search tool
 
-	clientSearch *Tool // the client's own search tool (Claude Code's ToolSearch), or nil
+	clientSearch *Tool     // the client's own search tool (Claude Code's ToolSearch), or nil
+	key          [2]uint64 // toolsKey of tools
 }
 
 // searchTool returns the search tool called name, or nil.
@@ -60,8 +61,13 @@ func (p *Proxy) prepare(req *Request) (*prepared, *APIError) {
 		}
 	}
 	pr := &prepared{req: req, toolSet: ts}
-	if ts.clientSearch != nil && !p.NoClientSearch {
-		req.Messages = p.client.restore(req.client, req.Messages)
+	if !p.NoClientSearch {
+		if ts.clientSearch != nil {
+			req.Messages = p.client.restore(req.client, req.Messages)
+		}
+		// count_tokens too: with ENABLE_TOOL_SEARCH=auto, Claude Code counts every
+		// tool in full before it defers them.
+		p.client.learned.learn(req.client, ts)
 	}
 	if !req.countTokens {
 		p.callsAnswered(req)
@@ -94,6 +100,7 @@ func (p *Proxy) tools(tools []Tool, raw []byte) (*toolSet, *APIError) {
 	if err != nil {
 		return nil, err
 	}
+	ts.key = key
 	p.toolSets.put(key, ts, p.toolCacheBytes())
 	return ts, nil
 }

@@ -432,6 +432,21 @@ func testClaudeCodeProxy(t *testing.T, kind string, auto bool, args []string) {
 	if auto && counted == 0 {
 		t.Errorf("no count_tokens request with 500+ tools was answered; Claude Code sent %d requests", len(exchanges))
 	}
+	// With no --config, the proxy knows the MCP tools' definitions only when Claude Code
+	// shows them: in auto mode its count_tokens carries them all, and the search is
+	// toolshed's; by default it names them alone, and the search stays Claude Code's.
+	// The log is read as the proxy writes it: the line, when there is one, was written
+	// while Claude Code waited for the answer, and is read within moments.
+	left := false
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		left = strings.Contains(proxyLog.String(), "search is left to it")
+		if left || auto || time.Now().After(deadline) {
+			break
+		}
+	}
+	if left == auto {
+		t.Errorf("auto %v: the proxy left the search to Claude Code: %v; want %v", auto, left, !auto)
+	}
 	if created != len(replies) {
 		t.Errorf("Claude Code made %d /v1/messages requests, want %d (one per scripted reply)", created, len(replies))
 	}
