@@ -57,6 +57,10 @@ func runLint(args []string, stdout, stderr io.Writer) error {
 		}
 		extra = checkEmbed(context.Background(), cfg.Embed)
 		snap, err = configCatalog(context.Background(), cfg, *configFile, "linted", stderr)
+		if err == nil && len(extra) > 0 && extra[0].Severity == lint.Info {
+			// The endpoint answers: does the model help on these tools?
+			extra = append(extra, embedGain(context.Background(), cfg.Embed, cfg.SearchLog.DB, snap, stderr)...)
+		}
 	case len(catalogs) > 0:
 		snap, problems, err = lintFiles(catalogs)
 	default:

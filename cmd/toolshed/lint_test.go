@@ -2,13 +2,19 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/toolshed/toolshed/internal/embedtest"
 	"github.com/toolshed/toolshed/internal/testupstream"
+	"github.com/toolshed/toolshed/searchlog"
 )
 
 // lint --config lints what a gateway over the config would serve: the real everything
@@ -77,4 +83,52 @@ func lintConfig(t *testing.T, cfg []byte) (stdout, stderr *bytes.Buffer) {
 		t.Fatalf("lint --config: exit %d\nstderr: %s", code, stderr.String())
 	}
 	return stdout, stderr
+}
+
+// lint --config with an embedding model that answers says whether it helps on the
+// config's tools: recall@5 of words, vectors and hybrid on the tools' own descriptions,
+// and, once the search log holds enough searches that led to a successful call, on
+// those. (The model here is embedtest's scripted one: this proves what lint measures
+// and says, not a real model's quality, which docs/embeddings.md gives.)
+func TestLintEmbedGain(t *testing.T) {
+	srv := embedtest.Start()
+	defer srv.Close()
+	cmd, args := testupstream.Everything(t)
+	logPath := filepath.Join(t.TempDir(), "log.db")
+	cfg, _ := json.Marshal(map[string]any{
+		"mcpServers": map[string]any{"everything": map[string]any{"command": cmd, "args": args}},
+		"embed":      map[string]any{"url": srv.URL + "/v1/embeddings", "model": embedtest.Model},
+		"search_log": map[string]any{"db": logPath},
+	})
+	gain := func() string {
+		t.Helper()
+		stdout, _ := lintConfig(t, cfg)
+		var report struct{ Findings []struct{ Severity, Check, Message string } }
+		if err := json.Unmarshal(stdout.Bytes(), &report); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range report.Findings {
+			if f.Check == "embeddings" && strings.Contains(f.Message, "recall@5") {
+				return f.Message
+			}
+		}
+		t.Fatalf("no finding says whether the model helps: %s", stdout.String())
+		return ""
+	}
+	if m := gain(); !strings.Contains(m, "test-embed") || !strings.Contains(m, "the tools' own descriptions (") || !regexp.MustCompile(`words [01]\.\d{3}, vectors [01]\.\d{3}, hybrid [01]\.\d{3}`).MatchString(m) {
+		t.Errorf("without a search log: %s", m)
+	}
+	log, err := searchlog.Open(context.Background(), logPath, searchlog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range minLogQueries {
+		log.Call(searchlog.Call{Time: time.Now(), Source: "gateway", Tool: "everything__echo", Server: "everything", Outcome: searchlog.OutcomeOK, Rank: 1, Query: fmt.Sprintf("repeat my words back %d", i)})
+	}
+	if err := log.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if m := gain(); !strings.Contains(m, fmt.Sprintf("searches of the search log that led to a call (%d)", minLogQueries)) {
+		t.Errorf("with %d logged searches: %s", minLogQueries, m)
+	}
 }

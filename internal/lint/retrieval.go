@@ -179,3 +179,24 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// SelfQuery is a query made of a tool's own words: the first sentence of its
+// description, without its name's words (see Report.Retrieval).
+type SelfQuery struct {
+	Query string
+	Tool  *catalog.Tool
+}
+
+// DescriptionQueries returns each tool's description query, for tools that have one:
+// what lint measures self-retrieval with, for a caller that ranks them its own way
+// (with embeddings, say).
+func DescriptionQueries(snap *catalog.Snapshot) []SelfQuery {
+	var out []SelfQuery
+	for _, t := range snap.Tools() {
+		qs, _ := selfQueries(t)
+		if q, ok := qs[QueryDescription]; ok {
+			out = append(out, SelfQuery{q, t})
+		}
+	}
+	return out
+}
