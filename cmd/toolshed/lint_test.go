@@ -103,7 +103,9 @@ func TestLintEmbedGain(t *testing.T) {
 	gain := func() string {
 		t.Helper()
 		stdout, _ := lintConfig(t, cfg)
-		var report struct{ Findings []struct{ Severity, Check, Message string } }
+		var report struct {
+			Findings []struct{ Severity, Check, Message string }
+		}
 		if err := json.Unmarshal(stdout.Bytes(), &report); err != nil {
 			t.Fatal(err)
 		}
