@@ -93,6 +93,10 @@ type BuildStats struct {
 	Embedded int // sent to the endpoint
 	// StoreFailed is set when Store failed and the file cache served instead.
 	StoreFailed bool
+	// Refused counts the texts the endpoint refused (ErrRejected: longer than the
+	// model takes, say): they have no vector, and search ranks their tools by words
+	// alone.
+	Refused int
 }
 
 // Build returns a vector for each text, in order, embedding with c only those texts
@@ -152,6 +156,10 @@ func Build(ctx context.Context, c *Client, texts []string, opts BuildOptions) (*
 		seen[h] = true
 	}
 	err := embedAll(ctx, c, texts, todo, hashes, cache, &stats, opts.Progress)
+	var refused error
+	if r, ok := err.(refusals); ok {
+		refused, err = r, nil
+	}
 	if stats.Embedded > 0 && useStore {
 		if serr := c.saveStore(ctx, opts.Store, cache, hashes, todo); serr != nil {
 			warn(fmt.Errorf("%w: %v; keeping the vectors in the file cache instead", ErrStore, serr))
@@ -175,13 +183,22 @@ func Build(ctx context.Context, c *Client, texts []string, opts BuildOptions) (*
 	rows := make([]quantized, len(texts))
 	dim := -1
 	for i, h := range hashes {
-		rows[i] = cache[h]
+		rows[i] = cache[h] // none for a text the endpoint refused
+		if len(rows[i].q) == 0 {
+			continue
+		}
 		if dim < 0 {
 			dim = len(rows[i].q)
 		}
 		if len(rows[i].q) != dim {
 			return nil, stats, fmt.Errorf("%w: the model gave vectors of %d and %d dimensions; set its dimensions, or delete %s if the model changed", ErrBadResponse, dim, len(rows[i].q), path)
 		}
+	}
+	if refused != nil {
+		if dim < 0 {
+			return nil, stats, refused.(refusals).first // no text has a vector to search with
+		}
+		warn(refused)
 	}
 	return newVectors(rows), stats, nil
 }
@@ -200,8 +217,9 @@ func embedAll(ctx context.Context, c *Client, texts []string, todo []int, hashes
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
-		mu       sync.Mutex
-		firstErr error
+		mu           sync.Mutex
+		firstErr     error
+		firstRefusal error // the endpoint's word on the first text it refused
 		wg       sync.WaitGroup
 		size     = c.opts.BatchSize // shrinks when a batch times out
 	)
@@ -212,6 +230,24 @@ func embedAll(ctx context.Context, c *Client, texts []string, todo []int, hashes
 			in[i] = texts[p]
 		}
 		vecs, err := c.Documents(ctx, in)
+		if errors.Is(err, ErrRejected) && ctx.Err() == nil {
+			// The texts themselves were refused: the one at fault is found by halves
+			// and left without a vector; the others are embedded.
+			if len(batch) == 1 {
+				mu.Lock()
+				stats.Refused++
+				if firstRefusal == nil {
+					firstRefusal = err
+				}
+				mu.Unlock()
+				return nil
+			}
+			half := len(batch) / 2
+			if err := send(batch[:half]); err != nil {
+				return err
+			}
+			return send(batch[half:])
+		}
 		if errors.Is(err, ErrTimeout) && len(batch) > 1 && ctx.Err() == nil {
 			half := len(batch) / 2
 			mu.Lock()
@@ -272,7 +308,21 @@ func embedAll(ctx context.Context, c *Client, texts []string, todo []int, hashes
 	if firstErr == nil && ctx.Err() != nil {
 		firstErr = fmt.Errorf("%w: %v", ErrTimeout, ctx.Err())
 	}
+	if firstErr == nil && stats.Refused > 0 {
+		return refusals{stats.Refused, len(todo), firstRefusal}
+	}
 	return firstErr
+}
+
+// refusals says that the endpoint refused some texts, which Build leaves without a
+// vector: a warning, not a failure.
+type refusals struct {
+	n, of int
+	first error
+}
+
+func (r refusals) Error() string {
+	return fmt.Sprintf("%d of the %d tools embedded were refused by the endpoint, so search ranks them by words alone: %v", r.n, r.of, r.first)
 }
 
 // ToolTexts is ToolText of each of snap's tools, in snapshot order: what Build takes

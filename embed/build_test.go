@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -177,4 +178,60 @@ func TestBuildSlowEndpoint(t *testing.T) {
 	if _, _, err := embed.Build(context.Background(), c, []string{"a lone slow text"}, embed.BuildOptions{CacheDir: "-"}); !errors.Is(err, embed.ErrTimeout) {
 		t.Errorf("a single text over the timeout: %v", err)
 	}
+}
+
+// A text the endpoint refuses (longer than the model takes: OpenAI's 400) is found by
+// halving its batch and left without a vector, with a warning that says how many and
+// why; the others are embedded, and no search finds the refused one by its vector. When
+// the endpoint refuses every text, Build fails.
+func TestBuildRefusedText(t *testing.T) {
+	srv := embedtest.Start()
+	defer srv.Close()
+	srv.SetMaxWords(20)
+	c := newClient(t, embed.Options{URL: srv.URL + "/v1/embeddings", Model: embedtest.Model, BatchSize: 8, Concurrency: 1})
+	in := texts(12)
+	long := 5
+	in[long] = strings.Repeat("a very long description ", 10)
+	var warned []string
+	v, st, err := embed.Build(context.Background(), c, in, embed.BuildOptions{CacheDir: "-", Warn: func(err error) { warned = append(warned, err.Error()) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Len() != 12 || st.Embedded != 11 || st.Refused != 1 {
+		t.Fatalf("%d vectors, stats %+v; want 12 rows, 11 embedded, 1 refused", v.Len(), st)
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], "1 of the 12 tools embedded were refused") || !strings.Contains(warned[0], "maximum context length") {
+		t.Errorf("warnings %q", warned)
+	}
+	for i, text := range in {
+		hits := v.TopK(vectorOf(text), 12, nil)
+		if i == long {
+			for _, h := range hits {
+				if h.Index == long {
+					t.Errorf("the refused text was found by its vector: %+v", h)
+				}
+			}
+			continue
+		}
+		if len(hits) == 0 || hits[0].Index != i {
+			t.Errorf("text %d is not its own nearest: %+v", i, hits[:min(2, len(hits))])
+		}
+	}
+	if len(v.TopK(vectorOf(in[0]), 20, nil)) != 11 {
+		t.Errorf("TopK of every row returns the refused one too")
+	}
+	_, _, err = embed.Build(context.Background(), c, []string{in[long]}, embed.BuildOptions{CacheDir: "-"})
+	if !errors.Is(err, embed.ErrRejected) || !errors.Is(err, embed.ErrUnavailable) {
+		t.Errorf("a build whose every text is refused: %v, want ErrRejected", err)
+	}
+}
+
+// vectorOf is embedtest's vector of text, as float32.
+func vectorOf(text string) []float32 {
+	v := embedtest.Vector(text, embedtest.Dim)
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = float32(x)
+	}
+	return out
 }

@@ -55,7 +55,18 @@ var (
 	// asked for (not JSON, the wrong count, the wrong or a changing dimension, more than
 	// MaxDimensions, NaN), or redirected to another origin.
 	ErrBadResponse = errors.New("embed: bad response")
+	// ErrRejected: the endpoint refused the texts themselves (HTTP 400, 413 or 422: a
+	// text longer than the model takes, say). It comes with ErrUnavailable; Build then
+	// embeds the other texts and leaves those it refuses to words alone.
+	ErrRejected = errors.New("embed: the endpoint refused the input")
 )
+
+// rejectedError is an ErrUnavailable error that is also ErrRejected, with
+// ErrUnavailable's message.
+type rejectedError struct{ error }
+
+func (e rejectedError) Unwrap() error        { return e.error }
+func (e rejectedError) Is(target error) bool { return target == ErrRejected }
 
 // Format is an endpoint's wire format.
 type Format string
@@ -287,6 +298,10 @@ func (c *Client) call(ctx context.Context, input []string) ([][]float32, error) 
 		return nil, fmt.Errorf("%w: %s: reading the answer: %s", ErrUnavailable, c.shown, redact.Error(err))
 	}
 	if resp.StatusCode != http.StatusOK {
+		switch resp.StatusCode {
+		case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity:
+			return nil, rejectedError{fmt.Errorf("%w: %s answered %s: %s", ErrUnavailable, c.shown, resp.Status, redact.String(errorMessage(raw)))}
+		}
 		return nil, fmt.Errorf("%w: %s answered %s: %s", ErrUnavailable, c.shown, resp.Status, redact.String(errorMessage(raw)))
 	}
 	if len(raw) > maxResponse {

@@ -90,17 +90,30 @@ func quantize(v []float32) (quantized, bool) {
 // newVectors lays rows out for search. All rows have the same length.
 func newVectors(rows []quantized) *Vectors {
 	v := &Vectors{n: len(rows)}
-	if len(rows) == 0 {
+	for _, r := range rows {
+		if len(r.q) > 0 {
+			v.dim = len(r.q)
+			break
+		}
+	}
+	if v.dim == 0 {
 		return v
 	}
-	v.dim = len(rows[0].q)
+	// A row without a vector (a text the endpoint refused) is zeros with scale 0:
+	// no search finds it (see TopK), and the mean is of the others.
 	v.words = (v.dim + 63) / 64
 	v.q = make([]int8, 0, v.n*v.dim)
 	v.scale = make([]float32, v.n)
 	v.sign = make([]uint64, v.n*v.words)
 	v.mean = make([]float32, v.dim)
 	sum := make([]float64, v.dim)
+	have := 0
 	for i, r := range rows {
+		if len(r.q) == 0 {
+			v.q = append(v.q, make([]int8, v.dim)...)
+			continue
+		}
+		have++
 		v.q = append(v.q, r.q...)
 		v.scale[i] = r.scale
 		for j, x := range r.q {
@@ -108,10 +121,13 @@ func newVectors(rows []quantized) *Vectors {
 		}
 	}
 	for j := range sum {
-		v.mean[j] = float32(sum[j] / float64(v.n))
+		v.mean[j] = float32(sum[j] / float64(have))
 	}
 	v.bias, v.dev = make([]float32, v.n), make([]float32, v.n)
 	for i, r := range rows {
+		if len(r.q) == 0 {
+			continue
+		}
 		signBits(r.q, r.scale, v.mean, v.sign[i*v.words:(i+1)*v.words])
 		v.bias[i], v.dev[i] = centred(r, v.mean)
 	}
@@ -210,6 +226,9 @@ func (v *Vectors) TopK(query []float32, k int, allow func(int) bool) []Hit {
 	}
 	hits := make([]Hit, 0, len(cands))
 	for _, i := range cands {
+		if v.scale[i] == 0 {
+			continue // no vector: the endpoint refused its text
+		}
 		row := v.q[int(i)*v.dim : int(i+1)*v.dim]
 		s := float32(dot8(qq.q, row)) * qq.scale * v.scale[i]
 		hits = append(hits, Hit{Index: int(i), Score: s})
@@ -248,7 +267,7 @@ func (v *Vectors) nearestSigns(q quantized, c int, allow func(int) bool) []int32
 	}
 	all := make([]scored, 0, v.n)
 	for i := range v.n {
-		if allow != nil && !allow(i) {
+		if allow != nil && !allow(i) || v.scale[i] == 0 {
 			continue
 		}
 		row := v.sign[i*v.words : (i+1)*v.words]

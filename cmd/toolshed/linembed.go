@@ -34,7 +34,7 @@ func embedGain(ctx context.Context, e config.Embed, logDSN string, snap *catalog
 		return nil // checkEmbed has said what is wrong
 	}
 	ix := search.NewIndex(snap)
-	vecs, _, err := embed.Build(ctx, c, embed.ToolTexts(snap), embed.BuildOptions{Progress: embedProgress(stderr, e.Model)})
+	vecs, _, err := embed.Build(ctx, c, embed.ToolTexts(snap), embed.BuildOptions{Progress: embedProgress(stderr, e.Model), Warn: func(err error) { fmt.Fprintf(stderr, "toolshed: %v\n", err) }})
 	if err != nil {
 		return []lint.Finding{{Severity: lint.Warning, Check: lint.CheckEmbed,
 			Message: fmt.Sprintf("the embedding model %s could not embed the catalog's tools, so its gain was not measured: %v", e.Model, err),

@@ -7,6 +7,7 @@ package embedtest
 
 import (
 	"encoding/json"
+	"fmt"
 	"hash/fnv"
 	"io"
 	"math"
@@ -81,6 +82,16 @@ type Server struct {
 	mode     Mode
 	delay    time.Duration
 	requests []Request
+	maxWords int
+}
+
+// SetMaxWords makes the server refuse a request with a text longer than n words, as
+// OpenAI's API refuses one past the model's context (400, "This model's maximum
+// context length is ..."); 0 accepts any length.
+func (s *Server) SetMaxWords(n int) {
+	s.mu.Lock()
+	s.maxWords = n
+	s.mu.Unlock()
 }
 
 // Request is what the server received: the path, the Authorization header and the
@@ -142,7 +153,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, ollama bool) {
 	}
 	raw, _ := io.ReadAll(r.Body)
 	s.mu.Lock()
-	mode, delay := s.mode, s.delay
+	mode, delay, maxWords := s.mode, s.delay, s.maxWords
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	fail := func(status int, msg string) {
@@ -200,6 +211,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, ollama bool) {
 	if len(input) == 0 {
 		fail(http.StatusBadRequest, "'input' is empty")
 		return
+	}
+	for _, t := range input {
+		if n := len(strings.Fields(t)); maxWords > 0 && n > maxWords {
+			fail(http.StatusBadRequest, fmt.Sprintf("This model's maximum context length is %d tokens, however you requested %d tokens (%d in your prompt; 0 for the completion). Please reduce your prompt; or completion length.", maxWords, n, n))
+			return
+		}
 	}
 	dim := Dim
 	if body.Dimensions > 0 {
