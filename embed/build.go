@@ -220,8 +220,8 @@ func embedAll(ctx context.Context, c *Client, texts []string, todo []int, hashes
 		mu           sync.Mutex
 		firstErr     error
 		firstRefusal error // the endpoint's word on the first text it refused
-		wg       sync.WaitGroup
-		size     = c.opts.BatchSize // shrinks when a batch times out
+		wg           sync.WaitGroup
+		size         = c.opts.BatchSize // shrinks when a batch times out
 	)
 	var send func(batch []int) error
 	send = func(batch []int) error {
