@@ -17,11 +17,11 @@ import (
 // given the same MCP servers (--config, Claude Code's own MCP config): the model calls
 // Claude Code's ToolSearch with words, toolshed answers with its ranking (the call
 // reaches Claude Code as "select:" of toolshed's best tools, which Claude Code loads),
-// the model calls the first tool found, and Claude Code runs it. The query is worded
-// as people write, not as the tool is named ("creating", "entity"): Claude Code's own
-// keyword points, with no stemming, do not put create_entities first for it, and with
-// --client-search off the search is Claude Code's, as before. With an Anthropic and an
-// OpenAI upstream.
+// the model calls the memory server's create_entities among them, and Claude Code runs
+// it. The query is worded as people write, not as the tool is named ("creating",
+// "entity"): Claude Code's own keyword points, with no stemming, do not put
+// create_entities first for it, and with --client-search off the search is Claude
+// Code's, as before. With an Anthropic and an OpenAI upstream.
 //
 //	go test -tags e2e ./internal/e2e -run TestClaudeCodeProxyRanksSearch -v
 func TestClaudeCodeProxyRanksSearch(t *testing.T) {
