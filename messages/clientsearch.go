@@ -124,6 +124,7 @@ type clientIndex struct {
 	snap   *catalog.Snapshot
 	index  *search.Index
 	byName map[*catalog.Tool]string // the client's name of each indexed tool
+	size   int64                    // the memory it keeps, estimated
 }
 
 // named returns the tools of allow (every tool when nil) whose client name has word in
@@ -139,12 +140,14 @@ func (ix *clientIndex) named(allow *catalog.Set, word string) *catalog.Set {
 }
 
 // clientIndexes keeps the indexes of recent deferred-tool lists: a conversation sends
-// the same list every turn. The list is small (a few hundred tools index in
-// milliseconds), so a few entries are enough.
+// the same list every turn. It keeps at most maxClientIndexes, and within the Proxy's
+// ToolCacheBytes, estimated as toolSet.size does; an index larger than that is built
+// for each search and never kept.
 type clientIndexes struct {
 	mu      sync.Mutex
 	entries map[uint64]*clientIndex
 	order   []uint64
+	bytes   int64
 }
 
 const maxClientIndexes = 16
@@ -285,6 +288,12 @@ func (p *Proxy) clientIndex(pr *prepared) (*clientIndex, []string) {
 	}
 	snap, _ := catalog.Build(sources)
 	ix = &clientIndex{snap: snap, index: search.NewIndex(snap), byName: make(map[*catalog.Tool]string, snap.Len())}
+	for _, src := range sources {
+		for _, raw := range src.Tools {
+			ix.size += 7 * int64(len(raw)) // the definitions and the index on them (see toolSet.size)
+		}
+	}
+	ix.size += 2048 * int64(snap.Len())
 	for _, t := range snap.Tools() {
 		name, ok := clientName[t.Server+"\x00"+t.Name]
 		if !ok {
@@ -292,18 +301,24 @@ func (p *Proxy) clientIndex(pr *prepared) (*clientIndex, []string) {
 		}
 		ix.byName[t] = name
 	}
+	budget := p.toolCacheBytes()
+	if ix.size > budget {
+		return ix, unknown
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.entries == nil {
 		c.entries = map[uint64]*clientIndex{}
 	}
 	if _, ok := c.entries[key]; !ok {
-		if len(c.order) >= maxClientIndexes {
+		for len(c.order) > 0 && (len(c.order) >= maxClientIndexes || c.bytes+ix.size > budget) {
+			c.bytes -= c.entries[c.order[0]].size
 			delete(c.entries, c.order[0])
 			c.order = c.order[1:]
 		}
 		c.entries[key] = ix
 		c.order = append(c.order, key)
+		c.bytes += ix.size
 	}
 	return ix, unknown
 }
@@ -374,7 +389,6 @@ func (t *turn) clientSearchInput(input json.RawMessage) (json.RawMessage, bool) 
 	if in.MaxResults != nil {
 		out = append(append(out, `,"max_results":`...), *in.MaxResults...)
 	}
-	t.clientSearches++
 	return append(out, '}'), true
 }
 

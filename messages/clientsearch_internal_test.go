@@ -79,3 +79,39 @@ func TestLearnedDefsBounded(t *testing.T) {
 		t.Errorf("a client's lookup found another client's definition")
 	}
 }
+
+// The indexes of clients' deferred tools are kept within the Proxy's ToolCacheBytes
+// and maxClientIndexes; one larger than the budget is built for its search and not
+// kept.
+func TestClientIndexesBounded(t *testing.T) {
+	p := &Proxy{ToolCacheBytes: 200_000}
+	search := `{"name":"ToolSearch","description":"Find tools.","input_schema":{"type":"object","properties":{"query":{"type":"string"}}}}`
+	for n := range 40 {
+		var tools []string
+		for i := range 1 + n%7 {
+			tools = append(tools, fmt.Sprintf(`{"name":"mcp__s%d__t%d","description":"%s","input_schema":{"type":"object"},"defer_loading":true}`, n, i, strings.Repeat("word ", 100)))
+		}
+		body := `{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}],"tools":[` + search + `,` + strings.Join(tools, ",") + `]}`
+		req, err := p.decodeRequest([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pr, aerr := p.prepare(req)
+		if aerr != nil {
+			t.Fatal(aerr)
+		}
+		if ix, _ := p.clientIndex(pr); ix == nil {
+			t.Fatalf("list %d: no index", n)
+		}
+		c := &p.client.indexes
+		if c.bytes > p.ToolCacheBytes || len(c.entries) > maxClientIndexes || len(c.entries) != len(c.order) {
+			t.Fatalf("list %d: %d bytes in %d indexes (%d in order), over %d bytes or %d indexes", n, c.bytes, len(c.entries), len(c.order), p.ToolCacheBytes, maxClientIndexes)
+		}
+	}
+	huge := &Proxy{ToolCacheBytes: 1000}
+	req, _ := huge.decodeRequest([]byte(`{"model":"m","max_tokens":10,"messages":[{"role":"user","content":"hi"}],"tools":[` + search + `,{"name":"mcp__a__b","description":"` + strings.Repeat("word ", 100) + `","input_schema":{"type":"object"},"defer_loading":true}]}`))
+	pr, _ := huge.prepare(req)
+	if ix, _ := huge.clientIndex(pr); ix == nil || len(huge.client.indexes.entries) != 0 {
+		t.Errorf("an index over the whole budget: %v, %d kept", ix != nil, len(huge.client.indexes.entries))
+	}
+}

@@ -128,8 +128,6 @@ type turn struct {
 	loaded   map[string]bool
 	content  []Block
 	searches int
-
-	clientSearches int // calls of the client's search answered with toolshed's ranking
 }
 
 func (p *Proxy) newTurn(ctx context.Context, pr *prepared) *turn {
