@@ -23,6 +23,7 @@ import (
 	"github.com/toolshed/toolshed/embed"
 	"github.com/toolshed/toolshed/gateway/config"
 	"github.com/toolshed/toolshed/internal/redact"
+	"github.com/toolshed/toolshed/learn"
 	"github.com/toolshed/toolshed/metrics"
 	"github.com/toolshed/toolshed/oauth"
 	"github.com/toolshed/toolshed/policy"
@@ -99,12 +100,12 @@ type Options struct {
 	// connects once a credential appears. nil: a server's 401 is a failure like
 	// any other.
 	Credentials oauth.Store
-	// NoLearning keeps search from learning from SearchLog (see learner): by default,
+	// NoLearning keeps search from learning from SearchLog (see package learn): by default,
 	// the queries whose searches led to successful calls of a tool are indexed as a
 	// field of that tool.
 	NoLearning bool
 	// LearnInterval is how often what searches led to is read again from SearchLog
-	// (default DefaultLearnInterval): replicas sharing a log learn from each other's
+	// (default learn.DefaultInterval): replicas sharing a log learn from each other's
 	// traffic within it.
 	LearnInterval time.Duration
 	// Embed, when set, makes tool_search fuse its word ranking with the cosine ranking of
@@ -217,8 +218,8 @@ type Gateway struct {
 	clients   *clients
 	hooks     *hooks
 	rec       *recorder
-	learn     *learner // nil: search does not learn
-	vectors   *vectors // nil: search uses words alone
+	learn     *learn.Learner // nil: search does not learn
+	vectors   *vectors       // nil: search uses words alone
 	limits    *rateLimits
 	logMu     sync.Mutex
 
@@ -299,7 +300,9 @@ func New(cfg *config.Config, opts Options) (*Gateway, error) {
 	g.calls = newCallRegistry(g)
 	g.rec = newRecorder(opts.SearchLog, opts.Metrics, func(ss *mcp.ServerSession) string { return g.clients.tagOf(ss) }, g.subjectOf,
 		func(tag string) string { return g.clients.linkKeyOf(tag) })
-	g.learn = newLearner(opts.SearchLog, opts.NoLearning, opts.LearnInterval, 1+len(cfg.Profiles), g.logf)
+	if opts.SearchLog != nil && !opts.NoLearning {
+		g.learn = learn.New(opts.SearchLog, learn.Options{Interval: opts.LearnInterval, Kept: learn.DefaultKept * (1 + len(cfg.Profiles)), Logf: g.logf})
+	}
 	if opts.Embed != nil {
 		g.vectors = newVectors(g, opts.Embed)
 	}
@@ -379,7 +382,7 @@ func (g *Gateway) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			g.learn.run(upCtx)
+			g.learn.Run(upCtx)
 		}()
 	}
 	wg.Wait()
@@ -686,7 +689,7 @@ func (g *Gateway) serverRules() map[string]policy.ServerRules {
 // (see plan), learned from the search log once built. Each is built once per catalog
 // and kept in the cache, which holds a few catalogs for each profile.
 func (a *assembly) index(profile string) *search.Index {
-	return a.g.learn.index(a.g.cache.Index(a.plan(profile).Snapshot))
+	return a.g.learn.Index(a.g.cache.Index(a.plan(profile).Snapshot))
 }
 
 // Profiles returns the names of the configured profiles, sorted.

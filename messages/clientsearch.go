@@ -373,7 +373,7 @@ func (t *turn) clientSearchInput(input json.RawMessage) (json.RawMessage, bool) 
 		allow = ix.named(allow, strings.ToLower(req))
 	}
 	start := time.Now()
-	found, err := ix.index.Search(strings.Join(words, " "), search.Options{Limit: limit, Allow: allow})
+	found, err := t.p.Learn.Index(ix.index).Search(strings.Join(words, " "), search.Options{Limit: limit, Allow: allow})
 	names := make([]string, len(found))
 	for i, r := range found {
 		names[i] = ix.byName[r.Tool]

@@ -11,6 +11,7 @@ import (
 
 	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/embed"
+	"github.com/toolshed/toolshed/learn"
 )
 
 // Proxy answers Messages API requests with tool search for an upstream model that has
@@ -83,6 +84,10 @@ type Proxy struct {
 	// (Claude Code's X-Claude-Code-Session-Id); tools by their qualified names
 	// (server__tool), as the gateway names the same tools.
 	SearchLog SearchRecorder
+	// Learn, when set, makes the answers to the client's own search learn from use:
+	// the log's queries that led to a successful call of a tool rank it (package
+	// learn), as the gateway's search does. Nil learns nothing.
+	Learn *learn.Learner
 
 	toolSets toolSetCache
 	client   clientState

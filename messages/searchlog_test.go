@@ -10,6 +10,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/toolshed/toolshed/internal/fakellm"
+	"github.com/toolshed/toolshed/learn"
 	"github.com/toolshed/toolshed/searchlog"
 )
 
@@ -85,4 +86,47 @@ func TestProxySearchLog(t *testing.T) {
 	if len(searches) != 1 || searches[0].Query != "weather" || searches[0].Mode != "bm25" || len(searches[0].Results) == 0 {
 		t.Errorf("the server search tool's search: %+v", searches)
 	}
+}
+
+// TestClientSearchLearnsFromLog checks that with a Learner the proxy's answers to
+// Claude Code's search learn from the search log: a query that led to successful calls
+// of a tool finds it, where without the log nothing is found.
+func TestClientSearchLearnsFromLog(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	log, err := searchlog.Open(ctx, filepath.Join(t.TempDir(), "log.db"), searchlog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close(context.Background())
+	const query = "zzqx plonk"
+	for range 3 {
+		log.Call(searchlog.Call{Time: time.Now(), Source: "proxy", Tool: "everything__echo", Server: "everything", Outcome: searchlog.OutcomeOK, Rank: 1, Query: query})
+	}
+	log.Flush(ctx)
+	var replies []fakellm.Reply
+	for range 200 {
+		replies = append(replies, searchCall(`{"query":"`+query+`","max_results":1}`))
+	}
+	h := newHarness(t, replies...)
+	h.proxy.ClientTools = ccCatalog(t)
+	if msg, err := h.sendRaw(t, false, ccBody(false, ccTools2, ccAsk, ccAnnounce)); err != nil || toolUseInput(t, msg) == `{"query":"select:mcp__everything__echo","max_results":1}` {
+		t.Fatalf("without learning the proxy already finds echo for %q (%v): the test shows nothing", query, err)
+	}
+	h.proxy.Learn = learn.New(log, learn.Options{Interval: 20 * time.Millisecond})
+	go h.proxy.Learn.Run(ctx)
+	for i := range replies {
+		msg, err := h.sendRaw(t, false, ccBody(false, ccTools2, ccAsk, ccAnnounce))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if toolUseInput(t, msg) == `{"query":"select:mcp__everything__echo","max_results":1}` {
+			return
+		}
+		if i == 0 {
+			t.Logf("before learning: %s", toolUseInput(t, msg))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("the proxy's answer never learned that %q led to echo", query)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/toolshed/toolshed/gateway/config"
 	"github.com/toolshed/toolshed/hybrid"
 	"github.com/toolshed/toolshed/internal/redact"
+	"github.com/toolshed/toolshed/learn"
 	"github.com/toolshed/toolshed/messages"
 )
 
@@ -138,6 +139,12 @@ func runProxy(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "toolshed: point a client at it, e.g. ANTHROPIC_BASE_URL=%s\n", url)
 	ctx, stop := onSignals(stderr, *drain, 0, nil)
 	defer stop()
+	if searchLog != nil {
+		// The answers to Claude Code's search learn from what its searches led to, as
+		// the gateway's search does.
+		p.Learn = learn.New(searchLog, learn.Options{Kept: 16, Logf: func(format string, args ...any) { logger.Warn(fmt.Sprintf(format, args...)) }})
+		go p.Learn.Run(ctx)
+	}
 	return serveDrain(ctx, ln, p.Handler(), doors.limits(), *drain, fmt.Sprintf("the drain timeout (%v, --drain-timeout)", *drain), p.Stop)
 }
 

@@ -1,4 +1,10 @@
-package gateway
+// Package learn makes search learn from use: the queries whose searches led to a
+// successful call of a tool, read from the search log, are indexed as a field of that
+// tool (see search.Index.WithEvidence). A Learner reads the evidence again every
+// Interval from the log, which replicas share, so every replica learns from all of their
+// traffic; the index with it is built off the request path, and a search uses the plain
+// index until it is ready. The gateway and the proxy each keep one.
+package learn
 
 import (
 	"context"
@@ -11,33 +17,42 @@ import (
 	"github.com/toolshed/toolshed/searchlog"
 )
 
-// The gateway's search learns from use (see search.Index.WithEvidence): the queries
-// whose searches led to a successful call of a tool, read from the search log, are
-// indexed as a field of that tool. The evidence is read again every LearnInterval from
-// the store, which replicas share, so every replica learns from all of their traffic;
-// the index with it is built off the request path, and a search uses the plain index
-// until it is ready.
-
-// DefaultLearnInterval is Options.LearnInterval's default: how often the evidence is
-// read again.
-const DefaultLearnInterval = time.Minute
+// DefaultInterval is Options.Interval's default: how often the evidence is read again.
+const DefaultInterval = time.Minute
 
 // learnPerTool bounds the queries read per tool. The log returns the newest, and the
 // field keeps the weightiest (search's Params.LearnedPerTool, 32): reading a few times
 // more lets a query that led to many calls long ago outweigh a newer one-off.
 const learnPerTool = 128
 
-// learnedKept bounds the learned indexes kept for each profile: one per catalog it
-// searches (its scope's own, see assembly.plan), and a catalog changes only when a
-// server's tools do.
-const learnedKept = 4
+// DefaultKept is Options.Kept's default: the learned indexes kept, one per catalog
+// searched, and a catalog changes only when a server's tools do.
+const DefaultKept = 4
 
-// learner keeps the evidence and the learned indexes built with it.
-type learner struct {
-	log   *searchlog.Log
+// Log is where a Learner reads its evidence: a *searchlog.Log.
+type Log interface {
+	Evidence(ctx context.Context, opts searchlog.EvidenceOptions) ([]searchlog.Evidence, error)
+}
+
+// Options shape a Learner; the zero value is usable.
+type Options struct {
+	// Interval is how often the evidence is read again; zero means DefaultInterval.
+	Interval time.Duration
+	// Kept bounds the learned indexes kept; zero means DefaultKept. A gateway keeps
+	// DefaultKept for each profile (one per catalog it searches).
+	Kept int
+	// Logf is told when the log cannot be read, once until it can again; nil says
+	// nothing.
+	Logf func(format string, args ...any)
+}
+
+// Learner keeps the evidence and the learned indexes built with it. A nil Learner
+// learns nothing: Index returns its base.
+type Learner struct {
+	log   Log
 	logf  func(format string, args ...any)
 	every time.Duration
-	kept  int // learned indexes kept: learnedKept for each profile
+	kept  int
 
 	mu       sync.Mutex
 	ev       []search.Evidence
@@ -53,20 +68,25 @@ type learnedIndex struct {
 	ix      *search.Index
 }
 
-// newLearner returns nil when there is no log or learning is off. profiles counts the
-// profiles, the default one included.
-func newLearner(log *searchlog.Log, off bool, every time.Duration, profiles int, logf func(string, ...any)) *learner {
-	if log == nil || off {
+// New returns a Learner that reads log, or nil when log is nil.
+func New(log Log, opts Options) *Learner {
+	if log == nil {
 		return nil
 	}
-	if every <= 0 {
-		every = DefaultLearnInterval
+	if opts.Interval <= 0 {
+		opts.Interval = DefaultInterval
 	}
-	return &learner{log: log, logf: logf, every: every, kept: learnedKept * profiles, built: map[*search.Index]learnedIndex{}, building: map[*search.Index]bool{}}
+	if opts.Kept <= 0 {
+		opts.Kept = DefaultKept
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(string, ...any) {}
+	}
+	return &Learner{log: log, logf: opts.Logf, every: opts.Interval, kept: opts.Kept, built: map[*search.Index]learnedIndex{}, building: map[*search.Index]bool{}}
 }
 
-// run reads the evidence at once, then every l.every, until ctx ends.
-func (l *learner) run(ctx context.Context) {
+// Run reads the evidence at once, then every Interval, until ctx ends.
+func (l *Learner) Run(ctx context.Context) {
 	t := time.NewTicker(l.every)
 	defer t.Stop()
 	for {
@@ -81,7 +101,7 @@ func (l *learner) run(ctx context.Context) {
 
 // refresh reads the evidence; a store that fails keeps the evidence read before,
 // and says so once.
-func (l *learner) refresh(ctx context.Context) {
+func (l *Learner) refresh(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	got, err := l.log.Evidence(rctx, searchlog.EvidenceOptions{PerTool: learnPerTool})
@@ -108,9 +128,9 @@ func (l *learner) refresh(ctx context.Context) {
 	}
 }
 
-// index returns the learned index of base, or base while it is being built (or when
+// Index returns the learned index of base, or base while it is being built (or when
 // there is no evidence yet).
-func (l *learner) index(base *search.Index) *search.Index {
+func (l *Learner) Index(base *search.Index) *search.Index {
 	if l == nil {
 		return base
 	}
@@ -130,7 +150,7 @@ func (l *learner) index(base *search.Index) *search.Index {
 	return base
 }
 
-func (l *learner) build(base *search.Index, version uint64, ev []search.Evidence) {
+func (l *Learner) build(base *search.Index, version uint64, ev []search.Evidence) {
 	ix := base.WithEvidence(ev, time.Now())
 	l.mu.Lock()
 	defer l.mu.Unlock()
