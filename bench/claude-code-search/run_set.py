@@ -137,7 +137,10 @@ env.update({"HOME": home, "CLAUDE_CONFIG_DIR": os.path.join(home, ".claude"), "A
             "ANTHROPIC_BASE_URL": "http://127.0.0.1:%d" % int(os.environ.get("CCS_PROXY_PORT") or a.port),
             "DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "DISABLE_ERROR_REPORTING": "1", "DISABLE_BUG_COMMAND": "1", "DISABLE_COST_WARNINGS": "1",
-            "NO_PROXY": "127.0.0.1,localhost", "IS_SANDBOX": "1", "ENABLE_TOOL_SEARCH": "true"})
+            "NO_PROXY": "127.0.0.1,localhost", "IS_SANDBOX": "1", "ENABLE_TOOL_SEARCH": "true",
+            # Claude Code's own temporary files (claude-0/, cc-socks/) go to the workdir, not /tmp.
+            "TMPDIR": os.path.join(a.workdir, "tmp")})
+os.makedirs(env["TMPDIR"], exist_ok=True)
 for kv in a.env:
     k, v = kv.split("=", 1)
     if v == "":
