@@ -103,7 +103,9 @@ type BuildStats struct {
 // whose vectors the cache lacks (a text's vector is keyed by its SHA-256 in a file for
 // the model, dimensions and document prefix), in batches of c's BatchSize with at most
 // c's Concurrency requests at once. What was embedded is cached even when a later
-// batch fails, so that a retry resumes rather than restarts.
+// batch fails, so that a retry resumes rather than restarts. An empty text gets no
+// vector, as does one the endpoint refuses (see BuildStats.Refused): no search finds its
+// row by its vector.
 func Build(ctx context.Context, c *Client, texts []string, opts BuildOptions) (*Vectors, BuildStats, error) {
 	stats := BuildStats{Tools: len(texts)}
 	warn := func(err error) {
@@ -146,6 +148,9 @@ func Build(ctx context.Context, c *Client, texts []string, opts BuildOptions) (*
 	var todo []int // positions of texts to embed, one per distinct hash
 	seen := map[textHash]bool{}
 	for i, h := range hashes {
+		if texts[i] == "" {
+			continue // nothing to embed: no vector
+		}
 		if _, ok := cache[h]; ok {
 			if !seen[h] {
 				stats.Cached++
@@ -183,7 +188,9 @@ func Build(ctx context.Context, c *Client, texts []string, opts BuildOptions) (*
 	rows := make([]quantized, len(texts))
 	dim := -1
 	for i, h := range hashes {
-		rows[i] = cache[h] // none for a text the endpoint refused
+		if texts[i] != "" {
+			rows[i] = cache[h] // none for a text the endpoint refused
+		}
 		if len(rows[i].q) == 0 {
 			continue
 		}

@@ -235,3 +235,27 @@ func vectorOf(text string) []float32 {
 	}
 	return out
 }
+
+// An empty text is not sent and has no vector.
+func TestBuildEmptyText(t *testing.T) {
+	srv := embedtest.Start()
+	defer srv.Close()
+	c := newClient(t, embed.Options{URL: srv.URL + "/v1/embeddings", Model: embedtest.Model})
+	in := []string{"read a file", "", "write a file"}
+	v, st, err := embed.Build(context.Background(), c, in, embed.BuildOptions{CacheDir: "-"})
+	if err != nil || v.Len() != 3 || st.Embedded != 2 {
+		t.Fatalf("build: %v, %d rows, %+v", err, v.Len(), st)
+	}
+	for _, r := range srv.Requests() {
+		for _, text := range r.Input {
+			if text == "" {
+				t.Errorf("an empty text was sent")
+			}
+		}
+	}
+	for _, h := range v.TopK(vectorOf("read a file"), 3, nil) {
+		if h.Index == 1 {
+			t.Errorf("the empty text's row was found: %+v", h)
+		}
+	}
+}

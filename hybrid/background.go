@@ -22,8 +22,14 @@ type Background struct {
 // StartBuild embeds snap's tools (embed.ToolTexts) with c, as embed.Build does, in a
 // goroutine of its own that ends with ctx.
 func StartBuild(ctx context.Context, c *embed.Client, snap *catalog.Snapshot, opts embed.BuildOptions) *Background {
+	return StartBuildTexts(ctx, c, embed.ToolTexts(snap), opts)
+}
+
+// StartBuildTexts is StartBuild with the tools' texts given, one per tool of the
+// snapshot the vectors are for, in order: "" for a tool that is to have no vector (one
+// known by its name alone, whose vector would say little and come near many queries).
+func StartBuildTexts(ctx context.Context, c *embed.Client, texts []string, opts embed.BuildOptions) *Background {
 	b := &Background{done: make(chan struct{})}
-	texts := embed.ToolTexts(snap)
 	go func() {
 		defer close(b.done)
 		b.vecs, b.stats, b.err = embed.Build(ctx, c, texts, opts)

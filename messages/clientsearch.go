@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolshed/toolshed/catalog"
+	"github.com/toolshed/toolshed/embed"
 	"github.com/toolshed/toolshed/search"
 )
 
@@ -125,6 +126,13 @@ type clientIndex struct {
 	index  *search.Index
 	byName map[*catalog.Tool]string // the client's name of each indexed tool
 	size   int64                    // the memory it keeps, estimated
+	// vectors are the tools' embeddings, when the Proxy has an endpoint: its answers
+	// fuse words and vectors as tool_search_tool_bm25 does. texts are what is embedded,
+	// "" for a tool known by its name alone (Claude Code's own, or an MCP tool with no
+	// definition): its vector would say little, come near many queries, and take
+	// their slots, so it is found by words alone.
+	vectors toolVectors
+	texts   []string
 }
 
 // named returns the tools of allow (every tool when nil) whose client name has word in
@@ -160,7 +168,7 @@ const maxClientIndexes = 16
 // roots), so a few MCP tools known by name alone are ranked so; when more than
 // maxUnknownShare of them are, toolshed would know less than Claude Code, and
 // clientCandidates returns no sources. unknown lists the MCP tools known by name alone.
-func (p *Proxy) clientCandidates(pr *prepared) (sources []catalog.Source, clientName map[string]string, key uint64, unknown []string) {
+func (p *Proxy) clientCandidates(pr *prepared) (sources []catalog.Source, clientName map[string]string, nameOnly map[string]bool, key uint64, unknown []string) {
 	names, prefixes := announced(pr.req.Messages)
 	for name := range pr.deferred {
 		if name != placeholderName {
@@ -223,13 +231,17 @@ func (p *Proxy) clientCandidates(pr *prepared) (sources []catalog.Source, client
 		if strings.HasPrefix(name, "mcp__") {
 			unknown = append(unknown, name)
 		}
+		if nameOnly == nil {
+			nameOnly = map[string]bool{}
+		}
+		nameOnly[name] = true
 		tn, _ := json.Marshal(tool)
 		put(server, tool, name, json.RawMessage(`{"name":`+string(tn)+`,"inputSchema":{"type":"object"}}`))
 	}
 	if float64(len(unknown)) > maxUnknownShare*float64(mcp) {
-		return nil, nil, 0, unknown
+		return nil, nil, nil, 0, unknown
 	}
-	return sources, clientName, h.Sum64(), unknown
+	return sources, clientName, nameOnly, h.Sum64(), unknown
 }
 
 // maxUnknownShare is the largest share of a client's deferred MCP tools that may be
@@ -275,7 +287,7 @@ func foldName(name string) string { return strings.ReplaceAll(name, "-", "_") }
 // clientIndex returns the index of the request's deferred tools, or nil; and the
 // deferred MCP tools whose definitions are unknown.
 func (p *Proxy) clientIndex(pr *prepared) (*clientIndex, []string) {
-	sources, clientName, key, unknown := p.clientCandidates(pr)
+	sources, clientName, nameOnly, key, unknown := p.clientCandidates(pr)
 	if len(sources) == 0 {
 		return nil, unknown
 	}
@@ -294,12 +306,17 @@ func (p *Proxy) clientIndex(pr *prepared) (*clientIndex, []string) {
 		}
 	}
 	ix.size += 2048 * int64(snap.Len())
-	for _, t := range snap.Tools() {
+	ix.texts = embed.ToolTexts(snap)
+	for i, t := range snap.Tools() {
 		name, ok := clientName[t.Server+"\x00"+t.Name]
 		if !ok {
 			name = ccName(t.Server, t.Name)
 		}
 		ix.byName[t] = name
+		if nameOnly[name] {
+			ix.texts[i] = ""
+		}
+		ix.size += int64(len(ix.texts[i]))
 	}
 	budget := p.toolCacheBytes()
 	if ix.size > budget {
@@ -373,7 +390,7 @@ func (t *turn) clientSearchInput(input json.RawMessage) (json.RawMessage, bool) 
 		allow = ix.named(allow, strings.ToLower(req))
 	}
 	start := time.Now()
-	found, err := t.p.Learn.Index(ix.index).Search(strings.Join(words, " "), search.Options{Limit: limit, Allow: allow})
+	found, err := t.p.fused(t.ctx, t.p.Learn.Index(ix.index), &ix.vectors, ix.texts, strings.Join(words, " "), search.Options{Limit: limit, Allow: allow})
 	names := make([]string, len(found))
 	for i, r := range found {
 		names[i] = ix.byName[r.Tool]

@@ -62,16 +62,24 @@ func (p *Proxy) queryTimeout() time.Duration {
 // most the query timeout, so a list whose vectors are cached is fused from its first
 // search and a long first embedding never holds a request.
 func (p *Proxy) bm25(ctx context.Context, ts *toolSet, query string, opts search.Options) ([]search.Result, error) {
-	ix := ts.catalog.index
+	return p.fused(ctx, ts.catalog.index, &ts.catalog.vectors, nil, query, opts)
+}
+
+// fused is bm25 over the index ix, whose tools' vectors v keeps: the search tools'
+// deferred tools, or a client's own (see clientSearchInput), embedded as texts says
+// (nil: embed.ToolTexts of ix's tools).
+func (p *Proxy) fused(ctx context.Context, ix *search.Index, v *toolVectors, texts []string, query string, opts search.Options) ([]search.Result, error) {
 	if p.Embed == nil {
 		return ix.Search(query, opts)
 	}
-	v := &ts.catalog.vectors
 	v.mu.Lock()
 	if (v.build == nil || v.build.Stale(embedRetry)) && p.takeBuild() {
 		// The build outlives the request that started it: later requests with the same
 		// tools use it.
-		b := hybrid.StartBuild(context.WithoutCancel(ctx), p.Embed, ix.Snapshot(), p.EmbedBuild)
+		if texts == nil {
+			texts = embed.ToolTexts(ix.Snapshot())
+		}
+		b := hybrid.StartBuildTexts(context.WithoutCancel(ctx), p.Embed, texts, p.EmbedBuild)
 		v.build = b
 		go func() {
 			b.Wait(context.Background())
@@ -135,9 +143,9 @@ func (p *Proxy) noteBuild(err error, stats embed.BuildStats, n int) {
 	switch {
 	case err != nil && !e.failed:
 		e.failed = true
-		p.logger().Warn("embedding the deferred tools failed; tool_search_tool_bm25 searches with words (BM25F) alone, and tries again in a minute", "tools", n, "err", err)
+		p.logger().Warn("embedding the deferred tools failed; search (tool_search_tool_bm25, and the answers to the client's own) uses words (BM25F) alone, and tries again in a minute", "tools", n, "err", err)
 	case err == nil && e.failed:
 		e.failed = false
-		p.logger().Info("embedding endpoint answers again; tool_search_tool_bm25 fuses words and vectors", "tools", n, "embedded", stats.Embedded, "cached", stats.Cached)
+		p.logger().Info("embedding endpoint answers again; search fuses words and vectors", "tools", n, "embedded", stats.Embedded, "cached", stats.Cached)
 	}
 }

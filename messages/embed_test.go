@@ -9,6 +9,7 @@ import (
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 
+	"github.com/toolshed/toolshed/catalog"
 	"github.com/toolshed/toolshed/embed"
 	"github.com/toolshed/toolshed/internal/embedtest"
 	"github.com/toolshed/toolshed/internal/fakellm"
@@ -162,5 +163,38 @@ func TestRegexStaysLexical(t *testing.T) {
 	}
 	if n := len(srv.Requests()); n != 0 {
 		t.Errorf("regex search sent %d requests to the embedding endpoint, want 0", n)
+	}
+}
+
+// TestClientSearchWithEmbeddings: with an embedding endpoint, the proxy's answer to
+// Claude Code's search fuses words and vectors as tool_search_tool_bm25 does: a query
+// that shares no word with a tool finds it through the embeddings, where words alone
+// find nothing and leave the search to Claude Code.
+func TestClientSearchWithEmbeddings(t *testing.T) {
+	srv := embedtest.Start()
+	defer srv.Close()
+	sources, _ := catalog.Parse([]byte(`{"servers":[{"name":"screen","tools":[
+		{"name":"screen_capture","description":"Take an image of the display","inputSchema":{"type":"object"}},
+		{"name":"list_windows","description":"List the open windows","inputSchema":{"type":"object"}}]}]}`), "test", "")
+	snap, _ := catalog.Build(sources)
+	announce := `{"role":"system","content":"The following deferred tools are now available via ToolSearch:\nmcp__screen__screen_capture\nmcp__screen__list_windows"}`
+	call := searchCall(`{"query":"grab a selfie","max_results":1}`)
+	for _, embeddings := range []bool{false, true} {
+		h, _ := embedHarness(t, srv.URL, call)
+		if !embeddings {
+			h.proxy.Embed = nil
+		}
+		h.proxy.ClientTools = snap
+		msg, err := h.sendRaw(t, false, ccBody(false, ccTools2, ccAsk, announce))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := `{"query":"grab a selfie","max_results":1}`
+		if embeddings {
+			want = `{"query":"select:mcp__screen__screen_capture","max_results":1}`
+		}
+		if got := toolUseInput(t, msg); !sameJSON(got, want) {
+			t.Errorf("embeddings %v: the client got ToolSearch input %s, want %s", embeddings, got, want)
+		}
 	}
 }
