@@ -61,17 +61,6 @@ func (p *Proxy) prepare(req *Request) (*prepared, *APIError) {
 		}
 	}
 	pr := &prepared{req: req, toolSet: ts}
-	if !p.NoClientSearch {
-		if ts.clientSearch != nil {
-			req.Messages = p.client.restore(req.client, req.Messages)
-		}
-		// count_tokens too: with ENABLE_TOOL_SEARCH=auto, Claude Code counts every
-		// tool in full before it defers them.
-		p.client.learned.learn(req.client, ts)
-	}
-	if !req.countTokens {
-		p.callsAnswered(req)
-	}
 	for i, m := range req.Messages {
 		switch m.Role {
 		case "user", "assistant", "system":
@@ -85,6 +74,18 @@ func (p *Proxy) prepare(req *Request) (*prepared, *APIError) {
 				return nil, err
 			}
 		}
+	}
+	// Only a valid request changes what the Proxy keeps.
+	if !p.NoClientSearch {
+		if ts.clientSearch != nil {
+			req.Messages = p.client.restore(req.client, req.Messages)
+		}
+		// count_tokens too: with ENABLE_TOOL_SEARCH=auto, Claude Code counts every
+		// tool in full before it defers them.
+		p.client.learned.learn(req.client, ts)
+	}
+	if !req.countTokens {
+		p.callsAnswered(req)
 	}
 	return pr, nil
 }
