@@ -478,12 +478,13 @@ func (g *Gateway) reassemble() {
 	a := g.assemble()
 	old := g.current.Load()
 	changed := old == nil || old.snap.Hash() != a.snap.Hash() || old.hidden.Hash() != a.hidden.Hash() || old.upHash != a.upHash || old.restarting.Hash() != a.restarting.Hash() || !slices.Equal(old.starting, a.starting)
+	toldTools := map[*profileServer]bool{} // the profiles whose tools sync changed
 	if changed {
 		g.current.Store(a)
 		g.cache.SetMaxTools((1+len(g.cfg.Profiles))*a.snap.Len() + indexSlackTools)
 		g.vectors.prepare(a.snap)
 		for _, ps := range g.servers {
-			ps.sync(a)
+			toldTools[ps] = ps.sync(a)
 		}
 	}
 	// A server's list_changed reaches the clients even when its list reads the same as
@@ -498,7 +499,7 @@ func (g *Gateway) reassemble() {
 	}
 	if len(announced) > 0 {
 		for _, ps := range g.servers {
-			ps.passOn(a, announced)
+			ps.passOn(a, announced, toldTools[ps])
 		}
 	}
 	// Only now are the tools of the upstreams in a callable: report them ready.

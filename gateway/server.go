@@ -82,7 +82,7 @@ func newExposure(src json.RawMessage, name string, inputSchema json.RawMessage, 
 // sync makes the server list what the profile's plan over a says: tools that changed are
 // replaced, tools that went are removed. The SDK tells the sessions, once, that the list
 // changed.
-func (ps *profileServer) sync(a *assembly) {
+func (ps *profileServer) sync(a *assembly) (toolsChanged bool) {
 	ps.syncFeatures(a)
 	want := ps.exposures(a)
 	var gone []string
@@ -97,6 +97,7 @@ func (ps *profileServer) sync(a *assembly) {
 		for _, n := range gone {
 			delete(ps.listed, n)
 		}
+		toolsChanged = true
 	}
 	names := make([]string, 0, len(want))
 	for n := range want {
@@ -117,7 +118,9 @@ func (ps *profileServer) sync(a *assembly) {
 		}
 		delete(ps.refused, n)
 		ps.listed[n] = e.key
+		toolsChanged = true
 	}
+	return toolsChanged
 }
 
 // passOn tells the profile's sessions of the changes servers announced (see
@@ -125,9 +128,14 @@ func (ps *profileServer) sync(a *assembly) {
 // re-adding one such item as listed makes the SDK send (debounced, once) its
 // list_changed, to old sessions and to modern ones' listens. A profile that lists
 // nothing of theirs (tool search on, or the server filtered out) sees no change and is
-// told nothing.
-func (ps *profileServer) passOn(a *assembly, announced map[string]listKinds) {
+// told nothing. toldTools says that this round's sync changed the profile's tools, so
+// their list_changed is on its way already: re-adding one more would send a second,
+// for the same change, when the SDK's debounce has passed in between (a busy machine).
+func (ps *profileServer) passOn(a *assembly, announced map[string]listKinds, toldTools bool) {
 	ps.passOnFeatures(announced)
+	if toldTools {
+		return
+	}
 	plan := a.plan(ps.profile)
 	var names map[*catalog.Tool]string
 	for _, t := range plan.Visible {
