@@ -46,8 +46,21 @@ func checkText(t *catalog.Tool, schemas *bridge.SchemaChecker) []Finding {
 		f(Warning, CheckParams, fmt.Sprintf("%d of %d parameters have no description: %s", len(bare), len(t.Params), strings.Join(bare, ", ")),
 			"describe each parameter: what it holds, its format, and an example value")
 	}
+	// What the Anthropic API refuses in a schema, whether or not it compiles (a property
+	// name with "ñ" compiles): Claude Code leaves such a tool out.
+	api := apiSchemaProblem(t)
+	refused := ""
+	if api != "" {
+		refused = "; " + api + ": the Anthropic API refuses the tool, so Claude Code leaves it out and no model there can use it"
+	}
 	if err := schemas.Problem(t); err != nil {
-		f(Error, CheckSchema, err.Error(), "fix the input schema in the server so that it compiles as JSON Schema (every $ref resolves inside the schema)")
+		fix := "fix the input schema in the server so that it compiles as JSON Schema (every $ref resolves inside the schema)"
+		if api != "" {
+			fix = apiSchemaFix(api)
+		}
+		f(Error, CheckSchema, err.Error()+refused, fix)
+	} else if api != "" {
+		f(Error, CheckSchema, "its input schema"+refused, apiSchemaFix(api))
 	}
 	return out
 }
