@@ -23,9 +23,8 @@ type clientState struct {
 	learned learnedDefs // the definitions clients' own requests carried
 
 	mu     sync.Mutex
-	warned map[string]bool             // lists of unknown tools already logged
-	calls  map[callKey]json.RawMessage // rewritten calls: the model's own input
-	order  []callKey
+	warned map[string]bool                   // lists of unknown tools already logged
+	calls  fifoMap[callKey, json.RawMessage] // rewritten calls: the model's own input
 }
 
 // callKey names one rewritten call: the client that made it and the call's id. The
@@ -77,21 +76,9 @@ func (c *clientState) remember(client [16]byte, id string, input json.RawMessage
 	if id == "" {
 		return
 	}
-	k := callKey{client, id}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.calls == nil {
-		c.calls = map[callKey]json.RawMessage{}
-	}
-	if _, ok := c.calls[k]; ok {
-		return
-	}
-	if len(c.order) >= maxClientCalls {
-		delete(c.calls, c.order[0])
-		c.order = c.order[1:]
-	}
-	c.calls[k] = bytes.Clone(input)
-	c.order = append(c.order, k)
+	c.calls.add(callKey{client, id}, bytes.Clone(input), maxClientCalls)
 }
 
 // restore returns msgs with each ToolSearch call that was rewritten for this client
@@ -100,7 +87,7 @@ func (c *clientState) remember(client [16]byte, id string, input json.RawMessage
 func (c *clientState) restore(client [16]byte, msgs []Message) []Message {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.calls) == 0 {
+	if c.calls.len() == 0 {
 		return msgs
 	}
 	var out []Message
@@ -110,7 +97,7 @@ func (c *clientState) restore(client [16]byte, msgs []Message) []Message {
 		}
 		var content []Block
 		for j, b := range m.Content {
-			orig, ok := c.calls[callKey{client, b.ID}]
+			orig, ok := c.calls.get(callKey{client, b.ID})
 			if b.Type != "tool_use" || b.Name != clientSearchName || !ok {
 				continue
 			}

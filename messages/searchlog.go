@@ -32,8 +32,7 @@ type logState struct {
 	searches recent.Searches // by session, to give each call its search's rank and query
 
 	mu      sync.Mutex
-	pending map[pendingKey]pendingCall
-	order   []pendingKey
+	pending fifoMap[pendingKey, pendingCall]
 }
 
 type pendingKey struct{ session, id string }
@@ -95,22 +94,11 @@ func (t *turn) callMade(b Block) {
 	if _, ok := t.pr.deferred[b.Name]; !ok {
 		return
 	}
-	k := pendingKey{t.pr.req.session, b.ID}
+	tool := p.logName(b.Name)
 	l := &p.records
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.pending == nil {
-		l.pending = map[pendingKey]pendingCall{}
-	}
-	if _, ok := l.pending[k]; ok {
-		return
-	}
-	if len(l.order) >= maxPendingCalls {
-		delete(l.pending, l.order[0])
-		l.order = l.order[1:]
-	}
-	l.pending[k] = pendingCall{p.logName(b.Name), time.Now()}
-	l.order = append(l.order, k)
+	l.pending.add(pendingKey{t.pr.req.session, b.ID}, pendingCall{tool, time.Now()}, maxPendingCalls)
 }
 
 // callsAnswered records the pending calls whose results the request carries.
@@ -121,7 +109,7 @@ func (p *Proxy) callsAnswered(req *Request) {
 	l := &p.records
 	var done []record.Call
 	l.mu.Lock()
-	if len(l.pending) > 0 {
+	if l.pending.len() > 0 {
 		for _, m := range req.Messages {
 			if m.Role != "user" {
 				continue
@@ -130,12 +118,10 @@ func (p *Proxy) callsAnswered(req *Request) {
 				if b.Type != "tool_result" {
 					continue
 				}
-				k := pendingKey{req.session, b.ToolUseID}
-				c, ok := l.pending[k]
+				c, ok := l.pending.take(pendingKey{req.session, b.ToolUseID})
 				if !ok {
 					continue
 				}
-				delete(l.pending, k)
 				outcome := record.OutcomeOK
 				if b.IsError {
 					outcome = record.OutcomeToolError
