@@ -3,6 +3,7 @@ package messages
 import (
 	"encoding/json"
 	"hash/maphash"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -24,14 +25,15 @@ import (
 // on as Claude Code's exact selection, query "select:A,B,C" naming toolshed's best
 // tools, and Claude Code loads exactly those with its own machinery (marks them found,
 // sends their definitions on the next turns, runs them). The model keeps seeing its own
-// words: the next requests carry the call as the model made it (see clientCalls).
+// words: the next requests carry the call as the model made it (see clientState.restore).
 //
 // Since 2.1.332 Claude Code names its deferred tools in a system message instead of
 // sending their definitions, so the Proxy ranks with the definitions of ClientTools (a
-// catalog of the same MCP servers), and with those a request does carry (deferred tools
-// with defer_loading, as earlier versions sent them all). When some deferred MCP tool is
-// known by name alone, toolshed's ranking would know less than Claude Code's, so the
-// search is left to Claude Code.
+// catalog of the same MCP servers), with those a request does carry (deferred tools with
+// defer_loading, as earlier versions sent them all), and with those the client's earlier
+// requests carried (learnedDefs). When more than maxUnknownShare of the deferred MCP tools
+// are known by name alone, toolshed's ranking would know less than Claude Code's, so the
+// search is left to Claude Code (see clientCandidates).
 
 // clientSearchName is the name of Claude Code's search tool.
 const clientSearchName = "ToolSearch"
@@ -68,7 +70,7 @@ func ccName(server, tool string) string {
 func ccPart(s string) string {
 	b := []byte(s)
 	for i, c := range b {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+		if !toolNameByte(c) {
 			b[i] = '_'
 		}
 	}
@@ -120,7 +122,6 @@ func announced(msgs []Message) (names map[string]bool, prefixes []string) {
 // clientIndex is the search index of one client's deferred tools, with the name Claude
 // Code gives each.
 type clientIndex struct {
-	snap   *catalog.Snapshot
 	index  *search.Index
 	byName map[*catalog.Tool]string // the client's name of each indexed tool
 	size   int64                    // the memory it keeps, estimated
@@ -136,8 +137,9 @@ type clientIndex struct {
 // named returns the tools of allow (every tool when nil) whose client name has word in
 // it, ignoring case.
 func (ix *clientIndex) named(allow *catalog.Set, word string) *catalog.Set {
-	out := catalog.NewSet(ix.snap)
-	for _, t := range ix.snap.Tools() {
+	snap := ix.index.Snapshot()
+	out := catalog.NewSet(snap)
+	for _, t := range snap.Tools() {
 		if (allow == nil || allow.Has(t.Index)) && strings.Contains(strings.ToLower(ix.byName[t]), word) {
 			out.Add(t.Index)
 		}
@@ -182,13 +184,7 @@ func (p *Proxy) clientCandidates(pr *prepared) (sources []catalog.Source, client
 			}
 		}
 	}
-	sorted := slices.Sorted(func(yield func(string) bool) {
-		for n := range names {
-			if !yield(n) {
-				return
-			}
-		}
-	})
+	sorted := slices.Sorted(maps.Keys(names))
 	var h maphash.Hash
 	h.SetSeed(keySeeds[0])
 	bySource := map[string]int{}
@@ -297,20 +293,25 @@ func (p *Proxy) clientIndex(pr *prepared) (*clientIndex, []string) {
 		return ix, unknown
 	}
 	snap, _ := catalog.Build(sources)
-	ix = &clientIndex{snap: snap, index: search.NewIndex(snap), byName: make(map[*catalog.Tool]string, snap.Len())}
+	ix = &clientIndex{index: search.NewIndex(snap), byName: make(map[*catalog.Tool]string, snap.Len())}
 	for _, src := range sources {
 		for _, raw := range src.Tools {
 			ix.size += 7 * int64(len(raw)) // the definitions and the index on them (see toolSet.size)
 		}
 	}
 	ix.size += 2048 * int64(snap.Len())
-	ix.texts = embed.ToolTexts(snap)
+	if p.Embed != nil { // only what is embedded needs its text
+		ix.texts = embed.ToolTexts(snap)
+	}
 	for i, t := range snap.Tools() {
 		name, ok := clientName[t.Server+"\x00"+t.Name]
 		if !ok {
 			name = ccName(t.Server, t.Name)
 		}
 		ix.byName[t] = name
+		if ix.texts == nil {
+			continue
+		}
 		if nameOnly[name] {
 			ix.texts[i] = ""
 		}

@@ -257,12 +257,16 @@ func validToolName(name string) bool {
 		return false
 	}
 	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+		if !toolNameByte(name[i]) {
 			return false
 		}
 	}
 	return true
+}
+
+// toolNameByte reports a byte the API takes in a tool name: [a-zA-Z0-9_-].
+func toolNameByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
 }
 
 // cloneTools copies tools and their bytes: when the array they were decoded from is
@@ -303,9 +307,7 @@ func newToolIndex(tools []Tool) (*toolIndex, error) {
 		if !t.DeferLoading || t.SearchKind() != "" {
 			continue
 		}
-		desc, _ := json.Marshal(t.Description)
-		name, _ := json.Marshal(t.Name)
-		raws = append(raws, json.RawMessage(`{"name":`+string(name)+`,"description":`+string(desc)+`,"inputSchema":`+string(t.InputSchema)+`}`))
+		raws = append(raws, mcpDefinition(t.Name, t.Description, t.InputSchema))
 	}
 	snap, problems := catalog.Build([]catalog.Source{{Server: "tools", Tools: raws, Origin: "request"}})
 	if len(problems) > 0 {
