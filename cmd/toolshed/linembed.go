@@ -98,18 +98,14 @@ func recallAt5(ctx context.Context, ix *search.Index, hs *hybrid.Searcher, qs []
 // recorded as leading to a successful call of a tool of snap, each query once per
 // tool; none when there is no log.
 func loggedQueries(ctx context.Context, dsn string, snap *catalog.Snapshot) []lint.SelfQuery {
-	path, isFile, err := searchlog.File(dsn)
-	if err != nil || dsn == "off" {
-		return nil
-	}
-	if _, err := os.Stat(path); isFile && err != nil {
+	if dsn == "off" {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	log, err := searchlog.Open(ctx, dsn, searchlog.Options{MaxAge: -1, MaxRows: -1, Logf: func(string, ...any) {}})
+	log, err := openLogFile(ctx, dsn)
 	if err != nil {
-		return nil
+		return nil // no log yet, or none that opens: the descriptions are measured instead
 	}
 	defer log.Close(context.Background())
 	ev, err := log.Evidence(ctx, searchlog.EvidenceOptions{PerTool: 50})

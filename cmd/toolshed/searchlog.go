@@ -87,25 +87,31 @@ func init() {
 // no file: a SQLite file that is not there, the default or one --db names (a typo, say),
 // is an error saying so.
 func openLogForReading(ctx context.Context, dsn string) (stats.Source, func() error, error) {
-	path, isFile, err := searchlog.File(dsn)
+	log, err := openLogFile(ctx, dsn)
 	if err != nil {
 		return nil, nil, err
 	}
+	return log, func() error { return log.Close(context.Background()) }, nil
+}
+
+// openLogFile opens the search log at dsn ("" for the default file) to read it, as
+// openLogForReading says.
+func openLogFile(ctx context.Context, dsn string) (*searchlog.Log, error) {
+	path, isFile, err := searchlog.File(dsn)
+	if err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat(path); isFile && errors.Is(err, fs.ErrNotExist) {
 		if dsn == "" {
-			return nil, nil, fmt.Errorf("there is no search log at %s yet: toolshed serve records one as it serves (or name it with --db)", path)
+			return nil, fmt.Errorf("there is no search log at %s yet: toolshed serve records one as it serves (or name it with --db)", path)
 		}
 		def, err := searchlog.DefaultPath()
 		if err != nil {
 			def = "the one in the data directory"
 		}
-		return nil, nil, fmt.Errorf("there is no search log at %s: check the path given to --db (without --db, stats reads %s, where toolshed serve records unless its --db or the config's search_log.db names another database)", path, def)
+		return nil, fmt.Errorf("there is no search log at %s: check the path given to --db (without --db, stats reads %s, where toolshed serve records unless its --db or the config's search_log.db names another database)", path, def)
 	}
-	log, err := searchlog.Open(ctx, dsn, searchlog.Options{MaxAge: -1, MaxRows: -1, Logf: func(string, ...any) {}})
-	if err != nil {
-		return nil, nil, err
-	}
-	return log, func() error { return log.Close(context.Background()) }, nil
+	return searchlog.Open(ctx, dsn, searchlog.Options{MaxAge: -1, MaxRows: -1, Logf: func(string, ...any) {}})
 }
 
 // closeSearchLog writes what the log still holds, for a few seconds at most.

@@ -3,6 +3,7 @@ package lint
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -50,7 +51,7 @@ func walkSchema(v any, at string) string {
 		}
 	}
 	if props, ok := obj["properties"].(map[string]any); ok {
-		for _, k := range sortedKeys(props) {
+		for _, k := range slices.Sorted(maps.Keys(props)) {
 			if !apiPropertyKey.MatchString(k) {
 				return fmt.Sprintf("%s/properties has the name %q, outside ^[a-zA-Z0-9_.-]{1,64}$", at, k)
 			}
@@ -74,22 +75,13 @@ func walkSchema(v any, at string) string {
 	}
 	for _, key := range []string{"$defs", "definitions"} {
 		defs, _ := obj[key].(map[string]any)
-		for _, k := range sortedKeys(defs) {
+		for _, k := range slices.Sorted(maps.Keys(defs)) {
 			if p := walkSchema(defs[k], at+"/"+key+"/"+k); p != "" {
 				return p
 			}
 		}
 	}
 	return ""
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // apiSchemaFix says how to mend what apiSchemaProblem found.
