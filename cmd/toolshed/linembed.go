@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"time"
 
@@ -29,7 +28,7 @@ const minLogQueries = 20
 // are enough of them, and over each tool's own description. A model that makes search
 // worse is a warning: the user turned it on to search better.
 func embedGain(ctx context.Context, e config.Embed, logDSN string, snap *catalog.Snapshot, stderr io.Writer) []lint.Finding {
-	c, err := embed.New(embed.Options{URL: e.URL, Model: e.Model, Dimensions: e.Dimensions, QueryPrefix: e.QueryPrefix, DocumentPrefix: e.DocumentPrefix, APIKey: os.Getenv(e.APIKeyEnv)})
+	c, err := configEmbedClient(e)
 	if err != nil {
 		return nil // checkEmbed has said what is wrong
 	}

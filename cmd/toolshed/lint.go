@@ -120,7 +120,7 @@ func checkEmbed(ctx context.Context, e config.Embed) []lint.Finding {
 		return nil
 	}
 	key := os.Getenv(e.APIKeyEnv)
-	c, err := embed.New(embed.Options{URL: e.URL, Model: e.Model, Dimensions: e.Dimensions, QueryPrefix: e.QueryPrefix, DocumentPrefix: e.DocumentPrefix, APIKey: key})
+	c, err := configEmbedClient(e)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(ctx, embedProbeTimeout)
 		defer cancel()
@@ -141,4 +141,10 @@ func checkEmbed(ctx context.Context, e config.Embed) []lint.Finding {
 	}
 	return []lint.Finding{{Severity: lint.Error, Check: lint.CheckEmbed,
 		Message: fmt.Sprintf("the embedding endpoint %s (model %s) does not answer: %v", shown, e.Model, err), Fix: fix}}
+}
+
+// configEmbedClient is the client of the config's embedding endpoint, its key from the
+// environment variable the config names.
+func configEmbedClient(e config.Embed) (*embed.Client, error) {
+	return embed.New(embed.Options{URL: e.URL, Model: e.Model, Dimensions: e.Dimensions, QueryPrefix: e.QueryPrefix, DocumentPrefix: e.DocumentPrefix, APIKey: os.Getenv(e.APIKeyEnv)})
 }
