@@ -121,6 +121,29 @@ func (w *ccProxyWire) handler(target *url.URL) http.Handler {
 
 type ccProxySlot struct{}
 
+// scriptedModel is a scripted model of either wire format, with what it was sent.
+type scriptedModel interface {
+	http.Handler
+	Requests() []fakellm.Request
+}
+
+// startScriptedModel serves a model scripted with replies in kind's wire format
+// (anthropic, or openai for Chat Completions) until the test ends, and returns it with
+// the base URL toolshed proxy's --upstream-url takes for it.
+func startScriptedModel(t *testing.T, kind string, replies ...fakellm.Reply) (scriptedModel, string) {
+	t.Helper()
+	var model scriptedModel = fakellm.NewAnthropic(replies...)
+	if kind == "openai" {
+		model = fakellm.NewOpenAI(replies...)
+	}
+	up := httptest.NewServer(model)
+	t.Cleanup(up.Close)
+	if kind == "openai" {
+		return model, up.URL + "/v1"
+	}
+	return model, up.URL
+}
+
 // startToolshedProxy runs `toolshed proxy` in front of the upstream at upstreamURL, of
 // kind anthropic or openai, on a free loopback port, with more flags args, and returns
 // its base URL and its stderr. It is stopped, by its process id, when the test ends.
@@ -361,25 +384,7 @@ func testClaudeCodeProxy(t *testing.T, kind string, auto bool, args []string) {
 		fakellm.Call("", "toolu_e2e_02", "mcp__memory__create_entities", entities),
 		fakellm.Say(ccProxyAnswer),
 	}
-	var model interface {
-		http.Handler
-		Requests() []fakellm.Request
-	}
-	upstreamURL := ""
-	up := httptest.NewUnstartedServer(nil)
-	if kind == "openai" {
-		m := fakellm.NewOpenAI(replies...)
-		model, up.Config.Handler = m, m
-	} else {
-		m := fakellm.NewAnthropic(replies...)
-		model, up.Config.Handler = m, m
-	}
-	up.Start()
-	t.Cleanup(up.Close)
-	upstreamURL = up.URL
-	if kind == "openai" {
-		upstreamURL += "/v1"
-	}
+	model, upstreamURL := startScriptedModel(t, kind, replies...)
 	proxyURL, proxyLog := startToolshedProxy(t, kind, upstreamURL)
 	target, _ := url.Parse(proxyURL)
 	wire := &ccProxyWire{}

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"net/http/httptest"
 	"os"
 	"regexp"
 	"slices"
@@ -48,25 +47,13 @@ func testClaudeCodeProxyRanks(t *testing.T, kind string, on bool) {
 		fakellm.Call("", "toolu_rank_02", "mcp__memory__create_entities", entities),
 		fakellm.Say(ccProxyAnswer),
 	}
-	var model interface{ Requests() []fakellm.Request }
-	up := httptest.NewUnstartedServer(nil)
-	url := ""
-	if kind == "openai" {
-		m := fakellm.NewOpenAI(replies...)
-		model, up.Config.Handler = m, m
-		url = "/v1"
-	} else {
-		m := fakellm.NewAnthropic(replies...)
-		model, up.Config.Handler = m, m
-	}
-	up.Start()
-	t.Cleanup(up.Close)
+	model, upstreamURL := startScriptedModel(t, kind, replies...)
 	config, memoryFile := ccMCPConfig(t)
 	args := []string{"--config", config}
 	if !on {
 		args = []string{"--client-search", "off"}
 	}
-	proxyURL, proxyLog := startToolshedProxy(t, kind, up.URL+url, args...)
+	proxyURL, proxyLog := startToolshedProxy(t, kind, upstreamURL, args...)
 	var ccArgs []string
 	if kind == "openai" {
 		ccArgs = []string{"--model", "qwen3-coder"}
