@@ -85,40 +85,50 @@ func (c *clientState) remember(client [16]byte, id string, input json.RawMessage
 // carrying the model's own input again, so the model reads its own words; msgs itself
 // when there is none.
 func (c *clientState) restore(client [16]byte, msgs []Message) []Message {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.calls.len() == 0 {
-		return msgs
-	}
-	var out []Message
+	// The ToolSearch calls are found without the lock, which every client's requests
+	// take: only their lookups hold it.
+	type at struct{ msg, block int }
+	var calls []at
 	for i, m := range msgs {
 		if m.Role != "assistant" {
 			continue
 		}
-		var content []Block
 		for j, b := range m.Content {
-			orig, ok := c.calls.get(callKey{client, b.ID})
-			if b.Type != "tool_use" || b.Name != clientSearchName || !ok {
-				continue
-			}
-			if content == nil {
-				content = slices.Clone(m.Content)
-			}
-			content[j].Input = orig
-			if len(b.Raw) > 0 {
-				content[j].Raw = withMember(b.Raw, "input", orig)
+			if b.Type == "tool_use" && b.Name == clientSearchName {
+				calls = append(calls, at{i, j})
 			}
 		}
-		if content == nil {
+	}
+	if len(calls) == 0 {
+		return msgs
+	}
+	origs := make([]json.RawMessage, len(calls))
+	found := false
+	c.mu.Lock()
+	for k, a := range calls {
+		origs[k], _ = c.calls.get(callKey{client, msgs[a.msg].Content[a.block].ID})
+		found = found || origs[k] != nil
+	}
+	c.mu.Unlock()
+	if !found {
+		return msgs
+	}
+	out := slices.Clone(msgs)
+	copied := -1 // the message last given a copy of its own: calls come in message order
+	for k, a := range calls {
+		orig := origs[k]
+		if orig == nil {
 			continue
 		}
-		if out == nil {
-			out = slices.Clone(msgs)
+		if a.msg != copied {
+			out[a.msg] = Message{Role: msgs[a.msg].Role, Content: slices.Clone(msgs[a.msg].Content)}
+			copied = a.msg
 		}
-		out[i] = Message{Role: m.Role, Content: content}
-	}
-	if out == nil {
-		return msgs
+		b := &out[a.msg].Content[a.block]
+		b.Input = orig
+		if len(b.Raw) > 0 {
+			b.Raw = withMember(b.Raw, "input", orig)
+		}
 	}
 	return out
 }
